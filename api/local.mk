@@ -1,0 +1,14 @@
+# api/ - wire formats: decode requests, encode results and errors (no HTTP).
+noinst_LIBRARIES += api/libapi.a
+api_libapi_a_SOURCES = \
+	api/api.h api/errors.c \
+	api/buf.h api/buf.c \
+	api/numfmt.h api/numfmt.c \
+	api/json.c
+api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
+check_PROGRAMS += tests/unit/test_api
+TESTS += tests/unit/test_api
+tests_unit_test_api_SOURCES = tests/unit/test_api.c
+tests_unit_test_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_api_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

@@ -1,0 +1,1 @@
+# bench/ - `make bench` builds and runs the benchmarks (never part of make check).

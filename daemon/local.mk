@@ -1,0 +1,10 @@
+# daemon/ - the server: HTTP (libmicrohttpd), worker pool (libuv), config, logs.
+bin_PROGRAMS += daemon/reduced
+daemon_reduced_SOURCES = \
+	daemon/main.c \
+	daemon/config.h daemon/config.c \
+	daemon/log.h daemon/log.c \
+	daemon/http.h daemon/http.c \
+	daemon/job.h daemon/job.c
+daemon_reduced_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(UV_CFLAGS) $(JANSSON_CFLAGS)
+daemon_reduced_LDADD = api/libapi.a lib/libreduce.a $(MHD_LIBS) $(UV_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm

@@ -1,0 +1,22 @@
+# lib/ - libreduce: the reduction library (pure computation).
+noinst_LIBRARIES += lib/libreduce.a
+lib_libreduce_a_SOURCES = \
+	lib/reduce.h lib/reduce.c \
+	lib/f16.h lib/f16.c \
+	lib/kernels.h lib/kernels.c
+
+UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
+
+# The conversion tests compile the module itself, so they build on their own.
+check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random
+TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random
+tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
+tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_f16_LDADD = $(CMOCKA_LIBS) -lm
+tests_unit_test_plan_SOURCES = tests/unit/test_plan.c
+tests_unit_test_plan_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_plan_LDADD = $(UNIT_LIBS)
+tests_unit_test_random_SOURCES = tests/unit/test_random.c
+tests_unit_test_random_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_random_LDADD = $(UNIT_LIBS) $(PTHREAD_LIBS)

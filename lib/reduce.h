@@ -1,0 +1,275 @@
+/* reduce.h - libreduce: the ONNX operators ReduceL2 and ReduceSumSquare.
+ *
+ * Pure computation: no I/O, no global mutable state, no knowledge of HTTP or
+ * JSON.  Every ONNX version of both operators (1, 11, 13, 18) and every
+ * element type the specification allows is supported.
+ *
+ * Use:
+ *   struct rd_params p;  rd_params_init(&p);  ...fill p...
+ *   struct rd_plan plan; rd_plan_init(&plan, &p, &err)     validate, no I/O
+ *   rd_execute(&plan, in, out, &err)                       whole buffer, or
+ *   rd_exec_* (parts on several threads), or rd_stream_* (bytes as they come).
+ *
+ * Thread safety: a plan is immutable once rd_plan_init() returns and may be
+ * shared by any number of threads.  An rd_exec may have distinct parts run on
+ * distinct threads at once; everything else about one rd_exec or rd_stream
+ * must be serialised by the caller.  Distinct objects are independent.
+ *
+ * Determinism: the order in which terms are summed is a function of the plan
+ * alone, never of the number of threads or of how a stream is chunked, so
+ * rd_execute(), rd_exec_* and rd_stream_* give bit-identical results.
+ *
+ * Numerics (see docs in README): float16, bfloat16 and float32 accumulate
+ * squares in double and round once (round to nearest even) to the output
+ * type; float64 uses compensated summation, and ReduceL2 of float64 cannot
+ * overflow or underflow in an intermediate; integers are exact (wide integer
+ * accumulators, exact integer square root), and a result that does not fit
+ * the output type is handled by the overflow policy of the plan.
+ *
+ * Errors: functions return 0 (RD_OK) or a negative RD_E_* code and, when
+ * `err` is not NULL, fill it with the code and a message that names the
+ * offending field and value.
+ */
+#ifndef REDUCE_H
+#define REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest accepted rank (numpy's historical limit). */
+#define RD_MAX_RANK 32
+
+/* Marks an optional integer attribute that the caller did not give. */
+#define RD_UNSET INT64_MIN
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                             */
+/* ------------------------------------------------------------------ */
+
+/* X(symbol, value, wire name, generic description) */
+#define RD_ERROR_MAP(X)                                                        \
+  X(RD_E_INVALID,         -1, "INVALID_ARGUMENT",      "invalid argument")     \
+  X(RD_E_OP,              -2, "UNKNOWN_OP",            "unknown operator")     \
+  X(RD_E_OPSET,           -3, "INVALID_OPSET",         "invalid opset")        \
+  X(RD_E_DTYPE,           -4, "UNSUPPORTED_DTYPE",     "unsupported dtype")    \
+  X(RD_E_DTYPE_VERSION,   -5, "DTYPE_NOT_IN_VERSION",                          \
+    "dtype not allowed in this operator version")                              \
+  X(RD_E_RANK,            -6, "RANK_TOO_LARGE",        "rank too large")       \
+  X(RD_E_DIM,             -7, "INVALID_DIM",           "invalid dimension")    \
+  X(RD_E_TOO_LARGE,       -8, "TENSOR_TOO_LARGE",      "tensor too large")     \
+  X(RD_E_AXIS_RANGE,      -9, "AXIS_OUT_OF_RANGE",     "axis out of range")    \
+  X(RD_E_AXIS_DUP,       -10, "DUPLICATE_AXIS",        "duplicate axis")       \
+  X(RD_E_KEEPDIMS,       -11, "INVALID_KEEPDIMS",      "keepdims must be 0 or 1") \
+  X(RD_E_NOOP,           -12, "INVALID_NOOP_WITH_EMPTY_AXES",                  \
+    "noop_with_empty_axes must be 0 or 1")                                     \
+  X(RD_E_NOOP_VERSION,   -13, "NOOP_NOT_IN_VERSION",                           \
+    "noop_with_empty_axes needs operator version 18")                          \
+  X(RD_E_POLICY,         -14, "INVALID_OVERFLOW_POLICY", "invalid overflow policy") \
+  X(RD_E_OVERFLOW,       -15, "INTEGER_OVERFLOW",                              \
+    "integer result does not fit the output type")                             \
+  X(RD_E_NOMEM,          -16, "OUT_OF_MEMORY",         "out of memory")        \
+  X(RD_E_STREAM,         -17, "INPUT_LENGTH",                                  \
+    "input byte count does not match the shape")
+
+enum rd_errcode {
+  RD_OK = 0,
+#define RD__ENUM(sym, val, name, desc) sym = val,
+  RD_ERROR_MAP(RD__ENUM)
+#undef RD__ENUM
+  RD_E__LAST = -18
+};
+
+#define RD_ERRMSG_MAX 256
+
+struct rd_error {
+  int code;                  /* RD_OK or an RD_E_* value */
+  char msg[RD_ERRMSG_MAX];   /* human message naming field and value */
+};
+
+/* Generic description of a code ("axis out of range"); never NULL. */
+const char *rd_strerror(int code);
+/* Wire name of a code ("AXIS_OUT_OF_RANGE"); NULL for unknown codes. */
+const char *rd_errname(int code);
+
+/* ------------------------------------------------------------------ */
+/* Element types, operators, versions                                 */
+/* ------------------------------------------------------------------ */
+
+/* Values are ONNX TensorProto.DataType numbers. */
+enum rd_dtype {
+  RD_FLOAT32 = 1,
+  RD_INT32 = 6,
+  RD_INT64 = 7,
+  RD_FLOAT16 = 10,
+  RD_FLOAT64 = 11,
+  RD_UINT32 = 12,
+  RD_UINT64 = 13,
+  RD_BFLOAT16 = 16
+};
+
+/* Canonical name ("float32", "bfloat16", ...); NULL if not a supported type. */
+const char *rd_dtype_name(int dtype);
+/* Parses a name: the canonical names plus the ONNX aliases "float" and
+ * "double".  Returns 0, or RD_E_DTYPE for anything else. */
+int rd_dtype_parse(const char *name, enum rd_dtype *out);
+/* Bytes per element; 0 if not a supported type. */
+size_t rd_dtype_size(int dtype);
+
+enum rd_op { RD_OP_L2 = 1, RD_OP_SUM_SQUARE = 2 };
+
+/* "ReduceL2" / "ReduceSumSquare"; NULL if unknown. */
+const char *rd_op_name(int op);
+/* Parses an operator name (exact, case-sensitive); 0 or RD_E_OP. */
+int rd_op_parse(const char *name, enum rd_op *out);
+
+/* The operator versions, ascending: {1, 11, 13, 18}. */
+#define RD_NVERSIONS 4
+extern const int rd_versions[RD_NVERSIONS];
+
+/* Maps an ONNX opset (>= 1) to the newest operator version <= it
+ * (12 -> 11, 17 -> 13, 21 -> 18).  Returns the version, or RD_E_OPSET. */
+int rd_op_version(int64_t opset);
+/* 1 if `dtype` is allowed at operator `version` (bfloat16 needs 13), else 0. */
+int rd_dtype_in_version(int dtype, int version);
+
+enum rd_overflow {
+  RD_OVERFLOW_ERROR = 0,     /* fail with RD_E_OVERFLOW (default) */
+  RD_OVERFLOW_SATURATE = 1,  /* clamp to the type's range (ONNX Runtime) */
+  RD_OVERFLOW_WRAP = 2       /* two's complement (literal ONNX function body) */
+};
+/* "error" / "saturate" / "wrap"; NULL if unknown. */
+const char *rd_overflow_name(int policy);
+/* 0, or RD_E_POLICY. */
+int rd_overflow_parse(const char *name, enum rd_overflow *out);
+
+/* ------------------------------------------------------------------ */
+/* Sizes                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Element count of a shape, checked: RD_E_RANK if rank > RD_MAX_RANK,
+ * RD_E_DIM for a negative dim, RD_E_TOO_LARGE if the count times the element
+ * size of `dtype` would not fit in int64 (dtype 0: count only). */
+int rd_shape_count(size_t rank, const int64_t *shape, int dtype,
+                   uint64_t *count, struct rd_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Plan                                                               */
+/* ------------------------------------------------------------------ */
+
+struct rd_params {
+  int op;                        /* enum rd_op */
+  int64_t opset;                 /* ONNX opset, >= 1; default 18 */
+  int dtype;                     /* enum rd_dtype */
+  size_t rank;                   /* <= RD_MAX_RANK; 0 is a scalar */
+  const int64_t *shape;          /* rank dims, each >= 0; borrowed */
+  const int64_t *axes;           /* naxes axes in [-rank, rank-1]; borrowed */
+  size_t naxes;                  /* 0: axes omitted or empty */
+  int64_t keepdims;              /* 0 or 1; default 1 */
+  int64_t noop_with_empty_axes;  /* 0, 1, or RD_UNSET (default); >= v18 only */
+  int overflow;                  /* enum rd_overflow; integers only */
+};
+
+/* Defaults: opset 18, keepdims 1, noop_with_empty_axes RD_UNSET, overflow
+ * error, no axes, rank 0; op and dtype 0 (must be set). */
+void rd_params_init(struct rd_params *p);
+
+/* The largest number of fixed parts a plan splits into (see rd_exec_*). */
+#define RD_MAX_PARTS 64
+
+/* A validated reduction.  Caller-owned (stack or embedded); holds no
+ * pointers, so it may be copied.  Fields above `priv` are read-only results
+ * for callers; `priv` is private to the library. */
+struct rd_plan {
+  int op;                        /* enum rd_op */
+  int version;                   /* 1, 11, 13 or 18 */
+  int dtype;                     /* input and output element type */
+  int overflow;                  /* enum rd_overflow */
+  size_t elem_size;              /* bytes per element */
+  size_t in_rank;
+  int64_t in_shape[RD_MAX_RANK];
+  size_t out_rank;
+  int64_t out_shape[RD_MAX_RANK];
+  uint64_t in_count, out_count;  /* elements */
+  uint64_t in_bytes, out_bytes;
+  int noop;                      /* 1: nothing reduced, elementwise only */
+  size_t nparts;                 /* fixed parts, 1..RD_MAX_PARTS */
+  struct {
+    /* Canonical shape: size-1 dims dropped, adjacent dims with the same
+     * reduce flag merged; alternating kept/reduced groups, outermost first. */
+    size_t ngroups;
+    uint64_t size[RD_MAX_RANK];
+    unsigned char reduced[RD_MAX_RANK];
+    uint64_t part_len;           /* outer-group extent per part */
+    int kernel;                  /* internal kernel id */
+  } priv;
+};
+
+/* Validates `p` and fills `plan`: resolves the version, checks dtype against
+ * the version, axes (range, duplicates), keepdims, noop_with_empty_axes and
+ * sizes, computes the output shape and chooses the kernel.  Allocates
+ * nothing.  Returns 0 or the first error found. */
+int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
+                 struct rd_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Execute: whole buffer                                              */
+/* ------------------------------------------------------------------ */
+
+/* Reduces `in` (plan->in_bytes bytes, host byte order, row-major) into `out`
+ * (plan->out_bytes bytes).  Allocates O(out_count) scratch.  Returns 0,
+ * RD_E_OVERFLOW (integer result does not fit, policy "error"; message names
+ * the output index and the exact value) or RD_E_NOMEM.  Single-threaded. */
+int rd_execute(const struct rd_plan *plan, const void *in, void *out,
+               struct rd_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Execute: in parts, on several threads                              */
+/* ------------------------------------------------------------------ */
+
+/* A plan's work is cut into plan->nparts parts (a function of the plan, not
+ * of the thread count).  Create an execution, run every part exactly once in
+ * any order on any threads (distinct parts may run concurrently), then
+ * finish, which combines the parts in a fixed order and writes the output. */
+struct rd_exec;
+
+/* Allocates the execution's accumulators. 0 or RD_E_NOMEM. */
+int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out);
+/* Runs part `part` (0 <= part < plan->nparts) over the whole input `in`.
+ * Thread-safe for distinct parts of one execution. Returns 0 or RD_E_INVALID. */
+int rd_exec_part(struct rd_exec *ex, size_t part, const void *in);
+/* After every part ran: writes plan->out_bytes bytes to `out`. */
+int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err);
+/* Frees; NULL is allowed. */
+void rd_exec_destroy(struct rd_exec *ex);
+
+/* ------------------------------------------------------------------ */
+/* Execute: streaming                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Feeds the input as bytes in row-major order, in chunks of any size
+ * (including sizes that split an element).  Memory is O(out_count) plus a
+ * small constant, whatever the input size. */
+struct rd_stream;
+
+/* 0 or RD_E_NOMEM. */
+int rd_stream_create(const struct rd_plan *plan, struct rd_stream **out);
+/* Consumes `len` bytes (host byte order). RD_E_STREAM if the total would
+ * exceed plan->in_bytes (nothing is consumed then). */
+int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
+                   struct rd_error *err);
+/* Bytes consumed so far. */
+uint64_t rd_stream_consumed(const struct rd_stream *s);
+/* After exactly plan->in_bytes bytes: writes the output (as rd_execute).
+ * RD_E_STREAM if fewer bytes were fed. */
+int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err);
+/* Frees; NULL is allowed. */
+void rd_stream_destroy(struct rd_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDUCE_H */
