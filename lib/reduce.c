@@ -952,6 +952,8 @@ int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
     return set_err(err, RD_E_STREAM, "%zu more bytes after %" PRIu64
                    " exceed the input size of %" PRIu64 " bytes", len,
                    s->consumed, s->plan.in_bytes);
+  if (len == 0)
+    return 0;
   esz = s->plan.elem_size;
   s->consumed += len;
   if (s->ncarry > 0) {
@@ -971,7 +973,8 @@ int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
   stream_elems(s, p, whole);
   p += whole * esz;
   len -= (size_t)(whole * esz);
-  memcpy(s->carry, p, len);
+  if (len > 0)
+    memcpy(s->carry, p, len);
   s->ncarry = len;
   return 0;
 }
