@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "f16.h"
 #include "reduce.h"
 
 typedef unsigned __int128 u128;
@@ -1346,6 +1347,15 @@ static void test_deterministic_small(void **state)
     {"KRKR", 4, {3, 7, 4, 19}, 2, {1, 3}},
     {"RKRK", 4, {3, 7, 4, 19}, 2, {0, 2}},
     {"K (noop-like)", 2, {1, 50}, 1, {0}},
+    {"KR short", 2, {50, 2}, 1, {1}},
+    {"KR short", 2, {50, 3}, 1, {1}},
+    {"KR short", 2, {40, 5}, 1, {1}},
+    {"KR short", 2, {40, 8}, 1, {1}},
+    {"KR short", 2, {30, 13}, 1, {1}},
+    {"KR short", 2, {30, 16}, 1, {1}},
+    {"KR short", 2, {30, 17}, 1, {1}},
+    {"KRKR short", 4, {3, 5, 4, 6}, 2, {1, 3}},
+    {"RK short", 2, {50, 3}, 1, {0}},
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -1494,6 +1504,22 @@ static void test_summation_order(void **state)
   assert_true(order_probe(&s, in, &pl) == up);
   free(in);
 
+  /* KR with rows of 8: lanes 0..7 combine as ((0+4)+(2+6))+((1+5)+(3+7)).
+   * With t^2 = 2^-30, lanes 4..7 reach 2^-28 (one ulp of the big square)
+   * before they meet it; added one by one, each t^2 would vanish. */
+  in = calloc(3 * 8, sizeof *in);
+  assert_non_null(in);
+  for (size_t r = 0; r < 3; r++) {
+    in[8 * r] = big;
+    for (size_t j = 1; j < 8; j++)
+      in[8 * r + j] = 0x1p-15f;
+  }
+  set_shape(&s, 2, (int64_t)3, (int64_t)8);
+  set_axes(&s, 1, (int64_t)1);
+  assert_true(order_probe(&s, in, &pl) == up);
+  free(in);
+  s.naxes = 0;
+
   /* R over several parts: each part's segment starts at lane 0 with its own
    * partial, so lane-0 terms of later parts are summed apart and survive. */
   {
@@ -1511,6 +1537,41 @@ static void test_summation_order(void **state)
     assert_true(order_probe(&s, in, &pl) == up);
     free(in);
   }
+}
+
+/* Every float16 pattern through the elementwise path: x^2 rounded once and
+ * |x|, against the f16 module's own conversions. */
+static void test_f16_all_patterns(void **state)
+{
+  struct spec s = spec0(RD_OP_SUM_SQUARE, RD_FLOAT16);
+  struct rd_plan pl;
+  struct rd_error err;
+  uint16_t *in = malloc(65536 * sizeof *in), *out;
+  (void)state;
+  assert_non_null(in);
+  for (uint32_t i = 0; i < 65536; i++)
+    in[i] = (uint16_t)i;
+  set_shape(&s, 1, (int64_t)65536);
+  s.noop = 1;
+  assert_int_equal(run(&s, in, (void **)&out, &pl, &err), 0);
+  for (uint32_t i = 0; i < 65536; i++) {
+    double v = rd_f16_to_f64((uint16_t)i);
+    if (isnan(v))
+      assert_true(isnan(rd_f16_to_f64(out[i])));
+    else
+      assert_int_equal(out[i], rd_f64_to_f16(v * v));
+  }
+  free(out);
+  s.op = RD_OP_L2;
+  assert_int_equal(run(&s, in, (void **)&out, &pl, &err), 0);
+  for (uint32_t i = 0; i < 65536; i++) {
+    if (isnan(rd_f16_to_f64((uint16_t)i)))
+      assert_true(isnan(rd_f16_to_f64(out[i])));
+    else
+      assert_int_equal(out[i], i & 0x7fff);
+  }
+  free(out);
+  free(in);
 }
 
 int main(void)
@@ -1536,6 +1597,7 @@ int main(void)
     cmocka_unit_test(test_deterministic_parts),
     cmocka_unit_test(test_parts_values),
     cmocka_unit_test(test_summation_order),
+    cmocka_unit_test(test_f16_all_patterns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
