@@ -33,25 +33,25 @@ static inline double ld_f32(const unsigned char *p)
   return v;
 }
 
-/* Exact float16 widening, inline so the loops stay simple: re-bias the
- * exponent into a double (inf/NaN keep their payload), subnormals are
- * m * 2^-24.  Equal to rd_f16_to_f64() for every pattern (tested). */
+/* Exact float16 widening of |x| (only squares are needed, so the sign is
+ * dropped), branch-free so the loops vectorise: re-bias the exponent into a
+ * double (inf/NaN keep their payload); subnormals are m * 2^-24.  Its square
+ * equals that of rd_f16_to_f64() for every pattern (tested). */
 static inline double ld_f16(const unsigned char *p)
 {
   uint16_t h;
-  uint32_t e, m;
-  uint64_t bits;
-  double d;
+  uint64_t e, m, nbits, sbits, zero;
+  double sub, d;
   memcpy(&h, p, sizeof h);
   e = (h >> 10) & 0x1f;
   m = h & 0x3ff;
-  if (e == 0) {
-    d = (double)m * 0x1p-24;
-    return (h & 0x8000) ? -d : d;
-  }
-  bits = ((uint64_t)(h >> 15) << 63) |
-         ((uint64_t)(e == 31 ? 0x7ff : e + 1008) << 52) | ((uint64_t)m << 42);
-  memcpy(&d, &bits, sizeof d);
+  /* exponent e - 15 + 1023, or 2047 for e == 31 (31 + 1008 + 1008) */
+  nbits = ((e + 1008 + (uint64_t)(e == 31) * 1008) << 52) | (m << 42);
+  sub = (double)(int32_t)m * 0x1p-24;
+  memcpy(&sbits, &sub, sizeof sbits);
+  zero = 0 - (uint64_t)(e == 0); /* all ones for zero/subnormal */
+  nbits = (sbits & zero) | (nbits & ~zero);
+  memcpy(&d, &nbits, sizeof d);
   return d;
 }
 
@@ -339,11 +339,15 @@ static void rows_f64(void *acc, const unsigned char *x, size_t n,
 /* 32-bit integers: exact, squares < 2^64 split into 32-bit halves     */
 /* ------------------------------------------------------------------ */
 
+/* |x| as uint32 (|INT32_MIN| = 2^31 fits), then a 32x32->64 unsigned
+ * product, which SSE2 has (pmuludq). */
 static inline uint64_t sq_i32(const unsigned char *p)
 {
   int32_t v;
+  uint32_t a;
   memcpy(&v, p, sizeof v);
-  return (uint64_t)((int64_t)v * v);
+  a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+  return (uint64_t)a * a;
 }
 
 static inline uint64_t sq_u32(const unsigned char *p)

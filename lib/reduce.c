@@ -302,7 +302,7 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
 static void canonicalise(struct rd_plan *pl, const unsigned char *red)
 {
   size_t ng = 0;
-  uint64_t g0, unit_bytes, n;
+  uint64_t g0, n;
   pl->nparts = 1;
   pl->priv.part_len = 1;
   if (pl->in_count == 0) {
@@ -328,18 +328,21 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
   }
   pl->priv.ngroups = ng;
   g0 = pl->priv.size[0];
-  unit_bytes = pl->in_bytes / g0;
+  if (pl->noop) {
+    /* Elementwise: one part. */
+    pl->priv.part_len = g0;
+    return;
+  }
   if (!pl->priv.reduced[0]) {
     n = pl->in_bytes / PART_BYTES_KEPT;
   } else {
+    /* Cannot overflow: rd_plan_init checked it against INT64_MAX. */
     uint64_t per_part = pl->out_count *
-        rd__kernel_for(pl->priv.kernel)->acc_size; /* <= 2^63 * 64: see below */
+        rd__kernel_for(pl->priv.kernel)->acc_size;
     n = pl->in_bytes / PART_BYTES_REDUCED;
-    /* out_count <= in_count here, and in_bytes fits int64. */
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
   }
-  (void)unit_bytes;
   if (n < 1)
     n = 1;
   if (n > RD_MAX_PARTS)
@@ -835,7 +838,7 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
   struct cursor c;
   uint64_t start, end;
   unsigned char *acc;
-  if (!ex || part >= ex->plan.nparts)
+  if (!ex || part >= ex->plan.nparts || ex->done[part])
     return RD_E_INVALID;
   pl = &ex->plan;
   if (pl->in_count > 0) {

@@ -546,6 +546,25 @@ static void test_canonical_groups(void **state)
   struct spec s = spec0(RD_OP_L2, RD_FLOAT32);
   struct rd_plan pl;
   (void)state;
+  /* Part counts: a function of the plan; noop and scalars use one part. */
+  set_shape(&s, 2, (int64_t)4096, (int64_t)4096); /* 64 MiB */
+  s.noop = 1;
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_int_equal(pl.nparts, 1);
+  s.noop = RD_UNSET;
+  set_axes(&s, 1, (int64_t)1); /* KR: outer kept group split */
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_true(pl.nparts > 1 && pl.nparts <= RD_MAX_PARTS);
+  assert_int_equal((4096 + pl.priv.part_len - 1) / pl.priv.part_len,
+                   pl.nparts);
+  set_axes(&s, 1, (int64_t)0); /* RK: leading reduced group split */
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_true(pl.nparts > 1 && pl.nparts <= RD_MAX_PARTS);
+  /* ... but partials stay within 64 MiB: 2^23 outputs x 8 bytes. */
+  set_shape(&s, 2, (int64_t)16, (int64_t)1 << 23);
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_true(pl.nparts * pl.out_count * 8 <= ((uint64_t)64 << 20));
+  s.naxes = 0;
   /* [2,1,3,4,1,5] axes [1,2,3]: size-1 dims drop, 3*4 merge: K2 R12 K5 */
   set_shape(&s, 6, (int64_t)2, (int64_t)1, (int64_t)3, (int64_t)4,
             (int64_t)1, (int64_t)5);
@@ -1172,6 +1191,7 @@ static void test_stream_errors(void **state)
   assert_int_equal(rd_exec_finish(ex, out, &err), RD_E_INVALID);
   assert_non_null(strstr(err.msg, "part 0"));
   assert_int_equal(rd_exec_part(ex, 0, in), 0);
+  assert_int_equal(rd_exec_part(ex, 0, in), RD_E_INVALID); /* only once */
   assert_int_equal(rd_exec_finish(ex, out, &err), 0);
   assert_true(out[0] == 5.0f);
   rd_exec_destroy(ex);
