@@ -34,25 +34,26 @@ static inline double ld_f32(const unsigned char *p)
 }
 
 /* Exact float16 widening of |x| (only squares are needed, so the sign is
- * dropped), branch-free so the loops vectorise: re-bias the exponent into a
- * double (inf/NaN keep their payload); subnormals are m * 2^-24.  Its square
+ * dropped), branch-free in 32-bit lanes so the loops vectorise: re-bias the
+ * exponent into a float (inf/NaN keep their payload), subnormals are
+ * m * 2^-24; float -> double is exact.  Its square
  * equals that of rd_f16_to_f64() for every pattern (tested). */
 static inline double ld_f16(const unsigned char *p)
 {
   uint16_t h;
-  uint64_t e, m, nbits, sbits, zero;
-  double sub, d;
+  uint32_t e, m, nbits, sbits, zero;
+  float sub, f;
   memcpy(&h, p, sizeof h);
-  e = (h >> 10) & 0x1f;
-  m = h & 0x3ff;
-  /* exponent e - 15 + 1023, or 2047 for e == 31 (31 + 1008 + 1008) */
-  nbits = ((e + 1008 + (uint64_t)(e == 31) * 1008) << 52) | (m << 42);
-  sub = (double)(int32_t)m * 0x1p-24;
+  e = ((uint32_t)h >> 10) & 0x1f;
+  m = (uint32_t)h & 0x3ff;
+  /* float exponent e - 15 + 127, or 255 for e == 31 (31 + 112 + 112) */
+  nbits = ((e + 112 + (uint32_t)(e == 31) * 112) << 23) | (m << 13);
+  sub = (float)(int32_t)m * 0x1p-24f;
   memcpy(&sbits, &sub, sizeof sbits);
-  zero = 0 - (uint64_t)(e == 0); /* all ones for zero/subnormal */
+  zero = 0 - (uint32_t)(e == 0); /* all ones for zero/subnormal */
   nbits = (sbits & zero) | (nbits & ~zero);
-  memcpy(&d, &nbits, sizeof d);
-  return d;
+  memcpy(&f, &nbits, sizeof f);
+  return f;
 }
 
 /* bfloat16 is the top half of a float32: widening is a shift. */

@@ -1,20 +1,32 @@
 /* reduce.c - libreduce: names, validation, plan, execution engine, output.
  *
- * Execution model (see README of the header and kernels.h):
- *  - The plan canonicalises the shape into alternating kept/reduced groups
- *    and cuts the outermost group into plan->nparts contiguous ranges of the
- *    row-major input (parts).  When the outer group is kept, parts write
- *    disjoint outputs; when it is reduced, each part has its own partial per
- *    output and the partials are added in part order 0, 1, 2, ... to a zero
- *    accumulator.
- *  - One engine (`process`) walks elements in row-major order with a cursor
- *    (odometer over the outer groups, offset in the innermost row, lane state
- *    of the current run segment).  A run segment starts at the start of a row
- *    of the innermost group or at the start of a part, whichever is later.
- *    Because the kernels are split-invariant, the bits depend only on the plan:
- *    rd_exec_* runs each part from a fresh cursor, rd_stream_* runs the parts
- *    in order through one cursor with any chunking, rd_execute is a stream
- *    fed the whole buffer at once.
+ * Summation order (a function of the plan alone; see also kernels.h):
+ *  - Canonical shape: size-1 dims dropped, adjacent dims with the same
+ *    reduce flag merged, giving alternating kept/reduced groups g0..gn-1.
+ *    A single element becomes one kept group of size 1; noop plans reduce
+ *    nothing (every group kept).
+ *  - Parts: the outermost group g0 is cut into plan->nparts ranges of
+ *    priv.part_len indices; a part is a contiguous range of the row-major
+ *    input.  g0 kept: about one part per 1 MiB of input, parts write
+ *    disjoint outputs.  g0 reduced: about one part per 4 MiB, at most
+ *    64 MiB of partial accumulators in all; each part accumulates its own
+ *    partial per output, and the result is ((0 + p0) + p1) + ... in part
+ *    order.  Empty inputs and noop plans: one part.  At most RD_MAX_PARTS.
+ *  - Innermost group reduced: a "run segment" is the part of one row of the
+ *    innermost group that lies in one part.  Its element at offset j goes to
+ *    lane j % 16 (each lane sums in order of j); at the end of the segment
+ *    the lanes combine in the fixed tree (k, k+8), (k, k+4), (k, k+2),
+ *    (k, k+1) and the result is added to the output's accumulator, segments
+ *    in row-major order.
+ *  - Innermost group kept: acc[j] += x[i][j]^2 with rows i in order.
+ *  Integers are summed exactly, so only the float classes depend on this.
+ *
+ * One engine (`process`) walks elements in row-major order with a cursor
+ * (odometer over the outer groups, offset in the innermost row, lane state
+ * of the current segment).  The kernels are split-invariant, so the bits
+ * cannot depend on how the input arrives: rd_exec_* runs each part from a
+ * fresh cursor, rd_stream_* runs the parts in order through one cursor with
+ * any chunking, and rd_execute is a stream fed the whole buffer at once.
  */
 #include "reduce.h"
 
