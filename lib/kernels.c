@@ -199,6 +199,13 @@ DEF_D_KERNELS(bf16, 2, ld_bf16)
 /* float64: Kahan sums in three ranges (Blue)                         */
 /* ------------------------------------------------------------------ */
 
+/* Mid range, where x*x neither overflows nor loses bits to underflow.
+ * Zero counts as mid so that blocks with zeros keep the fast path. */
+static inline int is_mid(double a)
+{
+  return ((a >= BLUE_SMALL) & (a <= BLUE_BIG)) | (a == 0);
+}
+
 static inline void kahan(double *s, double *c, double y)
 {
   double t, u = y - *c;
@@ -214,7 +221,7 @@ static inline void blue_add(double *bs, double *bc, double *ms, double *mc,
                             double *ss, double *sc, double *sp, double x)
 {
   double a = fabs(x);
-  if (a >= BLUE_SMALL && a <= BLUE_BIG) {
+  if (is_mid(a)) {
     kahan(ms, mc, x * x);
   } else if (a < BLUE_SMALL) {
     double y = x * BLUE_UP;
@@ -242,7 +249,7 @@ static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
     memcpy(v, x + i * 8, sizeof v);
     for (size_t l = 0; l < L; l++) {
       double a = fabs(v[l]);
-      mid &= (a >= BLUE_SMALL) & (a <= BLUE_BIG);
+      mid &= is_mid(a);
     }
     if (mid) {
       /* Same operations as blue_add() for mid-range values, vectorisable. */
@@ -308,10 +315,26 @@ static void rows_f64(void *acc, const unsigned char *x, size_t n,
   struct rd__blue *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * 8) {
     if (n <= L) {
-      double b[L] = {0}, m[L] = {0}, s[L] = {0}, sp[L] = {0};
+      double b[L] = {0}, m[L] = {0}, s[L] = {0}, sp[L] = {0}, v0[L];
+      int mid = 1;
       for (size_t i = 0; i < n; i++) {
-        double v = ld_f64(x + i * 8), a = fabs(v);
-        if (a >= BLUE_SMALL && a <= BLUE_BIG) {
+        double a;
+        v0[i] = ld_f64(x + i * 8);
+        a = fabs(v0[i]);
+        mid &= is_mid(a);
+      }
+      if (mid) {
+        /* Only mid-range terms: the other trees would be exactly +0. */
+        for (size_t i = 0; i < n; i++)
+          m[i] = v0[i] * v0[i];
+        kahan(&o[r].bs, &o[r].bc, 0.0);
+        kahan(&o[r].ms, &o[r].mc, tree_n(m, n));
+        kahan(&o[r].ss, &o[r].sc, 0.0);
+        continue;
+      }
+      for (size_t i = 0; i < n; i++) {
+        double v = v0[i], a = fabs(v);
+        if (is_mid(a)) {
           m[i] = v * v;
         } else if (a < BLUE_SMALL) {
           double y = v * BLUE_UP;

@@ -21,8 +21,9 @@
  *    exact for these types, so a fused multiply-add gives the same bits and a
  *    future FMA variant stays bit-identical.
  *  - RD__ACC_BLUE (64): float64.  Three Kahan sums (|x| > 2^480 scaled by
- *    2^-600, |x| < 2^-480 scaled by 2^600, the rest plain) plus a plain sum of
- *    the non-finite |x| (NaN if any NaN, else +inf if any inf, else 0).
+ *    2^-600, 0 < |x| < 2^-480 scaled by 2^600, the rest (zero included)
+ *    plain) plus a plain sum of the non-finite |x| (NaN if any NaN, else +inf
+ *    if any inf, else 0).
  *  - RD__ACC_U128 (16): int32/uint32, exact.
  *  - RD__ACC_U192 (32): int64/uint64, exact (128-bit sum plus a carry word).
  * Integer sums are exact, so their order does not matter.
