@@ -807,7 +807,7 @@ test_decode_shape_errors(void **state)
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
               "[4611686018427387904,4],\"data\":[1]}}", RD_E_TOO_LARGE, "");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[2,-1],\"data\":[1]}}", RD_E_DIM, "");
+              "[2,-1],\"data\":[1]}}", RD_E_DIM, "shape[1] is -1");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
               "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
               "1,1],\"data\":[1]}}", RD_E_RANK, "33");
