@@ -8,7 +8,9 @@
  *    offset j from the start of the run segment goes to lane j % RD__LANES,
  *    each lane in order of j); rd__kernel.flush() then combines the lanes in
  *    a fixed tree and adds the result to one output accumulator;
- *  - innermost group kept: rd__kernel.col() adds x[j]^2 to acc[j].
+ *  - innermost group kept: rd__kernel.cols() adds x[j]^2 to acc[j], row by
+ *    row;
+ *  - whole runs at once: rd__kernel.rows() (short rows without lane state).
  *
  * Every kernel is split-invariant: calling run() on [0,n) or on [0,m) and
  * then [m,n) (with the right `pos`) leaves the same bits, which is what makes
@@ -80,8 +82,11 @@ struct rd__kernel {
               uint64_t pos);
   /* Adds the lanes to the accumulator `acc` and clears them. */
   void (*flush)(union rd__lanes *ln, void *acc);
-  /* acc[j] += x[j]^2 for j < n. */
-  void (*col)(void *acc, const unsigned char *x, size_t n);
+  /* acc[j] += x[r*n + j]^2 for j < n, r < nrows, rows in order. */
+  void (*cols)(void *acc, const unsigned char *x, size_t n, size_t nrows);
+  /* nrows complete runs of n elements, run r into acc[r]: the same bits as
+   * run() from empty lanes at pos 0 followed by flush() for each run. */
+  void (*rows)(void *acc, const unsigned char *x, size_t n, size_t nrows);
 };
 
 /* Kernel for an element type (enum rd_dtype value); NULL if unsupported. */

@@ -527,6 +527,33 @@ static void next_row(struct cursor *c, const struct rd_plan *pl,
   }
 }
 
+/* Whole rows from the cursor (at a row start) that share the next outer
+ * index: consecutive outputs (inner reduced) or the same outputs (inner
+ * kept).  Returns how many rows the kernel call covered. */
+static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
+                           const struct geom *g, unsigned char *acc,
+                           const unsigned char *x, uint64_t n)
+{
+  uint64_t rows = n / g->inner, left;
+  size_t o = g->ng - 2;
+  if (g->ng < 2)
+    rows = 1;
+  else if (rows > (left = pl->priv.size[o] - c->idx[o]))
+    rows = left;
+  if (g->inner_red)
+    g->k->rows(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
+  else
+    g->k->cols(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
+  if (g->ng >= 2) {
+    /* Jump to the last row, then step with carry into outer groups. */
+    c->idx[o] += rows - 1;
+    if (g->inner_red)
+      c->obase += rows - 1; /* group o is the innermost kept: stride 1 */
+  }
+  next_row(c, pl, g);
+  return rows;
+}
+
 /* Adds n elements at x (all inside one part) to the accumulators `acc`. */
 static void process(struct cursor *c, const struct rd_plan *pl,
                     const struct geom *g, unsigned char *acc,
@@ -534,13 +561,19 @@ static void process(struct cursor *c, const struct rd_plan *pl,
 {
   while (n > 0) {
     uint64_t take = g->inner - c->off;
+    if (c->off == 0 && n >= g->inner) {
+      uint64_t rows = whole_rows(c, pl, g, acc, x, n);
+      x += rows * g->inner * g->esz;
+      n -= rows * g->inner;
+      continue;
+    }
     if (take > n)
       take = n;
     if (g->inner_red) {
       g->k->run(&c->lanes, x, (size_t)take, c->seg);
       c->seg += take;
     } else {
-      g->k->col(acc + (c->obase + c->off) * g->accsz, x, (size_t)take);
+      g->k->cols(acc + (c->obase + c->off) * g->accsz, x, (size_t)take, 1);
     }
     c->off += take;
     x += take * g->esz;
@@ -827,15 +860,20 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
                          struct rd_error *err)
 {
   uint64_t set_bytes = pl->out_count * g->accsz;
-  unsigned char tmp[sizeof(struct rd__blue)];
+  union {
+    struct rd__blue b;
+    struct rd__u192 w;
+    u128 q;
+    double d;
+  } tmp;
   for (uint64_t o = 0; o < pl->out_count; o++) {
-    const unsigned char *a = acc + o * g->accsz;
+    const void *a = acc + o * g->accsz;
     int rc;
     if (nsets > 0) {
-      memset(tmp, 0, sizeof tmp);
+      memset(&tmp, 0, sizeof tmp);
       for (size_t p = 0; p < nsets; p++)
-        rd__acc_merge(g->k->acc_class, tmp, a + p * set_bytes);
-      a = tmp;
+        rd__acc_merge(g->k->acc_class, &tmp, acc + o * g->accsz + p * set_bytes);
+      a = &tmp;
     }
     if ((rc = store(pl, g, a, out, o, err)) != 0)
       return rc;
@@ -952,6 +990,8 @@ int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
     return set_err(err, RD_E_STREAM, "%zu more bytes after %" PRIu64
                    " exceed the input size of %" PRIu64 " bytes", len,
                    s->consumed, s->plan.in_bytes);
+  if (len == 0)
+    return 0;
   esz = s->plan.elem_size;
   s->consumed += len;
   if (s->ncarry > 0) {
@@ -971,7 +1011,8 @@ int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
   stream_elems(s, p, whole);
   p += whole * esz;
   len -= (size_t)(whole * esz);
-  memcpy(s->carry, p, len);
+  if (len > 0)
+    memcpy(s->carry, p, len);
   s->ncarry = len;
   return 0;
 }
