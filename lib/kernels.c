@@ -174,6 +174,17 @@ static void flush_d(union rd__lanes *ln, void *acc)
       }                                                                        \
       return;                                                                  \
     }                                                                          \
+    if (n == L) {                                                              \
+      for (size_t r = 0; r < nrows; r++, x += L * (esz)) {                     \
+        double a[L];                                                           \
+        for (size_t i = 0; i < L; i++) {                                       \
+          double v = load(x + i * (esz));                                      \
+          a[i] = v * v;                                                        \
+        }                                                                      \
+        o[r] += tree(a);                                                       \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
     for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                       \
       if (n <= L) {                                                            \
         double a[L] = {0};                                                     \
@@ -181,7 +192,7 @@ static void flush_d(union rd__lanes *ln, void *acc)
           double v = load(x + i * (esz));                                      \
           a[i] = v * v;                                                        \
         }                                                                      \
-        o[r] += tree_n(a, n);                                                  \
+        o[r] += tree(a);                                                       \
       } else {                                                                 \
         union rd__lanes ln;                                                    \
         memset(ln.d, 0, sizeof ln.d);                                          \
