@@ -18,8 +18,9 @@
  *   float64: within F64_ULPS (4) ulps of the correctly rounded value.
  *   integers: exact.
  *
- * Environment: RD_TEST_SEED (seed, printed), RD_TEST_CASES (number of random
- * cases), RD_TEST_ONLY (run only that random case index).
+ * Environment: RD_TEST_SEED (seed, printed), RD_TEST_CASES (number of small
+ * random cases), RD_TEST_BIG_CASES (number of 2-12 MiB random cases),
+ * RD_TEST_ONLY (run only the random case with that id, as printed).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,6 +44,7 @@ __extension__ typedef unsigned __int128 u128;
 
 #define DEFAULT_SEED 20240607u
 #define DEFAULT_CASES 10000
+#define DEFAULT_BIG_CASES 40
 #define MAXR 6            /* largest rank the random cases use */
 #define MAX_ELEMS 4096    /* cap on elements of one random case */
 #define F64_ULPS 4        /* float64 tolerance, see check_float() */
@@ -653,6 +655,8 @@ struct stats {
   uint64_t noop, overflow_err, with_specials, threaded, elems_checked;
   uint64_t near_tie_accepted, f64_off;
   int f64_max_ulps;
+  uint64_t multipart;
+  size_t max_parts;
   uint64_t failures;
   int reports;
 };
@@ -733,9 +737,12 @@ static void report(const struct tcase *tc, const char *what)
 /* Reference                                                          */
 /* ------------------------------------------------------------------ */
 
-/* For every output element, walk its slice over the original shape. */
-static void ref_compute(const struct tcase *tc, struct expect *ex)
+/* For every output element in [o0, o1), walk its slice over the original
+ * shape; ex[o - o0] receives the result. */
+static void ref_compute(const struct tcase *tc, uint64_t o0, uint64_t o1,
+                        struct expect *ex_base)
 {
+  struct expect *ex = ex_base - o0;
   const struct fmt *f = tc->f;
   int64_t stride[RD_MAX_RANK], oidx[RD_MAX_RANK], iidx[RD_MAX_RANK];
   size_t rdims[RD_MAX_RANK], nred = 0;
@@ -750,7 +757,7 @@ static void ref_compute(const struct tcase *tc, struct expect *ex)
       if (tc->red[d])
         rdims[nred++] = d;
 
-  for (uint64_t o = 0; o < tc->out_count; o++) {
+  for (uint64_t o = o0; o < o1; o++) {
     uint64_t rem = o;
     for (size_t d = tc->out_rank; d-- > 0;) {
       oidx[d] = (int64_t)(rem % (uint64_t)tc->out_shape[d]);
@@ -885,13 +892,15 @@ static int check_float(const struct fmt *f, const struct fexact *x,
   return -1;
 }
 
-/* Checks every output element of `out` (rd_execute's result). */
-static void check_output(const struct tcase *tc, const struct expect *ex,
-                         const unsigned char *out)
+/* Checks output elements [o0, o1) of `out` (rd_execute's result) against
+ * ex[0 .. o1-o0); returns -1 after the first mismatch (reported). */
+static int check_range(const struct tcase *tc, uint64_t o0, uint64_t o1,
+                       const struct expect *ex_base, const unsigned char *out)
 {
   const struct fmt *f = tc->f;
+  const struct expect *ex = ex_base - o0;
   char why[400], msg[600];
-  for (uint64_t o = 0; o < tc->out_count; o++) {
+  for (uint64_t o = o0; o < o1; o++) {
     uint64_t got = get_bits(f, out, o);
     st.elems_checked++;
     if (f->is_float) {
@@ -905,7 +914,8 @@ static void check_output(const struct tcase *tc, const struct expect *ex,
       }
     } else {
       uint64_t want = 0;
-      if (int_expect(f, tc->overflow, &ex[o].iv, &want) == 0 && want == got)
+      int over = int_expect(f, tc->overflow, &ex[o].iv, &want) != 0;
+      if (over || want == got) /* overflow: judged by the return code */
         continue;
       char dec[96];
       ibn_to_dec(&ex[o].iv, dec, sizeof dec);
@@ -914,8 +924,9 @@ static void check_output(const struct tcase *tc, const struct expect *ex,
     }
     snprintf(msg, sizeof msg, "output %" PRIu64 ": %s", o, why);
     report(tc, msg);
-    return; /* one report per case is enough */
+    return -1; /* one report per case is enough */
   }
+  return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1032,7 +1043,7 @@ static int run_stream(const struct tcase *tc, const struct rd_plan *plan,
   uint64_t total = plan->in_bytes, fed = 0;
   int mode = (int)rng_below(r, 4), rc;
 
-  if (mode == 0 && total > 40000)
+  if ((mode == 0 && total > 40000) || (mode == 1 && total > (1 << 20)))
     mode = 3;
   rc = rd_stream_create(plan, &s);
   if (rc != 0 || !s) {
@@ -1156,32 +1167,28 @@ static int has_number(const char *msg, const char *dec)
   return 0;
 }
 
-/* Whether `msg` names the exact value (result, or for ReduceL2 the sum of
- * squares) of some overflowing output. */
-static int overflow_msg_ok(const struct tcase *tc, const struct expect *ex,
-                           const char *msg)
+/* Whether `msg` names the exact value of output `o` (its result, or for
+ * ReduceL2 its sum of squares). */
+static int overflow_msg_names(const struct expect *e, const char *msg)
 {
   char dec[96];
-  uint64_t bits;
-  for (uint64_t o = 0; o < tc->out_count; o++) {
-    if (int_expect(tc->f, RD_OVERFLOW_ERROR, &ex[o].iv, &bits) == 0)
-      continue;
-    ibn_to_dec(&ex[o].iv, dec, sizeof dec);
-    if (has_number(msg, dec))
-      return 1;
-    ibn_to_dec(&ex[o].isum, dec, sizeof dec);
-    if (has_number(msg, dec))
-      return 1;
-  }
-  return 0;
+  ibn_to_dec(&e->iv, dec, sizeof dec);
+  if (has_number(msg, dec))
+    return 1;
+  ibn_to_dec(&e->isum, dec, sizeof dec);
+  return has_number(msg, dec);
 }
 
-/* Plans, executes three ways and checks everything for one case. */
+#define REF_BLOCK 4096 /* output elements per reference block */
+
+/* Plans, executes three ways (rd_execute, rd_exec_* with shuffled parts,
+ * rd_stream_* in chunks), checks that the three agree bit for bit, then
+ * checks rd_execute's output against the reference block by block. */
 static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
 {
   struct rd_plan plan;
-  struct rd_error err;
-  char msg[600];
+  struct rd_error err, err2, err3;
+  char msg[600], emsg[RD_ERRMSG_MAX];
   uint64_t fails0 = st.failures;
 
   memset(&err, 0, sizeof err);
@@ -1195,45 +1202,30 @@ static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
   check_plan(tc, &plan);
   if (st.failures != fails0)
     return;
-
-  struct expect *ex = calloc(tc->out_count ? tc->out_count : 1, sizeof *ex);
-  assert_non_null(ex);
-  ref_compute(tc, ex);
-
-  int want_rc = 0;
-  if (!tc->f->is_float)
-    for (uint64_t o = 0; o < tc->out_count && !want_rc; o++) {
-      uint64_t bits;
-      if (int_expect(tc->f, tc->overflow, &ex[o].iv, &bits) != 0)
-        want_rc = RD_E_OVERFLOW;
-    }
-  if (want_rc)
-    st.overflow_err++;
+  if (plan.nparts > 1)
+    st.multipart++;
+  if (plan.nparts > st.max_parts)
+    st.max_parts = plan.nparts;
 
   uint64_t ob = plan.out_bytes;
   unsigned char *o1 = alloc_out(ob), *o2 = alloc_out(ob), *o3 = alloc_out(ob);
   memset(&err, 0, sizeof err);
   rc = rd_execute(&plan, tc->in, o1, &err);
-  if (rc != want_rc || err.code != rc) {
-    snprintf(msg, sizeof msg, "rd_execute returned %d (err.code %d: %s), "
-             "expected %d", rc, err.code, rc ? err.msg : "", want_rc);
-    report(tc, msg);
-  } else if (rc == 0) {
-    check_output(tc, ex, o1);
-  } else if (!overflow_msg_ok(tc, ex, err.msg)) {
-    snprintf(msg, sizeof msg, "overflow message names no exact value: %s",
-             err.msg);
+  memcpy(emsg, err.msg, sizeof emsg);
+  if (err.code != rc) {
+    snprintf(msg, sizeof msg, "rd_execute returned %d, err.code %d", rc,
+             err.code);
     report(tc, msg);
   }
   if (!guard_ok(o1, ob))
     report(tc, "rd_execute wrote past out_bytes");
 
-  memset(&err, 0, sizeof err);
-  int rc2 = run_parts(tc, &plan, r, ro, o2, &err);
+  memset(&err2, 0, sizeof err2);
+  int rc2 = run_parts(tc, &plan, r, ro, o2, &err2);
   if (rc2 != -1000) {
-    if (rc2 != rc || err.code != rc2) {
+    if (rc2 != rc || err2.code != rc2) {
       snprintf(msg, sizeof msg, "rd_exec_finish returned %d (err.code %d), "
-               "rd_execute %d", rc2, err.code, rc);
+               "rd_execute %d", rc2, err2.code, rc);
       report(tc, msg);
     } else if (rc == 0 && memcmp(o1, o2, (size_t)ob) != 0) {
       report(tc, "rd_exec_* output differs from rd_execute");
@@ -1242,12 +1234,12 @@ static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
       report(tc, "rd_exec_finish wrote past out_bytes");
   }
 
-  memset(&err, 0, sizeof err);
-  int rc3 = run_stream(tc, &plan, r, ro, o3, &err);
+  memset(&err3, 0, sizeof err3);
+  int rc3 = run_stream(tc, &plan, r, ro, o3, &err3);
   if (rc3 != -1000) {
-    if (rc3 != rc || err.code != rc3) {
+    if (rc3 != rc || err3.code != rc3) {
       snprintf(msg, sizeof msg, "rd_stream_finish returned %d (err.code %d: "
-               "%s), rd_execute %d", rc3, err.code, rc3 ? err.msg : "", rc);
+               "%s), rd_execute %d", rc3, err3.code, rc3 ? err3.msg : "", rc);
       report(tc, msg);
     } else if (rc == 0 && memcmp(o1, o3, (size_t)ob) != 0) {
       report(tc, "rd_stream_* output differs from rd_execute");
@@ -1258,10 +1250,43 @@ static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
   if (!ro->fixed_chunk && rng_below(r, 8) == 0)
     check_short_stream(tc, &plan, r);
 
+  /* the reference, block by block */
+  size_t blk = tc->out_count < REF_BLOCK ? (size_t)tc->out_count : REF_BLOCK;
+  struct expect *ex = calloc(blk ? blk : 1, sizeof *ex);
+  assert_non_null(ex);
+  int any_over = 0, named = 0, mismatch = 0;
+  for (uint64_t b = 0; b < tc->out_count; b += blk) {
+    uint64_t e = b + blk < tc->out_count ? b + blk : tc->out_count;
+    ref_compute(tc, b, e, ex);
+    if (!tc->f->is_float)
+      for (uint64_t o = b; o < e; o++) {
+        uint64_t bits;
+        if (int_expect(tc->f, tc->overflow, &ex[o - b].iv, &bits) == 0)
+          continue;
+        any_over = 1;
+        if (rc == RD_E_OVERFLOW && !named)
+          named = overflow_msg_names(&ex[o - b], emsg);
+      }
+    if (rc == 0 && !mismatch)
+      mismatch = check_range(tc, b, e, ex, o1) != 0;
+  }
+  free(ex);
+  int want_rc = any_over ? RD_E_OVERFLOW : 0;
+  if (want_rc)
+    st.overflow_err++;
+  if (rc != want_rc) {
+    snprintf(msg, sizeof msg, "rd_execute returned %d (%s), expected %d", rc,
+             rc ? emsg : "", want_rc);
+    report(tc, msg);
+  } else if (rc == RD_E_OVERFLOW && !named) {
+    snprintf(msg, sizeof msg, "overflow message names no exact value: %s",
+             emsg);
+    report(tc, msg);
+  }
+
   free(o1);
   free(o2);
   free(o3);
-  free(ex);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1387,7 +1412,34 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
 /* Random case generation                                             */
 /* ------------------------------------------------------------------ */
 
-static void gen_case(struct tcase *tc, struct rng *r, uint64_t id)
+/* A shape of 2 to 12 MiB: big enough for the library to cut it into
+ * several parts. */
+static void gen_big_shape(struct tcase *tc, struct rng *r)
+{
+  static const int64_t dims[] = {1, 2, 3, 5, 8, 17, 64, 127, 256, 1000, 4099};
+  uint64_t lo = (UINT64_C(2) << 20) / tc->f->size, hi = 6 * lo;
+  tc->rank = 1 + (size_t)rng_below(r, 4);
+  for (size_t d = 0; d < tc->rank; d++)
+    tc->shape[d] = dims[rng_below(r, sizeof dims / sizeof dims[0])];
+  for (;;) {
+    uint64_t n = 1;
+    size_t big = 0;
+    for (size_t d = 0; d < tc->rank; d++) {
+      n *= (uint64_t)tc->shape[d];
+      if (tc->shape[d] > tc->shape[big])
+        big = d;
+    }
+    if (n < lo)
+      tc->shape[rng_below(r, tc->rank)] *= 2;
+    else if (n > hi)
+      tc->shape[big] /= 2;
+    else
+      break;
+  }
+}
+
+static void gen_case(struct tcase *tc, struct rng *r, uint64_t id,
+                     int is_big)
 {
   static const int vers[4] = {1, 11, 13, 18};
   static const int64_t lo[4] = {1, 11, 13, 18}, hi[4] = {10, 12, 17, 25};
@@ -1403,6 +1455,8 @@ static void gen_case(struct tcase *tc, struct rng *r, uint64_t id)
 
   /* shape: mostly small dims, some 1s and 0s, sometimes one long dim */
   tc->rank = (size_t)rng_below(r, MAXR + 1);
+  if (is_big)
+    tc->rank = 0; /* shape made below */
   int zero_ok = rng_below(r, 10) == 0;
   for (size_t d = 0; d < tc->rank; d++) {
     unsigned k = (unsigned)rng_below(r, 20);
@@ -1411,6 +1465,8 @@ static void gen_case(struct tcase *tc, struct rng *r, uint64_t id)
   }
   if (tc->rank && rng_below(r, 5) == 0)
     tc->shape[rng_below(r, tc->rank)] = 6 + (int64_t)rng_below(r, 1500);
+  if (is_big)
+    gen_big_shape(tc, r);
   for (;;) { /* shrink the largest dim until the tensor is small enough */
     uint64_t n = 1;
     size_t big = 0;
@@ -1419,7 +1475,7 @@ static void gen_case(struct tcase *tc, struct rng *r, uint64_t id)
       if (tc->shape[d] > tc->shape[big])
         big = d;
     }
-    if (n <= MAX_ELEMS)
+    if (is_big || n <= MAX_ELEMS)
       break;
     tc->shape[big] = tc->shape[big] / 2;
   }
@@ -1475,25 +1531,28 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
   return *end ? dflt : (uint64_t)v;
 }
 
-static void test_random_cases(void **state)
+#define BIG_ID0 1000000 /* ids of the big random cases start here */
+
+/* Runs random cases [id0, id0 + n) (big: 2-12 MiB tensors) and prints a
+ * summary. */
+static void run_random(uint64_t id0, uint64_t n, int big)
 {
-  (void)state;
   uint64_t seed = env_u64("RD_TEST_SEED", DEFAULT_SEED);
-  uint64_t ncases = env_u64("RD_TEST_CASES", DEFAULT_CASES);
   uint64_t only = env_u64("RD_TEST_ONLY", UINT64_MAX);
+  const char *what = big ? "big cases" : "cases";
   printf("test_random: seed %" PRIu64 " (set RD_TEST_SEED to change), "
-         "%" PRIu64 " cases\n", seed, ncases);
+         "%" PRIu64 " %s\n", seed, n, what);
   memset(&st, 0, sizeof st);
 
-  for (uint64_t id = 0; id < ncases; id++) {
+  for (uint64_t id = id0; id < id0 + n; id++) {
     if (only != UINT64_MAX && id != only)
       continue;
     struct rng r;
     struct tcase tc;
     rng_seed(&r, seed ^ (id * 0x9e3779b97f4a7c15u));
-    gen_case(&tc, &r, id);
+    gen_case(&tc, &r, id, big);
     struct run_opts ro = {0, 0};
-    if (rng_below(&r, 8) == 0)
+    if (rng_below(&r, big ? 2 : 8) == 0)
       ro.threads = 2 + (int)rng_below(&r, 3);
     st.cases++;
     st.by_dtype[tc.f - fmts]++;
@@ -1504,16 +1563,17 @@ static void test_random_cases(void **state)
     run_case(&tc, &r, &ro);
     free(tc.in);
   }
-  printf("test_random: cases by dtype:");
+  printf("test_random: %s by dtype:", what);
   for (int i = 0; i < 8; i++)
     printf(" %s %" PRIu64, fmts[i].name, st.by_dtype[i]);
   printf("\ntest_random: v1 %" PRIu64 ", v11 %" PRIu64 ", v13 %" PRIu64
          ", v18 %" PRIu64 "; SumSquare %" PRIu64 ", L2 %" PRIu64
          "; noop %" PRIu64 ", overflow errors %" PRIu64 ", NaN/inf %" PRIu64
-         ", threaded %" PRIu64 "\n",
+         ", threaded %" PRIu64 ", several parts %" PRIu64 " (max %zu)\n",
          st.by_version[0], st.by_version[1], st.by_version[2],
          st.by_version[3], st.by_op[0], st.by_op[1], st.noop,
-         st.overflow_err, st.with_specials, st.threaded);
+         st.overflow_err, st.with_specials, st.threaded, st.multipart,
+         st.max_parts);
   printf("test_random: %" PRIu64 " output elements checked; 32/16-bit: "
          "%" PRIu64 " accepted 1 ulp off near a tie; float64: %" PRIu64
          " not correctly rounded, max %d ulps; %" PRIu64 " failures\n",
@@ -1523,6 +1583,19 @@ static void test_random_cases(void **state)
     printf("test_random: reproduce one case with RD_TEST_SEED=%" PRIu64
            " RD_TEST_ONLY=<case>\n", seed);
   assert_int_equal(st.failures, 0);
+}
+
+static void test_random_cases(void **state)
+{
+  (void)state;
+  run_random(0, env_u64("RD_TEST_CASES", DEFAULT_CASES), 0);
+}
+
+/* Tensors of 2-12 MiB, which the library cuts into several parts. */
+static void test_random_big_cases(void **state)
+{
+  (void)state;
+  run_random(BIG_ID0, env_u64("RD_TEST_BIG_CASES", DEFAULT_BIG_CASES), 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1844,6 +1917,7 @@ int main(void)
     cmocka_unit_test(test_selfcheck_compare),
     cmocka_unit_test(test_selfcheck_reference),
     cmocka_unit_test(test_random_cases),
+    cmocka_unit_test(test_random_big_cases),
     cmocka_unit_test(test_large_determinism),
     cmocka_unit_test(test_accuracy_1e7),
   };
