@@ -1551,6 +1551,8 @@ static void run_random(uint64_t id0, uint64_t n, int big)
     struct tcase tc;
     rng_seed(&r, seed ^ (id * 0x9e3779b97f4a7c15u));
     gen_case(&tc, &r, id, big);
+    if (only != UINT64_MAX)
+      describe_case(&tc);
     struct run_opts ro = {0, 0};
     if (rng_below(&r, big ? 2 : 8) == 0)
       ro.threads = 2 + (int)rng_below(&r, 3);
