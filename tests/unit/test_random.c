@@ -1052,8 +1052,12 @@ static size_t pick_chunk(struct rng *r, int mode, size_t esz)
 /* rd_stream_* with chunked feeding; returns the finish code. */
 static int run_stream(const struct tcase *tc, const struct rd_plan *plan,
                       struct rng *r, const struct run_opts *ro,
-                      unsigned char *out, struct rd_error *err)
+                      unsigned char *out, struct rd_error *err, char *how,
+                      size_t howsz)
 {
+  static const char *const modes[4] = {
+    "1-byte chunks", "chunks of 1 to 2*elem+1 bytes", "chunks of 1-8192 bytes",
+    "mixed chunks"};
   struct rd_stream *s = NULL;
   struct rd_error ferr = {0, ""};
   char msg[300];
@@ -1062,6 +1066,10 @@ static int run_stream(const struct tcase *tc, const struct rd_plan *plan,
 
   if ((mode == 0 && total > 40000) || (mode == 1 && total > (1 << 20)))
     mode = 3;
+  if (ro->fixed_chunk)
+    snprintf(how, howsz, "rd_stream_* (%zu-byte chunks)", ro->fixed_chunk);
+  else
+    snprintf(how, howsz, "rd_stream_* (%s)", modes[mode]);
   rc = rd_stream_create(plan, &s);
   if (rc != 0 || !s) {
     snprintf(msg, sizeof msg, "rd_stream_create returned %d", rc);
@@ -1198,6 +1206,22 @@ static int overflow_msg_names(const struct expect *e, const char *msg)
 
 #define REF_BLOCK 4096 /* output elements per reference block */
 
+/* Reports where `b` (from `how`) first differs from rd_execute's `a`. */
+static void report_diff(const struct tcase *tc, const char *how,
+                        const unsigned char *a, const unsigned char *b)
+{
+  char msg[400];
+  uint64_t o = 0, ndiff = 0, first = 0;
+  for (o = 0; o < tc->out_count; o++)
+    if (get_bits(tc->f, a, o) != get_bits(tc->f, b, o) && ndiff++ == 0)
+      first = o;
+  snprintf(msg, sizeof msg, "%s output differs from rd_execute in %" PRIu64
+           " of %" PRIu64 " elements; first: output %" PRIu64 " is 0x%"
+           PRIx64 ", rd_execute 0x%" PRIx64, how, ndiff, tc->out_count, first,
+           get_bits(tc->f, b, first), get_bits(tc->f, a, first));
+  report(tc, msg);
+}
+
 /* Plans, executes three ways (rd_execute, rd_exec_* with shuffled parts,
  * rd_stream_* in chunks), checks that the three agree bit for bit, then
  * checks rd_execute's output against the reference block by block. */
@@ -1245,21 +1269,23 @@ static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
                "rd_execute %d", rc2, err2.code, rc);
       report(tc, msg);
     } else if (rc == 0 && memcmp(o1, o2, (size_t)ob) != 0) {
-      report(tc, "rd_exec_* output differs from rd_execute");
+      report_diff(tc, "rd_exec_* (parts shuffled)", o1, o2);
     }
     if (!guard_ok(o2, ob))
       report(tc, "rd_exec_finish wrote past out_bytes");
   }
 
   memset(&err3, 0, sizeof err3);
-  int rc3 = run_stream(tc, &plan, r, ro, o3, &err3);
+  char stream_how[64];
+  int rc3 = run_stream(tc, &plan, r, ro, o3, &err3, stream_how,
+                       sizeof stream_how);
   if (rc3 != -1000) {
     if (rc3 != rc || err3.code != rc3) {
       snprintf(msg, sizeof msg, "rd_stream_finish returned %d (err.code %d: "
                "%s), rd_execute %d", rc3, err3.code, rc3 ? err3.msg : "", rc);
       report(tc, msg);
     } else if (rc == 0 && memcmp(o1, o3, (size_t)ob) != 0) {
-      report(tc, "rd_stream_* output differs from rd_execute");
+      report_diff(tc, stream_how, o1, o3);
     }
     if (!guard_ok(o3, ob))
       report(tc, "rd_stream_finish wrote past out_bytes");
