@@ -755,6 +755,11 @@ static int store(const struct rd_plan *pl, const struct geom *g,
 
   if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
     double v = rd__acc_value(cls, acc, l2);
+    /* Which NaN survives an addition depends on operand order, which differs
+     * between vector and scalar loops; one canonical quiet NaN keeps every
+     * execution path bit-identical. */
+    if (isnan(v))
+      v = NAN;
     if (pl->dtype == RD_FLOAT64) {
       memcpy(dst, &v, sizeof v);
     } else if (pl->dtype == RD_FLOAT32) {
