@@ -159,11 +159,11 @@ check "manifests: schema and policy ($(node "$top/deploy/validate-k8s.mjs" --mod
 check "kube-play variant generates" node "$top/deploy/kube-play.mjs" --modules "$NODE_DIR" \
   --image "$IMAGE" --port 8080 "$top/deploy/k8s"
 check "sh -n build-image.sh podman-env.sh" sh -n "$top/deploy/build-image.sh" "$top/deploy/podman-env.sh"
-check "bash -n check-deploy.sh healthcheck.sh" \
-  bash -c 'bash -n "$1" && bash -n "$2"' _ "$top/deploy/check-deploy.sh" "$top/deploy/healthcheck.sh"
+bash_syntax() { bash -n "$top/deploy/check-deploy.sh" && bash -n "$top/deploy/healthcheck.sh"; }
+check "bash -n check-deploy.sh healthcheck.sh" bash_syntax
 if command -v shellcheck >/dev/null 2>&1; then
   check "shellcheck" shellcheck -x "$top/deploy/build-image.sh" "$top/deploy/check-deploy.sh" \
-    "$top/deploy/healthcheck.sh"
+    "$top/deploy/healthcheck.sh" "$top/deploy/podman-env.sh"
 fi
 
 man_lint() {
@@ -241,7 +241,8 @@ if [ "$size" -gt 0 ]; then
   check "container: axis 2 of a rank-2 input is 400 AXIS_OUT_OF_RANGE" \
     error_code "$base/v1/reduce" "$REQ_BAD" 400 AXIS_OUT_OF_RANGE
   check "container: HEALTHCHECK (podman healthcheck run)" podman healthcheck run "$ctr"
-  check "container: runs as uid 10001" bash -c '[ "$(podman exec "$1" /usr/bin/id -u)" = 10001 ]' _ "$ctr"
+  runs_as() { [ "$(podman exec "$1" /usr/bin/id -u)" = "$2" ]; }
+  check "container: runs as uid 10001" runs_as "$ctr" 10001
   # podman logs replays each stream on its own fd: the log lines must be on stderr.
   logs_on_stderr() {
     podman logs "$ctr" 2>"$DEPLOY_WORK/ctr.stderr" >"$DEPLOY_WORK/ctr.stdout"
@@ -273,9 +274,11 @@ if [ "$size" -gt 0 ]; then
   t0=$(date +%s)
   kport=$(free_port 18180)
   kbase=http://127.0.0.1:$kport
-  check "kube play variant from deploy/k8s (hostPort $kport, $IMAGE)" bash -c \
-    'node "$1/deploy/kube-play.mjs" --modules "$2" --image "$3" --port "$4" "$1/deploy/k8s" >"$5"' \
-    _ "$top" "$NODE_DIR" "$IMAGE" "$kport" "$kube_yaml"
+  make_variant() {
+    node "$top/deploy/kube-play.mjs" --modules "$NODE_DIR" --image "$IMAGE" --port "$kport" \
+      "$top/deploy/k8s" >"$kube_yaml"
+  }
+  check "kube play variant from deploy/k8s (hostPort $kport, $IMAGE)" make_variant
   # podman logs an error about healthcheck timers where PID 1 is not
   # systemd; the pod runs regardless.
   kube_up=yes

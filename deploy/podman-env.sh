@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # podman-env.sh - sourced by build-image.sh and check-deploy.sh (POSIX sh).
 # Installs podman and friends when missing and, when this machine needs it,
 # points CONTAINERS_CONF at a generated containers.conf under $DEPLOY_WORK.
