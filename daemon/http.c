@@ -296,6 +296,19 @@ is_chunked(struct MHD_Connection *conn)
   return te != NULL && strcasestr(te, "chunked") != NULL;
 }
 
+/* Chunked, or a Content-Length other than 0. */
+static int
+has_body(struct MHD_Connection *conn)
+{
+  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_LENGTH);
+  uint64_t len;
+
+  if (is_chunked(conn))
+    return 1;
+  return cl != NULL && (parse_length(cl, &len) != 0 || len > 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* POST /v1/reduce                                                    */
 /* ------------------------------------------------------------------ */
@@ -542,10 +555,23 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
     set_request_id(s, r);
     *con_cls = r;
     s->inflight++;
+    /* MHD 0.9.75 closes the connection after a response queued at this
+     * first call (it discards the rest of the request), which is right for
+     * refusing a body but would end keep-alive for every GET: requests
+     * without a body are answered at their final call instead. */
+    if (!has_body(conn))
+      return MHD_YES;
     return first_call(s, r, url, method);
   }
 
   switch (r->state) {
+  case RS_NEW:
+    /* The final call of a request without a body. */
+    if (first_call(s, r, url, method) != MHD_YES)
+      return MHD_NO;
+    if (r->state == RS_READING)   /* an admitted empty reduce body */
+      return reduce_submit(s, r);
+    return MHD_YES;
   case RS_READING:
     if (*upload_data_size > 0) {
       reduce_upload(s, r, upload_data, *upload_data_size);
@@ -555,7 +581,6 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
     return reduce_submit(s, r);
   case RS_DONE:
     return reduce_answer(r);
-  case RS_NEW:
   case RS_RUNNING:
   case RS_ANSWERED:
     break;
