@@ -211,8 +211,14 @@ conf_usage(FILE *f)
 
     snprintf(flag, sizeof flag, "--%s %s", o->name, o->metavar);
     fprintf(f, "  %-26s %s\n", flag, o->help);
-    fprintf(f, "  %-26s [env %s; default %s]\n", "", o->env,
-            def ? def : "none");
+    const char *env = getenv(o->env);
+
+    if (env != NULL && *env != '\0')
+      fprintf(f, "  %-26s [env %s, now '%s'; default %s]\n", "", o->env,
+              env, def ? def : "none");
+    else
+      fprintf(f, "  %-26s [env %s; default %s]\n", "", o->env,
+              def ? def : "none");
   }
   fprintf(f, "  %-26s %s\n", "-h, --help", "print this help and exit");
   fprintf(f, "  %-26s %s\n", "-V, --version", "print the version and exit");

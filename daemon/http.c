@@ -740,7 +740,6 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
   memset(s, 0, sizeof *s);
   s->conf = c;
   s->loop = loop;
-  s->listen_fd = -1;
   seed_ids(s);
 
   api_buf_init(&b);
@@ -826,13 +825,19 @@ fail:
 void
 http_drain(struct http_server *s, http_idle_cb idle_cb, void *arg)
 {
+  int fd;
+
   if (s->closed || s->draining)
     return;
   s->draining = 1;
   s->idle_cb = idle_cb;
   s->idle_arg = arg;
-  /* Stop accepting; the listen fd is ours to close after MHD_stop_daemon. */
-  s->listen_fd = (int)MHD_quiesce_daemon(s->mhd);
+  /* Stop accepting.  The listen fd is now ours; in external polling mode
+   * no MHD thread can still use it, so close it at once and let new
+   * connections be refused instead of waiting in the backlog. */
+  fd = (int)MHD_quiesce_daemon(s->mhd);
+  if (fd >= 0)
+    close(fd);
   LOG_INFO("draining: %zu request(s) in flight", s->inflight);
   run_mhd(s);   /* also reports idle at once if nothing is in flight */
 }
@@ -852,10 +857,6 @@ http_close(struct http_server *s)
   if (s->mhd != NULL) {
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
-  }
-  if (s->listen_fd >= 0) {
-    close(s->listen_fd);
-    s->listen_fd = -1;
   }
   free(s->ops_body);
   s->ops_body = NULL;

@@ -28,7 +28,6 @@ struct http_server {
   struct MHD_Daemon *mhd;
   uv_poll_t poll;            /* MHD's epoll fd */
   uv_timer_t timer;          /* re-armed from MHD_get_timeout() */
-  int listen_fd;             /* returned by MHD_quiesce_daemon, or -1 */
   uint16_t port;             /* bound port */
   size_t inflight;           /* requests between first call and completion */
   size_t pending;            /* reduce requests admitted (<= max_pending) */
