@@ -15,7 +15,7 @@
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-DEPLOY_PROG=build-image
+export DEPLOY_PROG=build-image
 DEPLOY_WORK=${DEPLOY_WORK:-$top/build-deploy}
 # shellcheck source=deploy/podman-env.sh
 . "$top/deploy/podman-env.sh"

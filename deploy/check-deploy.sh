@@ -19,7 +19,7 @@
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-DEPLOY_PROG=check-deploy
+export DEPLOY_PROG=check-deploy
 DEPLOY_WORK=${DEPLOY_WORK:-$top/build-deploy}
 REDUCED_BIN=${REDUCED_BIN:-$top/daemon/reduced}
 # systemd-analyze's exposure x 10 (0..100): 15 means "1.5 or better".
@@ -162,8 +162,12 @@ check "sh -n build-image.sh podman-env.sh" sh -n "$top/deploy/build-image.sh" "$
 bash_syntax() { bash -n "$top/deploy/check-deploy.sh" && bash -n "$top/deploy/healthcheck.sh"; }
 check "bash -n check-deploy.sh healthcheck.sh" bash_syntax
 if command -v shellcheck >/dev/null 2>&1; then
-  check "shellcheck" shellcheck -x "$top/deploy/build-image.sh" "$top/deploy/check-deploy.sh" \
-    "$top/deploy/healthcheck.sh" "$top/deploy/podman-env.sh"
+  # From the top: the `source=` directives name paths relative to it.
+  run_shellcheck() {
+    (cd "$top" && shellcheck -x deploy/build-image.sh deploy/check-deploy.sh \
+      deploy/healthcheck.sh deploy/podman-env.sh)
+  }
+  check "shellcheck" run_shellcheck
 fi
 
 man_lint() {
@@ -262,6 +266,7 @@ if [ "$size" -gt 0 ]; then
     [ "$code" = 0 ] && [ $((t1 - t0)) -lt "$STOP_TIMEOUT" ]
   }
   check "container: SIGTERM (podman stop -t $STOP_TIMEOUT) exits 0 within the grace period" stop_in_time
+  sed 's/^/    /' "$log"
   podman rm -f -t 0 "$ctr" >/dev/null 2>&1
 else
   fail "no image $IMAGE: container and kube tests not run"
