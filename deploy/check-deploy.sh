@@ -5,6 +5,7 @@
 #      shell syntax, the man page, systemd-analyze verify and security;
 #   2. image: build it (build-image.sh), run it read-only, wait for /readyz,
 #      reduce tensors through it, SIGTERM it and check it exits 0 in time;
+#      then boot it with systemd and reduced.service and do the same;
 #   3. kube: `podman kube play` the Deployment and Service (a variant made
 #      from the real manifests), wait for readiness, send requests, kube down.
 #
@@ -36,6 +37,7 @@ version=$(sed -n 's/^AC_INIT(\[reduced\], *\[\([^]]*\)\].*/\1/p' "$top/configure
 IMAGE=${IMAGE:-localhost/reduced:$version}
 export IMAGE DEPLOY_WORK
 ctr=reduced-check-$$
+sdctr=reduced-check-systemd-$$
 kube_yaml=$DEPLOY_WORK/kube-play.yaml
 kube_up=no
 log=$DEPLOY_WORK/step.log
@@ -59,6 +61,7 @@ check() {
 cleanup() {
   if command -v podman >/dev/null 2>&1; then
     podman rm -f -t 0 "$ctr" >/dev/null 2>&1
+    podman rm -f -t 0 "$sdctr" >/dev/null 2>&1
     [ "$kube_up" = yes ] && podman kube down "$kube_yaml" >/dev/null 2>&1
   fi
   return 0
@@ -212,6 +215,7 @@ check "systemd-analyze security: exposure ${score:-?} <= $SECURITY_THRESHOLD/10"
 echo "== image"
 t0=$(date +%s)
 check "build-image.sh builds $IMAGE" "$top/deploy/build-image.sh"
+grep -E '^(build-image: |image )' "$log" | sed 's/^/    /'
 build_s=$(($(date +%s) - t0))
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE" 2>/dev/null || echo 0)
 if [ "$size" -gt 0 ]; then
@@ -272,6 +276,64 @@ else
   fail "no image $IMAGE: container and kube tests not run"
 fi
 
+# ---------------------------------------------------------------- 2b. unit
+# The hardened unit around the real binary under a real systemd: the image
+# plus systemd, booted as a container. --privileged because podman masks
+# parts of /proc, where systemd sets up PrivateUsers= (217/USER otherwise);
+# on a host the unit needs nothing of the kind.
+echo "== systemd unit"
+unit_s=0
+if [ "$size" -gt 0 ]; then
+  t0=$(date +%s)
+  sd_ctx=$DEPLOY_WORK/systemd-test
+  sd_image=localhost/reduced-systemd-test:$version
+  rm -rf "$sd_ctx"
+  mkdir -p "$sd_ctx"
+  sed 's|^ExecStart=/usr/local/bin/reduced|ExecStart=/usr/bin/reduced|' "$top/deploy/reduced.service" \
+    >"$sd_ctx/reduced.service"
+  # userdel: the image's static user would stand in for the DynamicUser.
+  cat >"$sd_ctx/Containerfile" <<'CF'
+ARG IMAGE
+FROM ${IMAGE}
+USER root
+RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv \
+ && rm -rf /var/lib/apt/lists/* && userdel reduced
+COPY reduced.service /usr/lib/systemd/system/reduced.service
+RUN echo 'REDUCED_LISTEN=0.0.0.0:8080' >/etc/default/reduced && systemctl enable reduced.service
+STOPSIGNAL SIGRTMIN+3
+ENTRYPOINT ["/sbin/init"]
+CF
+  check "systemd test image (the image + systemd + reduced.service)" \
+    podman build --pull=never --build-arg "IMAGE=$IMAGE" -t "$sd_image" "$sd_ctx"
+  sport=$(free_port 18280)
+  sbase=http://127.0.0.1:$sport
+  check "podman run --systemd=always $sd_image" podman run -d --name "$sdctr" --systemd=always \
+    --privileged -p "127.0.0.1:$sport:8080" "$sd_image"
+  check "unit: /readyz answers 200" wait_ready "$sbase/readyz"
+  check "unit: ReduceL2 float32 [[3,4],[5,12]] axis 1 = [5,13]" \
+    http_json POST "$sbase/v1/reduce" 200 "$ANS_L2" "$REQ_L2"
+  unit_sandbox() {
+    local pid st
+    pid=$(podman exec "$sdctr" systemctl show -P MainPID reduced.service)
+    st=$(podman exec "$sdctr" cat "/proc/$pid/status")
+    echo "$st" | grep -E '^(Uid|CapBnd|CapEff|NoNewPrivs|Seccomp):'
+    echo "$st" | grep -qE '^Uid:[[:space:]]+[1-9]' &&
+      echo "$st" | grep -qE '^CapBnd:[[:space:]]+0+$' &&
+      echo "$st" | grep -qE '^NoNewPrivs:[[:space:]]+1$' &&
+      echo "$st" | grep -qE '^Seccomp:[[:space:]]+2$'
+  }
+  check "unit: dynamic non-root user, no capabilities, no_new_privs, seccomp filter" unit_sandbox
+  unit_stop() {
+    podman exec "$sdctr" systemctl stop reduced.service || return 1
+    podman exec "$sdctr" systemctl show -p Result -p ExecMainStatus reduced.service |
+      tee /dev/stderr | tr '\n' ' ' | grep -q 'Result=success ExecMainStatus=0'
+  }
+  check "unit: systemctl stop drains, exit 0" unit_stop
+  podman exec "$sdctr" journalctl -u reduced.service --no-pager -o cat 2>/dev/null | sed 's/^/    /' | tail -n 5
+  podman rm -f -t 0 "$sdctr" >/dev/null 2>&1
+  unit_s=$(($(date +%s) - t0))
+fi
+
 # ---------------------------------------------------------------- 3. kube play
 echo "== kube play"
 kube_s=0
@@ -313,7 +375,7 @@ fi
 
 # ---------------------------------------------------------------- summary
 echo "== summary"
-echo "timing: image build ${build_s} s, kube play test ${kube_s} s"
+echo "timing: image build ${build_s} s, systemd unit test ${unit_s} s, kube play test ${kube_s} s"
 echo "image size: $size bytes ($((size / 1000000)) MB)"
 echo "systemd-analyze security exposure: ${score:-?} (threshold $SECURITY_THRESHOLD/10)"
 echo "$passed passed, $failed failed"
