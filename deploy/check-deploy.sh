@@ -106,13 +106,52 @@ http_json() {
   out=${out%$'\n'*}
   echo "status $status, body $out"
   [ "$status" = "$want_status" ] || { echo "want status $want_status"; return 1; }
+  json_equal "$out" "$want"
+}
+
+# json_equal GOT WANT - the same JSON value (numbers compared as numbers).
+json_equal() {
   node -e '
     const util = require("node:util");
     const got = JSON.parse(process.argv[1]), want = JSON.parse(process.argv[2]);
     if (!util.isDeepStrictEqual(got, want)) {
       console.log("want body " + JSON.stringify(want));
       process.exit(1);
-    }' "$out" "$want"
+    }' "$1" "$2"
+}
+
+# drain_inflight CONTAINER PORT - SIGTERM with a request in flight: the
+# request still gets its exact answer, then the daemon exits 0. No timing:
+# "100 Continue" proves the daemon holds the request before the signal, and
+# /readyz no longer answering 200 proves the drain began before the rest of
+# the body is sent.
+drain_inflight() {
+  local c=$1 port=$2 body=$REQ_L2 line resp status code i
+  exec 5<>"/dev/tcp/127.0.0.1/$port" || return 1
+  printf 'POST /v1/reduce HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n' \
+    "${#body}" >&5
+  IFS= read -r -t 10 line <&5 || { echo "no answer to the headers"; return 1; }
+  echo "< ${line%$'\r'}"
+  case $line in "HTTP/1.1 100"*) ;; *) return 1 ;; esac
+  IFS= read -r -t 10 line <&5
+  printf '%s' "${body:0:10}" >&5
+  podman kill --signal TERM "$c" >/dev/null || return 1
+  for ((i = 0; i < 100; i++)); do
+    curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null || break
+    sleep 0.2
+  done
+  [ "$i" -lt 100 ] || { echo "/readyz still 200 after SIGTERM"; return 1; }
+  echo "/readyz no longer 200: draining"
+  printf '%s' "${body:10}" >&5
+  resp=$(timeout 20 cat <&5 | tr -d '\r')
+  exec 5<&-
+  status=$(printf '%s\n' "$resp" | head -n 1)
+  echo "< $status"
+  case $status in "HTTP/1.1 200"*) ;; *) return 1 ;; esac
+  json_equal "$(printf '%s\n' "$resp" | sed '1,/^$/d')" "$ANS_L2" || return 1
+  code=$(podman wait "$c")
+  echo "exit code $code"
+  [ "$code" = 0 ]
 }
 
 # The requests and answers used against the image and the pod. The answers
@@ -270,6 +309,13 @@ if [ "$size" -gt 0 ]; then
     [ "$code" = 0 ] && [ $((t1 - t0)) -lt "$STOP_TIMEOUT" ]
   }
   check "container: SIGTERM (podman stop -t $STOP_TIMEOUT) exits 0 within the grace period" stop_in_time
+  sed 's/^/    /' "$log"
+  podman rm -f -t 0 "$ctr" >/dev/null 2>&1
+  check "podman run -d (for the drain test)" podman run -d --name "$ctr" --read-only \
+    --cap-drop ALL --security-opt no-new-privileges -e REDUCED_GRACE=$RUN_GRACE \
+    -p "127.0.0.1:$port:8080" "$IMAGE"
+  check "container: /readyz answers 200" wait_ready "$base/readyz"
+  check "container: SIGTERM mid-request: the request completes exactly, exit 0" drain_inflight "$ctr" "$port"
   sed 's/^/    /' "$log"
   podman rm -f -t 0 "$ctr" >/dev/null 2>&1
 else
