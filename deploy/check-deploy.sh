@@ -177,17 +177,23 @@ error_code() {
 
 # ---------------------------------------------------------------- tools
 echo "== tools"
-deploy_apt_install yamllint systemd man-db curl git ca-certificates || exit 1
+# abort WHAT - nothing can be checked without the tools.
+abort() {
+  fail "$1"
+  echo "$passed passed, $failed failed"
+  exit 1
+}
+deploy_apt_install yamllint systemd man-db curl git ca-certificates || abort "installing tools"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  deploy_apt_install nodejs npm || exit 1
+  deploy_apt_install nodejs npm || abort "installing nodejs and npm"
 fi
-deploy_podman_setup || exit 1
+deploy_podman_setup || abort "installing podman"
 NODE_DIR=$DEPLOY_WORK/node
 if [ ! -d "$NODE_DIR/node_modules/kubernetes-models" ] || [ ! -d "$NODE_DIR/node_modules/yaml" ]; then
   # kubernetes-models 4.x: 5.x wants node >= 22, Debian 12 has 18.
   mkdir -p "$NODE_DIR"
   npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error \
-    kubernetes-models@4.5.1 yaml@2.9.1 >"$log" 2>&1 || { cat "$log"; exit 1; }
+    kubernetes-models@4.5.1 yaml@2.9.1 >"$log" 2>&1 || { cat "$log"; abort "npm install"; }
 fi
 
 # ---------------------------------------------------------------- 1. lint
@@ -306,7 +312,7 @@ if [ "$size" -gt 0 ]; then
     t1=$(date +%s)
     code=$(podman inspect --format '{{.State.ExitCode}}' "$ctr")
     echo "exit code $code after $((t1 - t0)) s (grace $RUN_GRACE s, stop timeout $STOP_TIMEOUT s)"
-    [ "$code" = 0 ] && [ $((t1 - t0)) -lt "$STOP_TIMEOUT" ]
+    [ "$code" = 0 ] && [ $((t1 - t0)) -le "$RUN_GRACE" ]
   }
   check "container: SIGTERM (podman stop -t $STOP_TIMEOUT) exits 0 within the grace period" stop_in_time
   sed 's/^/    /' "$log"
