@@ -90,7 +90,7 @@ type_name(const json_t *v)
 static void
 show_value(const json_t *v, char *out, size_t size)
 {
-  char esc[SHOW_MAX];
+  char esc[SHOW_MAX - 2];     /* room for the quotes */
   double r;
 
   switch (json_typeof(v)) {
@@ -400,7 +400,8 @@ decode_shape(const json_t *v, int64_t *shape, size_t *rank,
 /* ================================================================== */
 
 /* Parses -?(0|[1-9][0-9]*) (JSON's integer grammar) into sign and
- * magnitude; nothing else, no whitespace, no '+'.  0 or -1. */
+ * magnitude; nothing else, no whitespace, no '+'.  0, -1 (not that
+ * grammar) or -2 (magnitude above 2^64-1). */
 static int
 parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
 {
@@ -412,12 +413,13 @@ parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
   i = (size_t)*neg;
   if (i == len || (s[i] == '0' && len - i > 1))
     return -1;
-  for (; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9')
+  for (size_t j = i; j < len; j++)       /* grammar first, then overflow */
+    if (s[j] < '0' || s[j] > '9')
       return -1;
+  for (; i < len; i++) {
     d = (unsigned)(s[i] - '0');
     if (m > (UINT64_MAX - d) / 10)
-      return -1;
+      return -2;
     m = m * 10 + d;
   }
   *mag = m;
@@ -500,17 +502,40 @@ static int
 put_int(const struct fill *f, const json_t *v, unsigned char *dst,
         struct rd_error *err)
 {
-  char why[96];
+  char range[96];
   int64_t s = 0;
   uint64_t mag = 0, max_pos, max_neg;
-  int neg = 0;
+  int neg = 0, rc;
   int32_t i32;
   uint32_t u32;
 
+  switch (f->dtype) {
+  case RD_INT32:
+    max_pos = INT32_MAX;
+    max_neg = (uint64_t)INT32_MAX + 1;
+    break;
+  case RD_INT64:
+    max_pos = INT64_MAX;
+    max_neg = (uint64_t)INT64_MAX + 1;
+    break;
+  case RD_UINT32:
+    max_pos = UINT32_MAX;
+    max_neg = 0;
+    break;
+  default:
+    max_pos = UINT64_MAX;
+    max_neg = 0;
+  }
+  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
+           "]", max_neg ? "-" : "", max_neg, max_pos);
+
   if (json_is_string(v)) {
-    if (parse_decimal(json_string_value(v), json_string_length(v), &neg,
-                      &mag) != 0)
+    rc = parse_decimal(json_string_value(v), json_string_length(v), &neg,
+                       &mag);
+    if (rc == -1)
       return bad_elem(f, v, "is not a decimal integer", err);
+    if (rc == -2)
+      return bad_elem(f, v, range, err);
   } else {
     switch (as_int64(v, &s)) {
     case 0:
@@ -525,31 +550,9 @@ put_int(const struct fill *f, const json_t *v, unsigned char *dst,
     neg = s < 0;
     mag = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
   }
-  switch (f->dtype) {
-  case RD_INT32:
-    max_pos = INT32_MAX;
-    max_neg = (uint64_t)INT32_MAX + 1;
-    snprintf(why, sizeof why, "is out of range [%" PRId32 ", %" PRId32 "]",
-             INT32_MIN, INT32_MAX);
-    break;
-  case RD_INT64:
-    max_pos = INT64_MAX;
-    max_neg = (uint64_t)INT64_MAX + 1;
-    snprintf(why, sizeof why, "is out of range [%" PRId64 ", %" PRId64 "]",
-             INT64_MIN, INT64_MAX);
-    break;
-  case RD_UINT32:
-    max_pos = UINT32_MAX;
-    max_neg = 0;
-    snprintf(why, sizeof why, "is out of range [0, %" PRIu32 "]", UINT32_MAX);
-    break;
-  default:
-    max_pos = UINT64_MAX;
-    max_neg = 0;
-    snprintf(why, sizeof why, "is out of range [0, %" PRIu64 "]", UINT64_MAX);
-  }
   if (mag > (neg ? max_neg : max_pos))
-    return bad_elem(f, v, why, err);
+    return bad_elem(f, v, range, err);
+
   switch (f->dtype) {
   case RD_INT32:
     i32 = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
@@ -560,8 +563,8 @@ put_int(const struct fill *f, const json_t *v, unsigned char *dst,
     memcpy(dst, &u32, sizeof u32);
     break;
   case RD_INT64:
-    /* -(2^63) has no positive int64; build it from the unsigned form. */
-    s = neg ? (mag == max_neg ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
+    /* -(2^63) has no positive int64 counterpart to negate. */
+    s = !neg ? (int64_t)mag : mag == max_neg ? INT64_MIN : -(int64_t)mag;
     memcpy(dst, &s, sizeof s);
     break;
   default:
@@ -894,52 +897,62 @@ api_json_encode_error(const struct rd_error *err, struct api_buf *b)
                                   api_errname(code), "message", msg));
 }
 
+/* json_object_set_new() drops `value` on every failure, so one check at the
+ * end covers a whole object; `o` is freed on failure. */
+static json_t *
+finish_object(json_t *o, int failed)
+{
+  if (failed) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 /* One element of "versions". */
 static json_t *
 version_json(int vi)
 {
-  int v = rd_versions[vi], d;
-  json_t *dtypes = json_array(), *opsets;
+  int v = rd_versions[vi], d, failed = 0;
+  json_t *o = json_object(), *dtypes = json_array(), *opsets = json_array();
 
-  for (d = 0; d < 64 && dtypes != NULL; d++)
-    if (rd_dtype_name(d) != NULL && rd_dtype_in_version(d, v) &&
-        json_array_append_new(dtypes, json_string(rd_dtype_name(d))) != 0) {
-      json_decref(dtypes);
-      dtypes = NULL;
-    }
-  if (vi + 1 < RD_NVERSIONS)
-    opsets = json_pack("[ii]", v, rd_versions[vi + 1] - 1);
-  else
-    opsets = json_pack("[in]", v);      /* open-ended: newer opsets map here */
-  /* "o" steals the references, NULL included (json_pack then fails). */
-  return json_pack("{s:i,s:o,s:s,s:b,s:o}", "version", v, "opsets", opsets,
-                   "axes", v >= AXES_INPUT_VERSION ? "input" : "attribute",
-                   "noop_with_empty_axes", v >= AXES_INPUT_VERSION, "dtypes",
-                   dtypes);
+  for (d = 0; d < 64; d++)
+    if (rd_dtype_name(d) != NULL && rd_dtype_in_version(d, v))
+      failed |= json_array_append_new(dtypes, json_string(rd_dtype_name(d)));
+  failed |= json_array_append_new(opsets, json_integer(v));
+  /* The newest version is open-ended: every later opset maps to it. */
+  failed |= json_array_append_new(opsets, vi + 1 < RD_NVERSIONS
+                                  ? json_integer(rd_versions[vi + 1] - 1)
+                                  : json_null());
+  failed |= json_object_set_new(o, "version", json_integer(v));
+  failed |= json_object_set_new(o, "opsets", opsets);
+  failed |= json_object_set_new(o, "axes", json_string(
+                                  v >= AXES_INPUT_VERSION ? "input"
+                                                          : "attribute"));
+  failed |= json_object_set_new(o, "noop_with_empty_axes",
+                                json_boolean(v >= AXES_INPUT_VERSION));
+  failed |= json_object_set_new(o, "dtypes", dtypes);
+  return finish_object(o, failed);
 }
 
 int
 api_json_encode_ops(struct api_buf *b)
 {
-  json_t *ops = json_array(), *versions;
-  int op, vi, bad = ops == NULL;
+  json_t *root = json_object(), *ops = json_array(), *op_o, *versions;
+  int op, vi, failed = 0;
 
-  for (op = 0; op < 16 && !bad; op++) {
+  for (op = 0; op < 16; op++) {
     if (rd_op_name(op) == NULL)
       continue;
+    op_o = json_object();
     versions = json_array();
-    for (vi = 0; vi < RD_NVERSIONS && versions != NULL; vi++)
-      if (json_array_append_new(versions, version_json(vi)) != 0) {
-        json_decref(versions);
-        versions = NULL;
-      }
-    bad = json_array_append_new(ops, json_pack("{s:s,s:o}", "op",
-                                               rd_op_name(op), "versions",
-                                               versions)) != 0;
+    for (vi = 0; vi < RD_NVERSIONS; vi++)
+      failed |= json_array_append_new(versions, version_json(vi));
+    failed |= json_object_set_new(op_o, "op", json_string(rd_op_name(op)));
+    failed |= json_object_set_new(op_o, "versions", versions);
+    failed |= json_array_append_new(ops, op_o);
   }
-  if (bad) {
-    json_decref(ops);
-    return RD_E_NOMEM;
-  }
-  return append_json(b, json_pack("{s:o}", "ops", ops));
+  failed |= json_object_set_new(root, "ops", ops);
+  root = finish_object(root, failed);
+  return append_json(b, root);
 }
