@@ -10,7 +10,7 @@
 // check and `N passed, N failed`; exits 1 if anything failed.
 import { createRequire } from 'node:module';
 import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
-import { join, dirname, resolve } from 'node:path';
+import { join, dirname, basename, resolve } from 'node:path';
 
 const args = process.argv.slice(2);
 let modules = process.env.DEPLOY_NODE_DIR || '.';
@@ -74,8 +74,8 @@ for (const { file, obj } of docs) {
     for (const r of res) check(`${id} resource ${r} exists`, existsSync(join(dirname(file), r)));
     const listed = new Set(res);
     for (const f of files) {
-      const base = f.slice(dirname(file).length + 1);
-      if (dirname(f) === dirname(file) && base !== 'kustomization.yaml')
+      const base = basename(f);
+      if (dirname(f) === dirname(file) && base !== basename(file))
         check(`${id} includes ${base}`, listed.has(base));
     }
     continue;
