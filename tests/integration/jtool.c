@@ -1,0 +1,323 @@
+/* jtool.c - the JSON helper of the integration tests (jq is not on CI).
+ *
+ *   jtool get  FILE PATH          print the value at PATH (strings raw, the
+ *                                 rest as compact JSON); exit 1 if absent
+ *   jtool type FILE PATH          object|array|string|integer|real|true|false|null
+ *   jtool keys FILE PATH          the keys of an object, sorted, one line
+ *   jtool eq   FILE EXPECTED [MODE]
+ *                                 structural equality with the JSON text
+ *                                 EXPECTED; key order is ignored; without
+ *                                 MODE integers compare exactly and other
+ *                                 numbers as doubles; under MODE every
+ *                                 number is a double and:
+ *                                   float32|float16|bfloat16  both sides
+ *                                     rounded (nearest even) to that type
+ *                                   rel=TOL   |a-e| <= TOL*|e|
+ *   jtool opscheck FILE .         the /v1/ops body, read structurally: the
+ *                                 arrays made only of dtype names must be
+ *                                 8 (2 ops x 4 versions): 4 of the 7 types
+ *                                 without bfloat16, 4 of all 8
+ *   jtool gen  OP DTYPE N SCALE [EXTRA]
+ *                                 print a request whose data has N elements,
+ *                                 element i = SCALE*((i % 7) - 3); EXTRA is
+ *                                 raw JSON members inserted before "input"
+ *
+ * PATH is dot-separated, array indices in decimal ("output.data.0"); "." is
+ * the root.  Exit status: 0 yes/ok, 1 no/mismatch (reason on stdout),
+ * 2 usage or unreadable JSON.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+enum cmp_mode { CMP_EXACT, CMP_F32, CMP_F16, CMP_BF16, CMP_REL };
+
+struct cmp {
+  enum cmp_mode mode;
+  double rel;
+};
+
+static json_t *load_file(const char *path)
+{
+  json_error_t e;
+  json_t *j = json_load_file(path, JSON_DECODE_ANY, &e);
+  if (!j)
+    printf("invalid JSON in %s: %s (line %d col %d)\n", path, e.text, e.line,
+           e.column);
+  return j;
+}
+
+/* Walks PATH; NULL if a step is missing. */
+static json_t *walk(json_t *j, const char *path)
+{
+  if (strcmp(path, ".") == 0 || *path == '\0')
+    return j;
+  char *copy = strdup(path);
+  char *save = NULL;
+  for (char *tok = strtok_r(copy, ".", &save); tok && j;
+       tok = strtok_r(NULL, ".", &save)) {
+    if (json_is_object(j)) {
+      j = json_object_get(j, tok);
+    } else if (json_is_array(j)) {
+      char *end;
+      errno = 0;
+      unsigned long i = strtoul(tok, &end, 10);
+      j = (*end || errno) ? NULL : json_array_get(j, i);
+    } else {
+      j = NULL;
+    }
+  }
+  free(copy);
+  return j;
+}
+
+/* Rounds to a binary format with `p` stored mantissa bits and exponents
+ * [emin, emax], nearest even, directly from the double (no double rounding). */
+static double round_bin(double x, int p, int emin, int emax)
+{
+  if (isnan(x) || isinf(x) || x == 0)
+    return x;
+  int e;
+  frexp(fabs(x), &e);
+  int lead = e - 1;
+  if (lead < emin)
+    lead = emin;
+  double q = ldexp(1.0, lead - p);
+  double r = nearbyint(x / q) * q;
+  if (fabs(r) >= ldexp(1.0, emax + 1))
+    return copysign(INFINITY, x);
+  return r;
+}
+
+static double apply_mode(const struct cmp *c, double x)
+{
+  switch (c->mode) {
+  case CMP_F32: return (double)(float)x;
+  case CMP_F16: return round_bin(x, 10, -14, 15);
+  case CMP_BF16: return round_bin(x, 7, -126, 127);
+  default: return x;
+  }
+}
+
+static int equal(json_t *a, json_t *e, const struct cmp *c, const char *path)
+{
+  char sub[512];
+  if (json_is_number(a) && json_is_number(e)) {
+    if (c->mode == CMP_EXACT && json_is_integer(a) && json_is_integer(e)) {
+      if (json_integer_value(a) == json_integer_value(e))
+        return 1;
+    } else {
+      double x = apply_mode(c, json_number_value(a));
+      double y = apply_mode(c, json_number_value(e));
+      if (c->mode == CMP_REL ? fabs(x - y) <= c->rel * fabs(y) : x == y)
+        return 1;
+    }
+    printf("at %s: got %.17g, expected %.17g\n", path, json_number_value(a),
+           json_number_value(e));
+    return 0;
+  }
+  if (json_typeof(a) != json_typeof(e)) {
+    char *sa = json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *se = json_dumps(e, JSON_COMPACT | JSON_ENCODE_ANY);
+    printf("at %s: got %.200s, expected %.200s\n", path, sa ? sa : "?",
+           se ? se : "?");
+    free(sa);
+    free(se);
+    return 0;
+  }
+  switch (json_typeof(a)) {
+  case JSON_STRING:
+    if (strcmp(json_string_value(a), json_string_value(e)) == 0)
+      return 1;
+    printf("at %s: got \"%.200s\", expected \"%.200s\"\n", path,
+           json_string_value(a), json_string_value(e));
+    return 0;
+  case JSON_ARRAY:
+    if (json_array_size(a) != json_array_size(e)) {
+      printf("at %s: got %zu elements, expected %zu\n", path,
+             json_array_size(a), json_array_size(e));
+      return 0;
+    }
+    for (size_t i = 0; i < json_array_size(a); i++) {
+      snprintf(sub, sizeof sub, "%s.%zu", path, i);
+      if (!equal(json_array_get(a, i), json_array_get(e, i), c, sub))
+        return 0;
+    }
+    return 1;
+  case JSON_OBJECT: {
+    const char *k;
+    json_t *v;
+    json_object_foreach(e, k, v) {
+      snprintf(sub, sizeof sub, "%s.%s", path, k);
+      json_t *av = json_object_get(a, k);
+      if (!av) {
+        printf("at %s: missing\n", sub);
+        return 0;
+      }
+      if (!equal(av, v, c, sub))
+        return 0;
+    }
+    json_object_foreach(a, k, v) {
+      if (!json_object_get(e, k)) {
+        printf("at %s.%s: unexpected member\n", path, k);
+        return 0;
+      }
+    }
+    return 1;
+  }
+  default:
+    return 1; /* true, false, null: same type is equal */
+  }
+}
+
+static int cmp_keys(const void *x, const void *y)
+{
+  return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int cmd_keys(json_t *v)
+{
+  if (!json_is_object(v))
+    return 1;
+  size_t n = json_object_size(v), i = 0;
+  const char **keys = calloc(n ? n : 1, sizeof *keys);
+  const char *k;
+  json_t *x;
+  json_object_foreach(v, k, x) keys[i++] = k;
+  qsort(keys, n, sizeof *keys, cmp_keys);
+  for (i = 0; i < n; i++)
+    printf("%s%s", i ? " " : "", keys[i]);
+  printf("\n");
+  free(keys);
+  return 0;
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+  if (argc < 6)
+    return 2;
+  unsigned long long n = strtoull(argv[4], NULL, 10);
+  long long scale = strtoll(argv[5], NULL, 10);
+  printf("{\"op\":\"%s\",%s\"input\":{\"dtype\":\"%s\",\"shape\":[%llu],"
+         "\"data\":[",
+         argv[2], argc > 6 ? argv[6] : "", argv[3], n);
+  for (unsigned long long i = 0; i < n; i++)
+    printf(i ? ",%lld" : "%lld", scale * ((long long)(i % 7) - 3));
+  printf("]}}\n");
+  return fflush(stdout) ? 2 : 0;
+}
+
+static const char *const dtypes[] = {"float32", "float64", "float16",
+                                     "bfloat16", "int32", "int64",
+                                     "uint32", "uint64"};
+
+static int is_dtype(json_t *v)
+{
+  if (!json_is_string(v))
+    return 0;
+  for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+    if (strcmp(json_string_value(v), dtypes[i]) == 0)
+      return 1;
+  return 0;
+}
+
+/* Counts dtype-name arrays by kind: n7 (all but bfloat16), n8 (all 8),
+ * other (any other dtype-only array). */
+static void ops_walk(json_t *v, int *n7, int *n8, int *other)
+{
+  const char *k;
+  json_t *x;
+  size_t i;
+  if (json_is_object(v)) {
+    json_object_foreach(v, k, x) ops_walk(x, n7, n8, other);
+  } else if (json_is_array(v)) {
+    int all = json_array_size(v) > 0, bf = 0;
+    json_array_foreach(v, i, x) {
+      if (!is_dtype(x))
+        all = 0;
+      else if (strcmp(json_string_value(x), "bfloat16") == 0)
+        bf = 1;
+    }
+    if (all) {
+      size_t n = json_array_size(v);
+      if (n == 7 && !bf) (*n7)++;
+      else if (n == 8 && bf) (*n8)++;
+      else (*other)++;
+    } else {
+      json_array_foreach(v, i, x) ops_walk(x, n7, n8, other);
+    }
+  }
+}
+
+static const char *type_name(json_t *v)
+{
+  static const char *names[] = {"object", "array", "string", "integer",
+                                "real",   "true",  "false",  "null"};
+  return names[json_typeof(v)];
+}
+
+int main(int argc, char **argv)
+{
+  if (argc >= 2 && strcmp(argv[1], "gen") == 0)
+    return cmd_gen(argc, argv);
+  if (argc < 4) {
+    fprintf(stderr, "usage: jtool get|type|keys FILE PATH | eq FILE EXPECTED [MODE]"
+                    " | gen OP DTYPE N SCALE [EXTRA]\n");
+    return 2;
+  }
+  json_t *doc = load_file(argv[2]);
+  if (!doc)
+    return 2;
+  int rc = 1;
+  if (strcmp(argv[1], "eq") == 0) {
+    struct cmp c = {CMP_EXACT, 0};
+    const char *m = argc > 4 ? argv[4] : "";
+    if (strcmp(m, "float32") == 0) c.mode = CMP_F32;
+    else if (strcmp(m, "float16") == 0) c.mode = CMP_F16;
+    else if (strcmp(m, "bfloat16") == 0) c.mode = CMP_BF16;
+    else if (strncmp(m, "rel=", 4) == 0) { c.mode = CMP_REL; c.rel = atof(m + 4); }
+    else if (*m) { fprintf(stderr, "jtool: bad mode %s\n", m); return 2; }
+    json_error_t e;
+    json_t *exp = json_loads(argv[3], JSON_DECODE_ANY, &e);
+    if (!exp) {
+      fprintf(stderr, "jtool: bad expected JSON: %s\n", e.text);
+      return 2;
+    }
+    rc = equal(doc, exp, &c, "$") ? 0 : 1;
+    json_decref(exp);
+  } else {
+    json_t *v = walk(doc, argv[3]);
+    if (!v) {
+      printf("(absent)\n");
+    } else if (strcmp(argv[1], "get") == 0) {
+      if (json_is_string(v)) {
+        printf("%s\n", json_string_value(v));
+      } else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+                                    JSON_REAL_PRECISION(17));
+        printf("%s\n", s ? s : "");
+        free(s);
+      }
+      rc = 0;
+    } else if (strcmp(argv[1], "type") == 0) {
+      printf("%s\n", type_name(v));
+      rc = 0;
+    } else if (strcmp(argv[1], "keys") == 0) {
+      rc = cmd_keys(v);
+    } else if (strcmp(argv[1], "opscheck") == 0) {
+      int n7 = 0, n8 = 0, other = 0;
+      ops_walk(v, &n7, &n8, &other);
+      printf("dtype lists: %d without bfloat16 (7 types), %d with all 8, %d other\n",
+             n7, n8, other);
+      rc = (n7 == 4 && n8 == 4 && other == 0) ? 0 : 1;
+    } else {
+      rc = 2;
+    }
+  }
+  json_decref(doc);
+  return rc;
+}
