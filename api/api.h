@@ -43,19 +43,25 @@ enum api_errcode {
   API_E__LAST = -120
 };
 
-/* Wire name for a library or API code ("AXIS_OUT_OF_RANGE"); "INTERNAL" for
- * anything unknown. */
+/* Wire name for a library or API code ("AXIS_OUT_OF_RANGE"); "OK" for 0;
+ * "INTERNAL" for anything unknown. */
 const char *api_errname(int code);
 
 /* The one mapping from error codes to HTTP status.  Library codes: 422 for
  * RD_E_OVERFLOW, 413 for RD_E_TOO_LARGE, 503 for RD_E_NOMEM, 400 otherwise;
- * API codes: the status in API_ERROR_MAP; 0 (RD_OK) -> 200. */
+ * API codes: the status in API_ERROR_MAP; 0 (RD_OK) -> 200; a code that is
+ * in neither table -> 500 (it is a bug, and api_errname says INTERNAL). */
 int api_http_status(int code);
 
-/* Fills `err` (if not NULL) with `code` and a printf-style message; returns
- * `code`, so callers can `return api_fail(err, CODE, "...", ...)`. */
+/* Fills `err` (if not NULL) with `code` and a printf-style message (made
+ * valid UTF-8 if truncation cut a character); returns `code`, so callers
+ * can `return api_fail(err, CODE, "...", ...)`. */
 int api_fail(struct rd_error *err, int code, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
+
+/* Replaces, in place, every byte of `s` that is not part of a well-formed
+ * UTF-8 sequence with '?' (JSON strings must be valid UTF-8). */
+void api_utf8_sanitize(char *s);
 
 /* ------------------------------------------------------------------ */
 /* Requests                                                           */
@@ -71,10 +77,22 @@ struct api_request {
   size_t data_bytes;         /* = count(shape) * element size */
 };
 
-/* Decodes a POST /v1/reduce JSON body (see README for the schema) into
+/* Decodes a POST /v1/reduce JSON body (schema: docs/http-api.md) into
  * `req`, converting the elements to the dtype.  Unknown fields are
- * rejected.  On error nothing needs freeing.  `max_elements` bounds the
- * element count accepted (0: no bound beyond the library's). */
+ * rejected.  On error nothing needs freeing (api_request_free() is still
+ * safe).  `max_elements` bounds the element count accepted (0: no bound
+ * beyond the library's; above it: RD_E_TOO_LARGE).  Fills req->params
+ * (op, opset, dtype, rank, shape, axes, keepdims, noop_with_empty_axes,
+ * overflow) but does not validate what rd_plan_init() checks (axes range,
+ * dtype per version, keepdims values...).
+ *
+ * Elements: float dtypes take numbers and the strings "NaN", "Infinity",
+ * "-Infinity" (exactly these), read as double and rounded to the dtype
+ * (300000 as float16 is inf).  Integer dtypes take JSON integers, integral
+ * reals of magnitude <= 2^53 (beyond that a real may already have been
+ * rounded by the parser), and decimal strings -?(0|[1-9][0-9]*), all range
+ * checked.  Integer literals outside int64 are a BAD_JSON error of the
+ * parser, so uint64 values above 2^63-1 must be strings. */
 int api_json_decode(const char *body, size_t len, uint64_t max_elements,
                     struct api_request *req, struct rd_error *err);
 
@@ -85,7 +103,7 @@ void api_request_free(struct api_request *req);
 /* Responses                                                          */
 /* ------------------------------------------------------------------ */
 
-/* Appends the 200 body:
+/* Appends the 200 body (on error `b` is left as it was):
  *   {"op":"ReduceL2","opset":18,"op_version":18,
  *    "output":{"dtype":"float32","shape":[3,2],"data":[...]}}
  * `out` holds plan->out_bytes bytes in host order; data is flat row-major,
@@ -99,7 +117,11 @@ int api_json_encode_result(const struct rd_plan *plan, int64_t opset,
 int api_json_encode_error(const struct rd_error *err, struct api_buf *b);
 
 /* Appends the GET /v1/ops body: every operator, its versions, and for each
- * version the dtypes it accepts and how it takes axes. */
+ * version the dtypes it accepts and how it takes axes:
+ *   {"ops":[{"op":"ReduceL2","versions":[{"version":1,"opsets":[1,10],
+ *     "axes":"attribute","noop_with_empty_axes":false,"dtypes":[...]},...]}]}
+ * "opsets" is the inclusive opset range mapping to the version (upper bound
+ * null for the newest).  0 or RD_E_NOMEM. */
 int api_json_encode_ops(struct api_buf *b);
 
 #endif /* API_H */

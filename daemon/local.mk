@@ -1,8 +1,10 @@
 # daemon/ - the server: HTTP (libmicrohttpd), worker pool (libuv), config, logs.
+# (The settings module is conf.c/conf.h so that it does not shadow autoconf's
+# config.h.)
 bin_PROGRAMS += daemon/reduced
 daemon_reduced_SOURCES = \
 	daemon/main.c \
-	daemon/config.h daemon/config.c \
+	daemon/conf.h daemon/conf.c \
 	daemon/log.h daemon/log.c \
 	daemon/http.h daemon/http.c \
 	daemon/job.h daemon/job.c

@@ -1,0 +1,958 @@
+/* json.c - the JSON wire format: POST /v1/reduce bodies in; result, error
+ * and operator-table bodies out.  Parsing and string escaping are jansson's;
+ * result data is written straight into an api_buf (no node per element). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api.h"
+#include "f16.h"
+#include "numfmt.h"
+
+/* Integral reals beyond this may have been rounded by the parser. */
+#define EXACT_REAL_MAX 9007199254740992.0 /* 2^53 */
+
+/* ONNX opset 18 moved `axes` from an attribute to an input and added
+ * noop_with_empty_axes. */
+#define AXES_INPUT_VERSION 18
+
+/* Bytes of a user string quoted in a message, and the quoted form's room. */
+#define SHOW_CUT 96
+#define SHOW_MAX 112
+
+/* Enough for "input.data" plus RD_MAX_RANK indices of 20 digits. */
+#define PATH_MAX_LEN (16 + RD_MAX_RANK * 22)
+
+/* ================================================================== */
+/* Message helpers                                                    */
+/* ================================================================== */
+
+/* JSON-escapes (ASCII only) the start of a UTF-8 string, without the quotes,
+ * for messages: user text must not break the message or the log line. */
+static void
+escape(const char *s, size_t len, char *out, size_t size)
+{
+  size_t cut = len, n;
+  json_t *j;
+  char *d;
+
+  if (cut > SHOW_CUT) {
+    cut = SHOW_CUT;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+      cut--;                            /* not inside a character */
+  }
+  j = json_stringn(s, cut);
+  d = j != NULL ? json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+  json_decref(j);
+  if (d == NULL) {
+    snprintf(out, size, "?");
+    return;
+  }
+  n = strlen(d) - 2;                    /* drop the quotes */
+  if (n >= size - 3 || cut < len) {
+    if (n > size - 4)
+      n = size - 4;
+    snprintf(out, size, "%.*s...", (int)n, d + 1);
+  } else {
+    snprintf(out, size, "%.*s", (int)n, d + 1);
+  }
+  free(d);
+}
+
+static const char *
+type_name(const json_t *v)
+{
+  switch (json_typeof(v)) {
+  case JSON_OBJECT:
+    return "an object";
+  case JSON_ARRAY:
+    return "a list";
+  case JSON_STRING:
+    return "a string";
+  case JSON_INTEGER:
+  case JSON_REAL:
+    return "a number";
+  case JSON_TRUE:
+    return "true";
+  case JSON_FALSE:
+    return "false";
+  default:
+    return "null";
+  }
+}
+
+/* A JSON value as a message shows it: scalars as written (reals in their
+ * shortest form), containers by type. */
+static void
+show_value(const json_t *v, char *out, size_t size)
+{
+  char esc[SHOW_MAX - 2];     /* room for the quotes */
+  double r;
+
+  switch (json_typeof(v)) {
+  case JSON_STRING:
+    escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
+    snprintf(out, size, "\"%s\"", esc);
+    break;
+  case JSON_INTEGER:
+    snprintf(out, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    break;
+  case JSON_REAL:
+    r = json_real_value(v);
+    if (size >= API_NUMFMT_MAX)
+      api_format_elem(out, RD_FLOAT64, &r);
+    else
+      snprintf(out, size, "%g", r);
+    break;
+  case JSON_OBJECT:
+    snprintf(out, size, "{...}");
+    break;
+  case JSON_ARRAY:
+    snprintf(out, size, "[...]");
+    break;
+  default:
+    snprintf(out, size, "%s", type_name(v));
+  }
+}
+
+/* "[3,2,2]" */
+static void
+show_shape(const int64_t *shape, size_t rank, char *out, size_t size)
+{
+  size_t i, n = 0;
+  int w;
+
+  w = snprintf(out, size, "[");
+  for (i = 0; i < rank && w > 0 && (n += (size_t)w) < size; i++)
+    w = snprintf(out + n, size - n, "%s%" PRId64, i ? "," : "", shape[i]);
+  if (w > 0 && (n += (size_t)w) < size)
+    snprintf(out + n, size - n, "]");
+}
+
+/* ================================================================== */
+/* Fields                                                             */
+/* ================================================================== */
+
+static const char *const top_fields[] = {
+  "op", "opset", "axes", "keepdims", "noop_with_empty_axes", "overflow",
+  "input", NULL
+};
+static const char *const input_fields[] = { "dtype", "shape", "data", NULL };
+
+static int
+check_fields(const json_t *obj, const char *const *known, const char *prefix,
+             struct rd_error *err)
+{
+  const char *key;
+  const json_t *val;
+  char esc[SHOW_MAX];
+  size_t i;
+
+  json_object_foreach((json_t *)obj, key, val) {
+    for (i = 0; known[i] != NULL && strcmp(known[i], key) != 0; i++)
+      ;
+    if (known[i] == NULL) {
+      escape(key, strlen(key), esc, sizeof esc);
+      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown field \"%s%s\"",
+                      prefix, esc);
+    }
+  }
+  return 0;
+}
+
+/* 0 and the value; -1 if `v` is not an integer (type or fraction); -2 for
+ * an integral real too large to be exact. */
+static int
+as_int64(const json_t *v, int64_t *out)
+{
+  double r;
+
+  if (json_is_integer(v)) {
+    *out = json_integer_value(v);
+    return 0;
+  }
+  if (!json_is_real(v))
+    return -1;
+  r = json_real_value(v);
+  if (r != trunc(r))
+    return -1;
+  if (fabs(r) > EXACT_REAL_MAX)
+    return -2;
+  *out = (int64_t)r;
+  return 0;
+}
+
+/* An integer attribute; with `allow_bool`, true/false stand for 1/0. */
+static int
+attr_int(const json_t *v, const char *name, int allow_bool, int64_t *out,
+         struct rd_error *err)
+{
+  char shown[SHOW_MAX];
+
+  if (allow_bool && json_is_boolean(v)) {
+    *out = json_is_true(v);
+    return 0;
+  }
+  switch (as_int64(v, out)) {
+  case 0:
+    return 0;
+  case -2:
+    show_value(v, shown, sizeof shown);
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "%s = %s is too large to be an exact integer", name, shown);
+  default:
+    show_value(v, shown, sizeof shown);
+    return api_fail(err, API_E_INVALID_FIELD, "%s must be an integer%s, got %s",
+                    name, allow_bool ? " or true/false" : "", shown);
+  }
+}
+
+/* A string field; `names(i)` lists the valid values for the message. */
+static int
+expect_string(const json_t *v, const char *name, struct rd_error *err)
+{
+  if (json_is_string(v))
+    return 0;
+  return api_fail(err, API_E_INVALID_FIELD, "%s must be a string, got %s",
+                  name, type_name(v));
+}
+
+/* "a, b, c" from a name table queried by index (NULLs skipped). */
+static void
+list_names(const char *(*name_of)(int), int lo, int hi, char *out,
+           size_t size)
+{
+  size_t n = 0;
+  const char *s;
+  int i, w;
+
+  out[0] = '\0';
+  for (i = lo; i <= hi; i++) {
+    if ((s = name_of(i)) == NULL)
+      continue;
+    w = snprintf(out + n, size - n, "%s%s", n ? ", " : "", s);
+    if (w < 0 || (size_t)w >= size - n)
+      break;
+    n += (size_t)w;
+  }
+}
+
+static int
+decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
+{
+  const json_t *v = json_object_get(root, "op");
+  char esc[SHOW_MAX], names[128];
+  enum rd_op op;
+  int rc;
+
+  if (v == NULL)
+    return api_fail(err, API_E_MISSING_FIELD, "missing required field \"op\"");
+  if ((rc = expect_string(v, "op", err)) != 0)
+    return rc;
+  if (rd_op_parse(json_string_value(v), &op) != 0) {
+    escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
+    list_names(rd_op_name, 0, 15, names, sizeof names);
+    return api_fail(err, RD_E_OP, "unknown op \"%s\"; valid ops: %s", esc,
+                    names);
+  }
+  p->op = op;
+  return 0;
+}
+
+static int
+decode_overflow(const json_t *root, struct rd_params *p, struct rd_error *err)
+{
+  const json_t *v = json_object_get(root, "overflow");
+  char esc[SHOW_MAX], names[128];
+  enum rd_overflow pol;
+  int rc;
+
+  if (v == NULL)
+    return 0;
+  if ((rc = expect_string(v, "overflow", err)) != 0)
+    return rc;
+  if (rd_overflow_parse(json_string_value(v), &pol) != 0) {
+    escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
+    list_names(rd_overflow_name, 0, 15, names, sizeof names);
+    return api_fail(err, RD_E_POLICY,
+                    "unknown overflow policy \"%s\"; valid policies: %s",
+                    esc, names);
+  }
+  p->overflow = pol;
+  return 0;
+}
+
+static int
+decode_axes(const json_t *root, struct api_request *req, struct rd_error *err)
+{
+  const json_t *v = json_object_get(root, "axes");
+  char name[32];
+  size_t i, n;
+  int rc;
+
+  if (v == NULL)
+    return 0;
+  if (!json_is_array(v))
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "axes must be a list of integers, got %s", type_name(v));
+  n = json_array_size(v);
+  if (n > RD_MAX_RANK)
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "axes has %zu entries; at most %d are possible (one per "
+                    "dimension of an input of rank <= %d, without duplicates)",
+                    n, RD_MAX_RANK, RD_MAX_RANK);
+  for (i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "axes[%zu]", i);
+    if ((rc = attr_int(json_array_get(v, i), name, 0, &req->axes[i], err)))
+      return rc;
+  }
+  req->params.naxes = n;
+  return 0;
+}
+
+static int
+decode_attrs(const json_t *root, struct api_request *req, struct rd_error *err)
+{
+  struct rd_params *p = &req->params;
+  const json_t *v;
+  int rc;
+
+  if ((rc = decode_op(root, p, err)) != 0)
+    return rc;
+  if ((v = json_object_get(root, "opset")) != NULL &&
+      (rc = attr_int(v, "opset", 0, &p->opset, err)) != 0)
+    return rc;
+  if ((v = json_object_get(root, "keepdims")) != NULL &&
+      (rc = attr_int(v, "keepdims", 1, &p->keepdims, err)) != 0)
+    return rc;
+  if ((v = json_object_get(root, "noop_with_empty_axes")) != NULL) {
+    if ((rc = attr_int(v, "noop_with_empty_axes", 1,
+                       &p->noop_with_empty_axes, err)) != 0)
+      return rc;
+    /* INT64_MIN is the library's "not given"; it must not pass as that. */
+    if (p->noop_with_empty_axes == RD_UNSET)
+      return api_fail(err, RD_E_NOOP,
+                      "noop_with_empty_axes must be 0 or 1, got %" PRId64,
+                      (int64_t)RD_UNSET);
+  }
+  if ((rc = decode_overflow(root, p, err)) != 0)
+    return rc;
+  return decode_axes(root, req, err);
+}
+
+static int
+decode_dtype(const json_t *input, struct rd_params *p, struct rd_error *err)
+{
+  const json_t *v = json_object_get(input, "dtype");
+  char esc[SHOW_MAX], names[160];
+  enum rd_dtype dt;
+  int rc;
+
+  if (v == NULL)
+    return api_fail(err, API_E_MISSING_FIELD,
+                    "missing required field \"input.dtype\"");
+  if ((rc = expect_string(v, "input.dtype", err)) != 0)
+    return rc;
+  if (rd_dtype_parse(json_string_value(v), &dt) != 0) {
+    escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
+    list_names(rd_dtype_name, 0, 63, names, sizeof names);
+    return api_fail(err, RD_E_DTYPE,
+                    "unsupported dtype \"%s\"; supported: %s (also \"float\", "
+                    "\"double\")", esc, names);
+  }
+  p->dtype = dt;
+  return 0;
+}
+
+/* input.shape into shape[]; *rank = its length. */
+static int
+decode_shape(const json_t *v, int64_t *shape, size_t *rank,
+             struct rd_error *err)
+{
+  char name[40];
+  size_t i, n;
+  int rc;
+
+  if (!json_is_array(v))
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "input.shape must be a list of integers, got %s",
+                    type_name(v));
+  n = json_array_size(v);
+  if (n > RD_MAX_RANK)
+    return api_fail(err, RD_E_RANK,
+                    "input.shape has %zu dimensions; at most %d are supported",
+                    n, RD_MAX_RANK);
+  for (i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "input.shape[%zu]", i);
+    if ((rc = attr_int(json_array_get(v, i), name, 0, &shape[i], err)))
+      return rc;
+  }
+  *rank = n;
+  return 0;
+}
+
+/* ================================================================== */
+/* Elements                                                           */
+/* ================================================================== */
+
+/* Parses -?(0|[1-9][0-9]*) (JSON's integer grammar) into sign and
+ * magnitude; nothing else, no whitespace, no '+'.  0, -1 (not that
+ * grammar) or -2 (magnitude above 2^64-1). */
+static int
+parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
+{
+  uint64_t m = 0;
+  size_t i = 0;
+  unsigned d;
+
+  *neg = len > 0 && s[0] == '-';
+  i = (size_t)*neg;
+  if (i == len || (s[i] == '0' && len - i > 1))
+    return -1;
+  for (size_t j = i; j < len; j++)       /* grammar first, then overflow */
+    if (s[j] < '0' || s[j] > '9')
+      return -1;
+  for (; i < len; i++) {
+    d = (unsigned)(s[i] - '0');
+    if (m > (UINT64_MAX - d) / 10)
+      return -2;
+    m = m * 10 + d;
+  }
+  *mag = m;
+  return 0;
+}
+
+struct fill {
+  int dtype;
+  const char *dtname;
+  size_t esize;
+  unsigned char *out;   /* NULL: check the structure only */
+  uint64_t idx;         /* flat index of the next element */
+  size_t rank;          /* nesting depth of the elements */
+  const int64_t *dims;  /* expected length at each depth */
+  int scalar;           /* data is a bare element */
+};
+
+static int
+bad_elem(const struct fill *f, const json_t *v, const char *why,
+         struct rd_error *err)
+{
+  char shown[SHOW_MAX], where[48];
+
+  show_value(v, shown, sizeof shown);
+  if (f->scalar)
+    snprintf(where, sizeof where, "input.data");
+  else
+    snprintf(where, sizeof where, "input.data[%" PRIu64 "]", f->idx);
+  return api_fail(err, API_E_INVALID_ELEMENT, "%s = %s %s (dtype %s)", where,
+                  shown, why, f->dtname);
+}
+
+static int
+put_float(const struct fill *f, const json_t *v, unsigned char *dst,
+          struct rd_error *err)
+{
+  const char *s;
+  double d;
+  float x;
+  uint16_t h;
+
+  if (json_is_integer(v)) {
+    d = (double)json_integer_value(v);
+  } else if (json_is_real(v)) {
+    d = json_real_value(v);
+  } else if (json_is_string(v)) {
+    s = json_string_value(v);
+    if (strcmp(s, "NaN") == 0)
+      d = NAN;
+    else if (strcmp(s, "Infinity") == 0)
+      d = INFINITY;
+    else if (strcmp(s, "-Infinity") == 0)
+      d = -INFINITY;
+    else
+      return bad_elem(f, v, "is not a number (the strings allowed are "
+                      "\"NaN\", \"Infinity\" and \"-Infinity\")", err);
+  } else {
+    return bad_elem(f, v, "is not a number", err);
+  }
+  switch (f->dtype) {
+  case RD_FLOAT32:
+    x = (float)d;     /* IEEE conversion (Annex F): rounds, overflows to inf */
+    memcpy(dst, &x, sizeof x);
+    break;
+  case RD_FLOAT16:
+    h = rd_f64_to_f16(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  case RD_BFLOAT16:
+    h = rd_f64_to_bf16(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  default:
+    memcpy(dst, &d, sizeof d);
+  }
+  return 0;
+}
+
+static int
+put_int(const struct fill *f, const json_t *v, unsigned char *dst,
+        struct rd_error *err)
+{
+  char range[96];
+  int64_t s = 0;
+  uint64_t mag = 0, max_pos, max_neg;
+  int neg = 0, rc;
+  int32_t i32;
+  uint32_t u32;
+
+  switch (f->dtype) {
+  case RD_INT32:
+    max_pos = INT32_MAX;
+    max_neg = (uint64_t)INT32_MAX + 1;
+    break;
+  case RD_INT64:
+    max_pos = INT64_MAX;
+    max_neg = (uint64_t)INT64_MAX + 1;
+    break;
+  case RD_UINT32:
+    max_pos = UINT32_MAX;
+    max_neg = 0;
+    break;
+  default:
+    max_pos = UINT64_MAX;
+    max_neg = 0;
+  }
+  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
+           "]", max_neg ? "-" : "", max_neg, max_pos);
+
+  if (json_is_string(v)) {
+    rc = parse_decimal(json_string_value(v), json_string_length(v), &neg,
+                       &mag);
+    if (rc == -1)
+      return bad_elem(f, v, "is not a decimal integer", err);
+    if (rc == -2)
+      return bad_elem(f, v, range, err);
+  } else {
+    switch (as_int64(v, &s)) {
+    case 0:
+      break;
+    case -2:
+      return bad_elem(f, v, "is not exact as a JSON real; write it as an "
+                      "integer or a decimal string", err);
+    default:
+      return bad_elem(f, v, json_is_number(v) ? "is not an integer"
+                                              : "is not a number", err);
+    }
+    neg = s < 0;
+    mag = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+  }
+  if (mag > (neg ? max_neg : max_pos))
+    return bad_elem(f, v, range, err);
+
+  switch (f->dtype) {
+  case RD_INT32:
+    i32 = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
+    memcpy(dst, &i32, sizeof i32);
+    break;
+  case RD_UINT32:
+    u32 = (uint32_t)mag;
+    memcpy(dst, &u32, sizeof u32);
+    break;
+  case RD_INT64:
+    /* -(2^63) has no positive int64 counterpart to negate. */
+    s = !neg ? (int64_t)mag : mag == max_neg ? INT64_MIN : -(int64_t)mag;
+    memcpy(dst, &s, sizeof s);
+    break;
+  default:
+    memcpy(dst, &mag, sizeof mag);
+  }
+  return 0;
+}
+
+static int
+put_elem(struct fill *f, const json_t *v, struct rd_error *err)
+{
+  unsigned char *dst;
+  int rc;
+
+  if (f->out == NULL) {
+    f->idx++;
+    return 0;
+  }
+  dst = f->out + f->idx * f->esize;
+  switch (f->dtype) {
+  case RD_FLOAT32:
+  case RD_FLOAT64:
+  case RD_FLOAT16:
+  case RD_BFLOAT16:
+    rc = put_float(f, v, dst, err);
+    break;
+  default:
+    rc = put_int(f, v, dst, err);
+  }
+  f->idx++;
+  return rc;
+}
+
+/* Walks `v` at nesting `depth` in row-major order: checks that every list
+ * has the length dims[depth] and that elements sit exactly at depth
+ * `rank`, and (if f->out) converts the elements.  Recursion depth is at
+ * most RD_MAX_RANK. */
+static int
+walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
+     struct rd_error *err)
+{
+  char shape[PATH_MAX_LEN];
+  size_t i, n;
+  int rc;
+
+  if (depth == f->rank) {
+    if (json_is_array(v)) {
+      show_shape(f->dims, f->rank, shape, sizeof shape);
+      return api_fail(err, API_E_SHAPE_MISMATCH,
+                      "%s is a list, but the data is nested as shape %s "
+                      "(from the first elements)", path, shape);
+    }
+    return put_elem(f, v, err);
+  }
+  if (!json_is_array(v)) {
+    show_shape(f->dims, f->rank, shape, sizeof shape);
+    return api_fail(err, API_E_SHAPE_MISMATCH,
+                    "%s is not a list, but the data is nested as shape %s "
+                    "(from the first elements)", path, shape);
+  }
+  n = json_array_size(v);
+  if ((int64_t)n != f->dims[depth]) {
+    show_shape(f->dims, f->rank, shape, sizeof shape);
+    return api_fail(err, API_E_SHAPE_MISMATCH,
+                    "%s has %zu elements; expected %" PRId64 " (the data is "
+                    "nested as shape %s from the first elements)", path, n,
+                    f->dims[depth], shape);
+  }
+  for (i = 0; i < n; i++) {
+    snprintf(path + plen, PATH_MAX_LEN - plen, "[%zu]", i);
+    rc = walk(f, json_array_get(v, i), depth + 1, path,
+              plen + strlen(path + plen), err);
+    if (rc != 0)
+      return rc;
+  }
+  path[plen] = '\0';
+  return 0;
+}
+
+/* The shape the nesting of `data` implies, following first elements. */
+static int
+nesting(const json_t *data, int64_t *dims, size_t *rank, struct rd_error *err)
+{
+  const json_t *v = data;
+  size_t r = 0;
+
+  while (json_is_array(v)) {
+    if (r == RD_MAX_RANK)
+      return api_fail(err, RD_E_RANK,
+                      "input.data is nested deeper than %d levels",
+                      RD_MAX_RANK);
+    dims[r++] = (int64_t)json_array_size(v);
+    if (json_array_size(v) == 0)
+      break;
+    v = json_array_get(v, 0);
+  }
+  *rank = r;
+  return 0;
+}
+
+static int
+decode_input(const json_t *root, uint64_t max_elements,
+             struct api_request *req, struct rd_error *err)
+{
+  struct rd_params *p = &req->params;
+  const json_t *input, *data, *shape_v;
+  int64_t nest[RD_MAX_RANK];
+  char path[PATH_MAX_LEN], s1[PATH_MAX_LEN], s2[PATH_MAX_LEN];
+  size_t nrank = 0, i;
+  uint64_t count, bytes;
+  struct fill f;
+  int rc;
+
+  input = json_object_get(root, "input");
+  if (input == NULL)
+    return api_fail(err, API_E_MISSING_FIELD,
+                    "missing required field \"input\"");
+  if (!json_is_object(input))
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "input must be an object, got %s", type_name(input));
+  if ((rc = check_fields(input, input_fields, "input.", err)) != 0)
+    return rc;
+  if ((rc = decode_dtype(input, p, err)) != 0)
+    return rc;
+  data = json_object_get(input, "data");
+  if (data == NULL)
+    return api_fail(err, API_E_MISSING_FIELD,
+                    "missing required field \"input.data\"");
+  if (json_is_object(data))
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "input.data must be a list or a single element, got an "
+                    "object");
+  if ((rc = nesting(data, nest, &nrank, err)) != 0)
+    return rc;
+
+  memset(&f, 0, sizeof f);
+  f.scalar = nrank == 0;
+  shape_v = json_object_get(input, "shape");
+  if (shape_v != NULL) {
+    if ((rc = decode_shape(shape_v, req->shape, &p->rank, err)) != 0)
+      return rc;
+    /* Counted first: a huge shape with tiny data is an error, not a
+     * huge allocation. */
+    if ((rc = rd_shape_count(p->rank, req->shape, p->dtype, &count, err)))
+      return rc;
+  } else {
+    memcpy(req->shape, nest, nrank * sizeof nest[0]);
+    p->rank = nrank;
+    if ((rc = rd_shape_count(p->rank, req->shape, p->dtype, &count, err)))
+      return rc;
+  }
+  if (max_elements != 0 && count > max_elements)
+    return api_fail(err, RD_E_TOO_LARGE,
+                    "input has %" PRIu64 " elements; the limit is %" PRIu64,
+                    count, max_elements);
+  if (shape_v != NULL) {
+    show_shape(req->shape, p->rank, s1, sizeof s1);
+    if (nrank == 0 && p->rank != 0) {
+      return api_fail(err, API_E_SHAPE_MISMATCH,
+                      "input.data is a single element (rank 0) but "
+                      "input.shape is %s; write the data as a list", s1);
+    } else if (nrank == 1) {
+      /* Flat data: any shape with the same element count. */
+      if ((uint64_t)nest[0] != count)
+        return api_fail(err, API_E_SHAPE_MISMATCH,
+                        "input.data has %" PRId64 " elements; shape %s "
+                        "needs %" PRIu64, nest[0], s1, count);
+    } else if (nrank > 1) {
+      for (i = 0; i < nrank && nrank == p->rank; i++)
+        if (nest[i] != req->shape[i])
+          break;
+      if (nrank != p->rank || i < nrank) {
+        show_shape(nest, nrank, s2, sizeof s2);
+        return api_fail(err, API_E_SHAPE_MISMATCH,
+                        "input.data is nested as shape %s but input.shape "
+                        "is %s", s2, s1);
+      }
+    }
+  }
+
+  /* Structure first, then allocate, then convert: the first elements of
+   * ragged data must not size an allocation. */
+  f.dtype = p->dtype;
+  f.dtname = rd_dtype_name(p->dtype);
+  f.esize = rd_dtype_size(p->dtype);
+  f.rank = nrank;
+  f.dims = nest;
+  snprintf(path, sizeof path, "input.data");
+  if ((rc = walk(&f, data, 0, path, strlen(path), err)) != 0)
+    return rc;
+  bytes = count * f.esize;    /* rd_shape_count checked it fits in int64 */
+  if (bytes > SIZE_MAX - 1)
+    return api_fail(err, RD_E_TOO_LARGE, "input of %" PRIu64 " bytes does "
+                    "not fit in memory", bytes);
+  /* Never NULL, even for an empty tensor. */
+  f.out = malloc(bytes != 0 ? (size_t)bytes : 1);
+  if (f.out == NULL)
+    return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64
+                    " bytes of input", bytes);
+  f.idx = 0;
+  if ((rc = walk(&f, data, 0, path, strlen(path), err)) != 0) {
+    free(f.out);
+    return rc;
+  }
+  req->data = f.out;
+  req->data_bytes = (size_t)bytes;
+  return 0;
+}
+
+int
+api_json_decode(const char *body, size_t len, uint64_t max_elements,
+                struct api_request *req, struct rd_error *err)
+{
+  json_error_t jerr;
+  json_t *root;
+  int rc;
+
+  memset(req, 0, sizeof *req);
+  rd_params_init(&req->params);
+  req->params.shape = req->shape;
+  req->params.axes = req->axes;
+  if (err != NULL) {
+    err->code = RD_OK;
+    err->msg[0] = '\0';
+  }
+
+  root = json_loadb(body != NULL ? body : "", body != NULL ? len : 0,
+                    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+  if (root == NULL)
+    return api_fail(err, API_E_BAD_JSON, "invalid JSON at line %d, column "
+                    "%d: %s", jerr.line, jerr.column, jerr.text);
+  if (!json_is_object(root))
+    rc = api_fail(err, API_E_BAD_JSON, "the body must be a JSON object, got "
+                  "%s", type_name(root));
+  else if ((rc = check_fields(root, top_fields, "", err)) == 0 &&
+           (rc = decode_attrs(root, req, err)) == 0)
+    rc = decode_input(root, max_elements, req, err);
+  json_decref(root);
+  return rc;
+}
+
+void
+api_request_free(struct api_request *req)
+{
+  free(req->data);
+  req->data = NULL;
+  req->data_bytes = 0;
+}
+
+/* ================================================================== */
+/* Responses                                                          */
+/* ================================================================== */
+
+int
+api_json_encode_result(const struct rd_plan *plan, int64_t opset,
+                       const void *out, struct api_buf *b)
+{
+  const unsigned char *p = out;
+  const char *op = rd_op_name(plan->op);
+  const char *dt = rd_dtype_name(plan->dtype);
+  size_t start = b->len, i;
+  uint64_t k;
+
+  if (op == NULL || dt == NULL)
+    return RD_E_INVALID;
+  if (api_buf_printf(b, "{\"op\":\"%s\",\"opset\":%" PRId64 ",\"op_version\":"
+                     "%d,\"output\":{\"dtype\":\"%s\",\"shape\":[", op, opset,
+                     plan->version, dt) != 0)
+    goto nomem;
+  for (i = 0; i < plan->out_rank; i++)
+    if (api_buf_printf(b, "%s%" PRId64, i ? "," : "", plan->out_shape[i]))
+      goto nomem;
+  if (api_buf_puts(b, "],\"data\":[") != 0)
+    goto nomem;
+  for (k = 0; k < plan->out_count; k++) {
+    /* Formats in place: room for a comma and the longest number. */
+    if (api_buf_reserve(b, API_NUMFMT_MAX + 1) != 0)
+      goto nomem;
+    if (k != 0)
+      b->data[b->len++] = ',';
+    b->len += api_format_elem(b->data + b->len, plan->dtype,
+                              p + k * plan->elem_size);
+  }
+  if (api_buf_puts(b, "]}}") != 0)
+    goto nomem;
+  return 0;
+
+nomem:
+  b->len = start;
+  if (b->data != NULL)
+    b->data[start] = '\0';
+  return RD_E_NOMEM;
+}
+
+/* Appends the compact text of `j` and drops the reference. */
+static int
+append_json(struct api_buf *b, json_t *j)
+{
+  char *s;
+  int rc;
+
+  if (j == NULL)
+    return RD_E_NOMEM;
+  s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  if (s == NULL)
+    return RD_E_NOMEM;
+  rc = api_buf_puts(b, s);
+  free(s);
+  return rc;
+}
+
+int
+api_json_encode_error(const struct rd_error *err, struct api_buf *b)
+{
+  char msg[RD_ERRMSG_MAX];
+  int code = err != NULL ? err->code : API_E_INTERNAL;
+
+  if (err != NULL)
+    memcpy(msg, err->msg, sizeof msg);
+  else
+    msg[0] = '\0';
+  msg[sizeof msg - 1] = '\0';
+  /* The library's messages quote user text and may have cut a character. */
+  api_utf8_sanitize(msg);
+  if (msg[0] == '\0')
+    snprintf(msg, sizeof msg, "%s", code > API_E_BAD_JSON ? rd_strerror(code)
+                                                          : api_errname(code));
+  return append_json(b, json_pack("{s:{s:s,s:s}}", "error", "code",
+                                  api_errname(code), "message", msg));
+}
+
+/* json_object_set_new() drops `value` on every failure, so one check at the
+ * end covers a whole object; `o` is freed on failure. */
+static json_t *
+finish_object(json_t *o, int failed)
+{
+  if (failed) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* One element of "versions". */
+static json_t *
+version_json(int vi)
+{
+  int v = rd_versions[vi], d, failed = 0;
+  json_t *o = json_object(), *dtypes = json_array(), *opsets = json_array();
+
+  for (d = 0; d < 64; d++)
+    if (rd_dtype_name(d) != NULL && rd_dtype_in_version(d, v))
+      failed |= json_array_append_new(dtypes, json_string(rd_dtype_name(d)));
+  failed |= json_array_append_new(opsets, json_integer(v));
+  /* The newest version is open-ended: every later opset maps to it. */
+  failed |= json_array_append_new(opsets, vi + 1 < RD_NVERSIONS
+                                  ? json_integer(rd_versions[vi + 1] - 1)
+                                  : json_null());
+  failed |= json_object_set_new(o, "version", json_integer(v));
+  failed |= json_object_set_new(o, "opsets", opsets);
+  failed |= json_object_set_new(o, "axes", json_string(
+                                  v >= AXES_INPUT_VERSION ? "input"
+                                                          : "attribute"));
+  failed |= json_object_set_new(o, "noop_with_empty_axes",
+                                json_boolean(v >= AXES_INPUT_VERSION));
+  failed |= json_object_set_new(o, "dtypes", dtypes);
+  return finish_object(o, failed);
+}
+
+int
+api_json_encode_ops(struct api_buf *b)
+{
+  json_t *root = json_object(), *ops = json_array(), *op_o, *versions;
+  int op, vi, failed = 0;
+
+  for (op = 0; op < 16; op++) {
+    if (rd_op_name(op) == NULL)
+      continue;
+    op_o = json_object();
+    versions = json_array();
+    for (vi = 0; vi < RD_NVERSIONS; vi++)
+      failed |= json_array_append_new(versions, version_json(vi));
+    failed |= json_object_set_new(op_o, "op", json_string(rd_op_name(op)));
+    failed |= json_object_set_new(op_o, "versions", versions);
+    failed |= json_array_append_new(ops, op_o);
+  }
+  failed |= json_object_set_new(root, "ops", ops);
+  root = finish_object(root, failed);
+  return append_json(b, root);
+}

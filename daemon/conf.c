@@ -1,0 +1,302 @@
+/* conf.c - the option table and everything derived from it: defaults,
+ * environment variables, getopt_long parsing and --help. */
+#include "config.h"   /* autoconf: PACKAGE_VERSION */
+
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "log.h"
+
+/* ------------------------------------------------------------------ */
+/* The table                                                          */
+/* ------------------------------------------------------------------ */
+
+enum conf_type {
+  CT_LISTEN,   /* HOST:PORT -> listen, host, port */
+  CT_UINT,     /* decimal uint64_t in [min, max] */
+  CT_LEVEL,    /* log level name -> int */
+  CT_PATH      /* non-empty string, or the default NULL */
+};
+
+struct conf_opt {
+  const char *name;          /* long option, without "--" */
+  const char *env;           /* environment variable */
+  enum conf_type type;
+  uint64_t min, max;         /* CT_UINT bounds, inclusive */
+  const char *def;           /* default as text; NULL: see live_default / none */
+  const char *(*live_default)(void); /* default computed at run time */
+  size_t offset;             /* field in struct conf */
+  const char *metavar;       /* argument name shown in --help */
+  const char *help;
+};
+
+static const char *default_threads(void);
+
+#define F(field) offsetof(struct conf, field)
+
+static const struct conf_opt options[] = {
+  { "listen", "REDUCED_LISTEN", CT_LISTEN, 0, 0, "127.0.0.1:8080", NULL,
+    F(listen), "HOST:PORT", "address to listen on; port 0 picks a free port" },
+  { "threads", "REDUCED_THREADS", CT_UINT, 1, 1024, NULL, default_threads,
+    F(threads), "N", "worker pool size (default: CPUs online)" },
+  { "max-body", "REDUCED_MAX_BODY", CT_UINT, 1, UINT64_C(1) << 40, "67108864",
+    NULL, F(max_body), "BYTES", "largest request body" },
+  { "max-pending", "REDUCED_MAX_PENDING", CT_UINT, 1, 1000000, "64", NULL,
+    F(max_pending), "N", "requests admitted to the pool at once; more get 503" },
+  { "max-connections", "REDUCED_MAX_CONNECTIONS", CT_UINT, 1, 1000000, "1024",
+    NULL, F(max_connections), "N", "open connections" },
+  { "timeout", "REDUCED_TIMEOUT", CT_UINT, 1, 86400, "30", NULL,
+    F(timeout), "SECONDS", "idle connection / slow upload timeout" },
+  { "grace", "REDUCED_GRACE", CT_UINT, 0, 86400, "10", NULL,
+    F(grace), "SECONDS", "how long shutdown waits for in-flight requests" },
+  { "log-level", "REDUCED_LOG_LEVEL", CT_LEVEL, 0, 0, "info", NULL,
+    F(log_level), "LEVEL", "error, warn, info or debug" },
+  { "port-file", "REDUCED_PORT_FILE", CT_PATH, 0, 0, NULL, NULL,
+    F(port_file), "FILE", "write the bound port (decimal + newline) once listening" },
+};
+
+#undef F
+
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+/* getopt_long values for the options without a table row. */
+enum { OPT_HELP = 'h', OPT_VERSION = 'V', OPT_TABLE = 256 };
+
+static const char *
+default_threads(void)
+{
+  static char buf[24];
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+  if (n < 1)
+    n = 1;
+  if (n > 1024)   /* libuv's own ceiling for UV_THREADPOOL_SIZE */
+    n = 1024;
+  snprintf(buf, sizeof buf, "%ld", n);
+  return buf;
+}
+
+static const char *
+opt_default(const struct conf_opt *o)
+{
+  return o->live_default ? o->live_default() : o->def;
+}
+
+/* ------------------------------------------------------------------ */
+/* Value parsers                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Strict decimal: digits only (no sign, space or suffix), no overflow. */
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+  uint64_t v = 0;
+
+  if (*s == '\0')
+    return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9')
+      return -1;
+    if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+      return -1;
+    v = v * 10 + (uint64_t)(*s - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* "HOST:PORT" or "[V6]:PORT"; HOST non-empty, PORT in [0, 65535]. */
+static int
+parse_listen(struct conf *c, const char *s)
+{
+  const char *colon, *host = s;
+  size_t hostlen;
+  uint64_t port;
+
+  if (s[0] == '[') {
+    const char *end = strchr(s, ']');
+    if (end == NULL || end[1] != ':')
+      return -1;
+    host = s + 1;
+    hostlen = (size_t)(end - host);
+    colon = end + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (colon == NULL)
+      return -1;
+    hostlen = (size_t)(colon - s);
+    if (memchr(s, ':', hostlen) != NULL)   /* bare v6 needs brackets */
+      return -1;
+  }
+  if (hostlen == 0 || hostlen >= sizeof c->host)
+    return -1;
+  if (parse_u64(colon + 1, &port) != 0 || port > 65535)
+    return -1;
+  memcpy(c->host, host, hostlen);
+  c->host[hostlen] = '\0';
+  c->port = port;
+  c->listen = s;
+  return 0;
+}
+
+/* Stores `val` (from `source`: "--name" or the variable) in `c`; on a bad
+ * value prints a message naming the option and the value. */
+static int
+set_option(struct conf *c, const struct conf_opt *o, const char *val,
+           const char *source)
+{
+  char *field = (char *)c + o->offset;
+  uint64_t u;
+  int level;
+
+  switch (o->type) {
+  case CT_LISTEN:
+    if (parse_listen(c, val) == 0)
+      return 0;
+    fprintf(stderr, "reduced: invalid value '%s' for %s: expected HOST:PORT "
+            "([IPv6]:PORT) with a port in [0, 65535]\n", val, source);
+    return -1;
+  case CT_UINT:
+    if (parse_u64(val, &u) == 0 && u >= o->min && u <= o->max) {
+      memcpy(field, &u, sizeof u);
+      return 0;
+    }
+    fprintf(stderr, "reduced: invalid value '%s' for %s: expected an integer "
+            "in [%llu, %llu]\n", val, source, (unsigned long long)o->min,
+            (unsigned long long)o->max);
+    return -1;
+  case CT_LEVEL:
+    if (log_level_parse(val, &level) == 0) {
+      memcpy(field, &level, sizeof level);
+      return 0;
+    }
+    fprintf(stderr, "reduced: invalid value '%s' for %s: expected error, "
+            "warn, info or debug\n", val, source);
+    return -1;
+  case CT_PATH:
+    if (val != NULL && *val == '\0') {
+      fprintf(stderr, "reduced: invalid value '' for %s: expected a file "
+              "name\n", source);
+      return -1;
+    }
+    memcpy(field, &val, sizeof val);
+    return 0;
+  }
+  return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Help                                                               */
+/* ------------------------------------------------------------------ */
+
+void
+conf_usage(FILE *f)
+{
+  fprintf(f,
+          "Usage: reduced [options]\n"
+          "HTTP service computing the ONNX operators ReduceL2 and "
+          "ReduceSumSquare.\n\n"
+          "Every option can also be set by its environment variable; a flag "
+          "beats the\nvariable, the variable beats the default.\n\n");
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const struct conf_opt *o = &options[i];
+    const char *def = opt_default(o);
+    char flag[64];
+
+    snprintf(flag, sizeof flag, "--%s %s", o->name, o->metavar);
+    fprintf(f, "  %-26s %s\n", flag, o->help);
+    const char *env = getenv(o->env);
+
+    if (env != NULL && *env != '\0')
+      fprintf(f, "  %-26s [env %s, now '%s'; default %s]\n", "", o->env,
+              env, def ? def : "none");
+    else
+      fprintf(f, "  %-26s [env %s; default %s]\n", "", o->env,
+              def ? def : "none");
+  }
+  fprintf(f, "  %-26s %s\n", "-h, --help", "print this help and exit");
+  fprintf(f, "  %-26s %s\n", "-V, --version", "print the version and exit");
+}
+
+/* ------------------------------------------------------------------ */
+/* Parsing                                                            */
+/* ------------------------------------------------------------------ */
+
+enum conf_result
+conf_parse(struct conf *c, int argc, char **argv)
+{
+  struct option longopts[NOPTIONS + 3];
+  char source[96];
+  int ch, want_help = 0;
+
+  memset(c, 0, sizeof *c);
+
+  /* Defaults go through the same setter, so --help cannot drift from them. */
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const char *def = opt_default(&options[i]);
+    snprintf(source, sizeof source, "the default of --%s", options[i].name);
+    if (set_option(c, &options[i], def, source) != 0)
+      return CONF_EXIT_USAGE;   /* a bug in the table */
+  }
+
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const char *val = getenv(options[i].env);
+    if (val == NULL || *val == '\0')
+      continue;
+    if (set_option(c, &options[i], val, options[i].env) != 0)
+      return CONF_EXIT_USAGE;
+  }
+
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    longopts[i].name = options[i].name;
+    longopts[i].has_arg = required_argument;
+    longopts[i].flag = NULL;
+    longopts[i].val = OPT_TABLE + (int)i;
+  }
+  longopts[NOPTIONS] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+  longopts[NOPTIONS + 1] =
+    (struct option){ "version", no_argument, NULL, OPT_VERSION };
+  longopts[NOPTIONS + 2] = (struct option){ NULL, 0, NULL, 0 };
+
+  optind = 1;
+  opterr = 0;   /* we print our own messages, naming the option */
+  /* Leading ':' : report a missing argument as ':' so we can name it. */
+  while ((ch = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
+    if (ch == OPT_HELP) {
+      want_help = 1;
+    } else if (ch == OPT_VERSION) {
+      printf("reduced %s\n", PACKAGE_VERSION);
+      return CONF_EXIT_OK;
+    } else if (ch >= OPT_TABLE && ch < OPT_TABLE + (int)NOPTIONS) {
+      const struct conf_opt *o = &options[ch - OPT_TABLE];
+      snprintf(source, sizeof source, "--%s", o->name);
+      if (set_option(c, o, optarg, source) != 0)
+        return CONF_EXIT_USAGE;
+    } else if (ch == ':') {
+      fprintf(stderr, "reduced: option '%s' needs a value\n",
+              argv[optind - 1]);
+      fprintf(stderr, "Try 'reduced --help'.\n");
+      return CONF_EXIT_USAGE;
+    } else {
+      fprintf(stderr, "reduced: unknown option '%s'\n", argv[optind - 1]);
+      fprintf(stderr, "Try 'reduced --help'.\n");
+      return CONF_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "reduced: unexpected argument '%s'\n", argv[optind]);
+    fprintf(stderr, "Try 'reduced --help'.\n");
+    return CONF_EXIT_USAGE;
+  }
+  if (want_help) {
+    conf_usage(stdout);
+    return CONF_EXIT_OK;
+  }
+  return CONF_RUN;
+}

@@ -1,0 +1,146 @@
+/* main.c - reduced: settings, the libuv loop, signals and shutdown.
+ *
+ * Everything below runs on the main thread, which is the loop thread.
+ * Exit status: 0 after a clean shutdown, 1 on a runtime failure or when
+ * in-flight work outlives --grace (or on a second signal), 2 for a bad
+ * command line or environment.
+ */
+#include "config.h"   /* autoconf */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "conf.h"
+#include "http.h"
+#include "log.h"
+
+static struct conf conf;
+static struct http_server server;
+static uv_signal_t sig_term, sig_int;
+static uv_timer_t grace_timer;
+static int draining;
+
+/* Loop thread: closes every handle so that uv_run() returns. */
+static void
+close_all(void)
+{
+  http_close(&server);
+  uv_close((uv_handle_t *)&sig_term, NULL);
+  uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&grace_timer, NULL);
+}
+
+/* Loop thread, outside MHD: a draining server has nothing in flight. */
+static void
+idle_cb(void *arg)
+{
+  (void)arg;
+  LOG_INFO("no request in flight: stopping");
+  close_all();
+}
+
+/* Loop thread: work outlived --grace.  Pool threads are still computing,
+ * so leave without running exit handlers under their feet. */
+static void
+grace_cb(uv_timer_t *t)
+{
+  (void)t;
+  LOG_ERROR("%zu request(s) still in flight after --grace %llu s: exiting",
+            server.inflight, (unsigned long long)conf.grace);
+  _exit(1);
+}
+
+/* Loop thread (uv_signal delivers signals through the loop). */
+static void
+signal_cb(uv_signal_t *h, int signum)
+{
+  (void)h;
+  if (draining) {
+    LOG_WARN("second %s while draining: exiting now", strsignal(signum));
+    _exit(1);
+  }
+  draining = 1;
+  LOG_INFO("received %s: draining (grace %llu s)", strsignal(signum),
+           (unsigned long long)conf.grace);
+  /* Arm the deadline first: http_drain() may call idle_cb() at once. */
+  uv_timer_start(&grace_timer, grace_cb, conf.grace * 1000, 0);
+  http_drain(&server, idle_cb, NULL);
+}
+
+/* Room for --max-connections sockets plus a few descriptors of our own. */
+static void
+raise_fd_limit(uint64_t max_connections)
+{
+  struct rlimit rl;
+  rlim_t want = (rlim_t)max_connections + 64;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+    return;
+  rl.rlim_cur = (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+                  ? rl.rlim_max : want;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+    LOG_WARN("open file limit %llu is below --max-connections %llu + 64",
+             (unsigned long long)rl.rlim_cur,
+             (unsigned long long)max_connections);
+}
+
+int
+main(int argc, char **argv)
+{
+  uv_loop_t *loop;
+  char threads[24];
+  int status = 0;
+
+  switch (conf_parse(&conf, argc, argv)) {
+  case CONF_RUN:
+    break;
+  case CONF_EXIT_OK:
+    return 0;
+  case CONF_EXIT_USAGE:
+    return 2;
+  }
+  log_init(conf.log_level);
+  signal(SIGPIPE, SIG_IGN);
+
+  /* libuv reads this once, at the first uv_queue_work. */
+  snprintf(threads, sizeof threads, "%llu", (unsigned long long)conf.threads);
+  if (setenv("UV_THREADPOOL_SIZE", threads, 1) != 0) {
+    LOG_ERROR("cannot set UV_THREADPOOL_SIZE");
+    return 1;
+  }
+  raise_fd_limit(conf.max_connections);
+
+  loop = uv_default_loop();
+  uv_signal_init(loop, &sig_term);
+  uv_signal_init(loop, &sig_int);
+  uv_timer_init(loop, &grace_timer);
+  uv_signal_start(&sig_term, signal_cb, SIGTERM);
+  uv_signal_start(&sig_int, signal_cb, SIGINT);
+
+  LOG_DEBUG("threads=%llu max-body=%llu max-pending=%llu "
+            "max-connections=%llu timeout=%llu grace=%llu",
+            (unsigned long long)conf.threads,
+            (unsigned long long)conf.max_body,
+            (unsigned long long)conf.max_pending,
+            (unsigned long long)conf.max_connections,
+            (unsigned long long)conf.timeout, (unsigned long long)conf.grace);
+
+  if (http_start(&server, loop, &conf) != 0) {
+    status = 1;
+    close_all();
+  }
+
+  uv_run(loop, UV_RUN_DEFAULT);
+  /* Every handle is closed by now; finish their close callbacks. */
+  while (uv_loop_close(loop) == UV_EBUSY)
+    uv_run(loop, UV_RUN_ONCE);
+  if (status == 0)
+    LOG_INFO("stopped");
+  return status;
+}

@@ -1,0 +1,1 @@
+# deploy/ - container image, Kubernetes manifests, systemd unit, man page.

@@ -1,0 +1,1034 @@
+/* reduce.c - libreduce: names, validation, plan, execution engine, output.
+ *
+ * Execution model (see README of the header and kernels.h):
+ *  - The plan canonicalises the shape into alternating kept/reduced groups
+ *    and cuts the outermost group into plan->nparts contiguous ranges of the
+ *    row-major input (parts).  When the outer group is kept, parts write
+ *    disjoint outputs; when it is reduced, each part has its own partial per
+ *    output and the partials are added in part order 0, 1, 2, ... to a zero
+ *    accumulator.
+ *  - One engine (`process`) walks elements in row-major order with a cursor
+ *    (odometer over the outer groups, offset in the innermost row, lane state
+ *    of the current run segment).  A run segment starts at the start of a row
+ *    of the innermost group or at the start of a part, whichever is later.
+ *    Because the kernels are split-invariant, the bits depend only on the plan:
+ *    rd_exec_* runs each part from a fresh cursor, rd_stream_* runs the parts
+ *    in order through one cursor with any chunking, rd_execute is a stream
+ *    fed the whole buffer at once.
+ */
+#include "reduce.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "f16.h"
+#include "kernels.h"
+
+typedef unsigned __int128 u128;
+
+/* Part sizing: a function of the plan only (never of threads). */
+#define PART_BYTES_KEPT ((uint64_t)1 << 20)    /* outer group kept */
+#define PART_BYTES_REDUCED ((uint64_t)4 << 20) /* outer group reduced */
+#define PARTIALS_MAX_BYTES ((uint64_t)64 << 20)
+
+/* ------------------------------------------------------------------ */
+/* Errors and names                                                   */
+/* ------------------------------------------------------------------ */
+
+static int set_err(struct rd_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int set_err(struct rd_error *err, int code, const char *fmt, ...)
+{
+  if (err) {
+    va_list ap;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+static void clear_err(struct rd_error *err)
+{
+  if (err) {
+    err->code = RD_OK;
+    err->msg[0] = '\0';
+  }
+}
+
+const char *rd_strerror(int code)
+{
+  switch (code) {
+  case RD_OK: return "success";
+#define RD__DESC(sym, val, name, desc) case sym: return desc;
+    RD_ERROR_MAP(RD__DESC)
+#undef RD__DESC
+  default: return "unknown error";
+  }
+}
+
+const char *rd_errname(int code)
+{
+  switch (code) {
+  case RD_OK: return "OK";
+#define RD__NAME(sym, val, name, desc) case sym: return name;
+    RD_ERROR_MAP(RD__NAME)
+#undef RD__NAME
+  default: return NULL;
+  }
+}
+
+static const struct {
+  int dtype;
+  const char *name;
+  size_t size;
+} dtypes[] = {
+  {RD_FLOAT32, "float32", 4}, {RD_FLOAT64, "float64", 8},
+  {RD_FLOAT16, "float16", 2}, {RD_BFLOAT16, "bfloat16", 2},
+  {RD_INT32, "int32", 4},     {RD_INT64, "int64", 8},
+  {RD_UINT32, "uint32", 4},   {RD_UINT64, "uint64", 8},
+};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+const char *rd_dtype_name(int dtype)
+{
+  for (size_t i = 0; i < NDTYPES; i++)
+    if (dtypes[i].dtype == dtype)
+      return dtypes[i].name;
+  return NULL;
+}
+
+size_t rd_dtype_size(int dtype)
+{
+  for (size_t i = 0; i < NDTYPES; i++)
+    if (dtypes[i].dtype == dtype)
+      return dtypes[i].size;
+  return 0;
+}
+
+int rd_dtype_parse(const char *name, enum rd_dtype *out)
+{
+  if (!name)
+    return RD_E_DTYPE;
+  for (size_t i = 0; i < NDTYPES; i++)
+    if (strcmp(name, dtypes[i].name) == 0) {
+      *out = (enum rd_dtype)dtypes[i].dtype;
+      return 0;
+    }
+  if (strcmp(name, "float") == 0) {
+    *out = RD_FLOAT32;
+    return 0;
+  }
+  if (strcmp(name, "double") == 0) {
+    *out = RD_FLOAT64;
+    return 0;
+  }
+  return RD_E_DTYPE;
+}
+
+const char *rd_op_name(int op)
+{
+  switch (op) {
+  case RD_OP_L2: return "ReduceL2";
+  case RD_OP_SUM_SQUARE: return "ReduceSumSquare";
+  default: return NULL;
+  }
+}
+
+int rd_op_parse(const char *name, enum rd_op *out)
+{
+  if (name && strcmp(name, "ReduceL2") == 0) {
+    *out = RD_OP_L2;
+    return 0;
+  }
+  if (name && strcmp(name, "ReduceSumSquare") == 0) {
+    *out = RD_OP_SUM_SQUARE;
+    return 0;
+  }
+  return RD_E_OP;
+}
+
+const int rd_versions[RD_NVERSIONS] = {1, 11, 13, 18};
+
+int rd_op_version(int64_t opset)
+{
+  if (opset < 1)
+    return RD_E_OPSET;
+  for (int i = RD_NVERSIONS - 1; i >= 0; i--)
+    if (opset >= rd_versions[i])
+      return rd_versions[i];
+  return RD_E_OPSET; /* not reached: rd_versions[0] == 1 */
+}
+
+int rd_dtype_in_version(int dtype, int version)
+{
+  if (!rd_dtype_name(dtype))
+    return 0;
+  if (version != 1 && version != 11 && version != 13 && version != 18)
+    return 0;
+  return dtype != RD_BFLOAT16 || version >= 13;
+}
+
+static const char *const overflow_names[] = {"error", "saturate", "wrap"};
+
+const char *rd_overflow_name(int policy)
+{
+  if (policy < 0 || policy > RD_OVERFLOW_WRAP)
+    return NULL;
+  return overflow_names[policy];
+}
+
+int rd_overflow_parse(const char *name, enum rd_overflow *out)
+{
+  for (int i = 0; name && i <= RD_OVERFLOW_WRAP; i++)
+    if (strcmp(name, overflow_names[i]) == 0) {
+      *out = (enum rd_overflow)i;
+      return 0;
+    }
+  return RD_E_POLICY;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sizes                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Product of dims (0 if any dim is 0, whatever the others), checked against
+ * int64 together with the element size. */
+static int count_checked(size_t rank, const int64_t *shape, size_t esz,
+                         uint64_t *count)
+{
+  uint64_t n = 1, bytes;
+  for (size_t i = 0; i < rank; i++)
+    if (shape[i] == 0) {
+      *count = 0;
+      return 0;
+    }
+  for (size_t i = 0; i < rank; i++)
+    if (__builtin_mul_overflow(n, (uint64_t)shape[i], &n))
+      return RD_E_TOO_LARGE;
+  if (__builtin_mul_overflow(n, esz ? (uint64_t)esz : 1, &bytes) ||
+      bytes > (uint64_t)INT64_MAX)
+    return RD_E_TOO_LARGE;
+  *count = n;
+  return 0;
+}
+
+static int check_dims(size_t rank, const int64_t *shape, struct rd_error *err)
+{
+  if (rank > RD_MAX_RANK)
+    return set_err(err, RD_E_RANK, "rank is %zu; the largest supported is %d",
+                   rank, RD_MAX_RANK);
+  if (rank > 0 && !shape)
+    return set_err(err, RD_E_INVALID, "shape is NULL for rank %zu", rank);
+  for (size_t i = 0; i < rank; i++)
+    if (shape[i] < 0)
+      return set_err(err, RD_E_DIM, "shape[%zu] is %" PRId64
+                     "; dims must be >= 0", i, shape[i]);
+  return 0;
+}
+
+int rd_shape_count(size_t rank, const int64_t *shape, int dtype,
+                   uint64_t *count, struct rd_error *err)
+{
+  size_t esz = 0;
+  int rc;
+  clear_err(err);
+  if ((rc = check_dims(rank, shape, err)) != 0)
+    return rc;
+  if (dtype != 0 && (esz = rd_dtype_size(dtype)) == 0)
+    return set_err(err, RD_E_DTYPE, "dtype %d is not supported", dtype);
+  if (count_checked(rank, shape, esz, count) != 0)
+    return set_err(err, RD_E_TOO_LARGE,
+                   "the element count of the shape times %zu bytes per "
+                   "element does not fit in int64", esz ? esz : (size_t)1);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Plan                                                               */
+/* ------------------------------------------------------------------ */
+
+void rd_params_init(struct rd_params *p)
+{
+  memset(p, 0, sizeof *p);
+  p->opset = 18;
+  p->keepdims = 1;
+  p->noop_with_empty_axes = RD_UNSET;
+  p->overflow = RD_OVERFLOW_ERROR;
+}
+
+static int check_axes(const struct rd_params *p, unsigned char *red,
+                      struct rd_error *err)
+{
+  int64_t r = (int64_t)p->rank;
+  int64_t norm[RD_MAX_RANK];
+  if (p->naxes > 0 && !p->axes)
+    return set_err(err, RD_E_INVALID, "axes is NULL but naxes is %zu",
+                   p->naxes);
+  /* Every axis must be in range before duplicates are looked for. */
+  for (size_t i = 0; i < p->naxes; i++) {
+    int64_t a = p->axes[i];
+    if (r == 0)
+      return set_err(err, RD_E_AXIS_RANGE,
+                     "axis %" PRId64 " is out of range for an input of rank 0"
+                     " (a scalar has no axes)", a);
+    if (a < -r || a > r - 1)
+      return set_err(err, RD_E_AXIS_RANGE,
+                     "axis %" PRId64 " is out of range [%" PRId64 ", %" PRId64
+                     "] for an input of rank %" PRId64, a, -r, r - 1, r);
+  }
+  for (size_t i = 0; i < p->naxes; i++) {
+    int64_t a = p->axes[i] < 0 ? p->axes[i] + r : p->axes[i];
+    for (size_t j = 0; j < i; j++)
+      if (norm[j] == a)
+        return set_err(err, RD_E_AXIS_DUP,
+                       "axes[%zu] = %" PRId64 " and axes[%zu] = %" PRId64
+                       " both name axis %" PRId64 " of an input of rank %"
+                       PRId64, j, p->axes[j], i, p->axes[i], a, r);
+    /* naxes > rank implies a duplicate, found before norm[] overflows. */
+    norm[i] = a;
+    red[a] = 1;
+  }
+  return 0;
+}
+
+/* Groups of the canonical shape and the part split. */
+static void canonicalise(struct rd_plan *pl, const unsigned char *red)
+{
+  size_t ng = 0;
+  uint64_t g0, unit_bytes, n;
+  pl->nparts = 1;
+  pl->priv.part_len = 1;
+  if (pl->in_count == 0) {
+    pl->priv.ngroups = 0;
+    return;
+  }
+  for (size_t i = 0; i < pl->in_rank; i++) {
+    uint64_t d = (uint64_t)pl->in_shape[i];
+    if (d == 1)
+      continue;
+    if (ng > 0 && pl->priv.reduced[ng - 1] == red[i]) {
+      pl->priv.size[ng - 1] *= d;
+    } else {
+      pl->priv.size[ng] = d;
+      pl->priv.reduced[ng] = red[i];
+      ng++;
+    }
+  }
+  if (ng == 0) { /* a single element: one kept group of size 1 */
+    pl->priv.size[0] = 1;
+    pl->priv.reduced[0] = 0;
+    ng = 1;
+  }
+  pl->priv.ngroups = ng;
+  g0 = pl->priv.size[0];
+  unit_bytes = pl->in_bytes / g0;
+  if (!pl->priv.reduced[0]) {
+    n = pl->in_bytes / PART_BYTES_KEPT;
+  } else {
+    uint64_t per_part = pl->out_count *
+        rd__kernel_for(pl->priv.kernel)->acc_size; /* <= 2^63 * 64: see below */
+    n = pl->in_bytes / PART_BYTES_REDUCED;
+    /* out_count <= in_count here, and in_bytes fits int64. */
+    if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
+      n = PARTIALS_MAX_BYTES / per_part;
+  }
+  (void)unit_bytes;
+  if (n < 1)
+    n = 1;
+  if (n > RD_MAX_PARTS)
+    n = RD_MAX_PARTS;
+  if (n > g0)
+    n = g0;
+  pl->priv.part_len = (g0 + n - 1) / n;
+  pl->nparts = (size_t)((g0 + pl->priv.part_len - 1) / pl->priv.part_len);
+}
+
+int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
+                 struct rd_error *err)
+{
+  struct rd_plan pl;
+  unsigned char red[RD_MAX_RANK] = {0};
+  const char *opname;
+  int version, rc, noop = 0;
+  uint64_t acc_bytes;
+
+  clear_err(err);
+  memset(&pl, 0, sizeof pl);
+  if (!plan || !p)
+    return set_err(err, RD_E_INVALID, "plan or params is NULL");
+  if (!(opname = rd_op_name(p->op)))
+    return set_err(err, RD_E_OP, "op is %d; it must be ReduceL2 (%d) or "
+                   "ReduceSumSquare (%d)", p->op, RD_OP_L2, RD_OP_SUM_SQUARE);
+  if ((version = rd_op_version(p->opset)) < 0)
+    return set_err(err, RD_E_OPSET, "opset is %" PRId64 "; it must be >= 1",
+                   p->opset);
+  if (!rd_dtype_name(p->dtype))
+    return set_err(err, RD_E_DTYPE, "dtype %d is not supported by %s "
+                   "(float32, float64, float16, bfloat16, int32, int64, "
+                   "uint32, uint64)", p->dtype, opname);
+  if (!rd_dtype_in_version(p->dtype, version))
+    return set_err(err, RD_E_DTYPE_VERSION, "dtype %s needs %s version 13 "
+                   "or later; opset %" PRId64 " selects version %d",
+                   rd_dtype_name(p->dtype), opname, p->opset, version);
+  if (p->noop_with_empty_axes != RD_UNSET) {
+    if (version < 18)
+      return set_err(err, RD_E_NOOP_VERSION, "noop_with_empty_axes is given "
+                     "but %s version %d (opset %" PRId64 ") has no such "
+                     "attribute; it needs version 18", opname, version,
+                     p->opset);
+    if (p->noop_with_empty_axes != 0 && p->noop_with_empty_axes != 1)
+      return set_err(err, RD_E_NOOP, "noop_with_empty_axes is %" PRId64
+                     "; it must be 0 or 1", p->noop_with_empty_axes);
+    noop = p->noop_with_empty_axes == 1 && p->naxes == 0;
+  }
+  if (p->keepdims != 0 && p->keepdims != 1)
+    return set_err(err, RD_E_KEEPDIMS, "keepdims is %" PRId64
+                   "; it must be 0 or 1", p->keepdims);
+  if (!rd_overflow_name(p->overflow))
+    return set_err(err, RD_E_POLICY, "overflow policy is %d; it must be "
+                   "error (0), saturate (1) or wrap (2)", p->overflow);
+  if ((rc = check_dims(p->rank, p->shape, err)) != 0)
+    return rc;
+
+  pl.op = p->op;
+  pl.version = version;
+  pl.dtype = p->dtype;
+  pl.overflow = p->overflow;
+  pl.elem_size = rd_dtype_size(p->dtype);
+  pl.in_rank = p->rank;
+  for (size_t i = 0; i < p->rank; i++)
+    pl.in_shape[i] = p->shape[i];
+  if (count_checked(pl.in_rank, pl.in_shape, pl.elem_size, &pl.in_count))
+    return set_err(err, RD_E_TOO_LARGE, "the input has more than %" PRId64
+                   " bytes (%zu bytes per element)", INT64_MAX, pl.elem_size);
+  pl.in_bytes = pl.in_count * pl.elem_size;
+
+  if ((rc = check_axes(p, red, err)) != 0)
+    return rc;
+  if (noop) {
+    pl.noop = 1;
+  } else if (p->naxes == 0) {
+    memset(red, 1, sizeof red);
+  }
+  for (size_t i = 0; i < pl.in_rank; i++) {
+    if (!red[i] || pl.noop)
+      pl.out_shape[pl.out_rank++] = pl.in_shape[i];
+    else if (p->keepdims)
+      pl.out_shape[pl.out_rank++] = 1;
+  }
+  if (pl.noop)
+    memset(red, 0, sizeof red);
+  /* A reduced empty dim can make the output larger than the input. */
+  if (count_checked(pl.out_rank, pl.out_shape, pl.elem_size, &pl.out_count))
+    return set_err(err, RD_E_TOO_LARGE, "the output has more than %" PRId64
+                   " bytes (%zu bytes per element)", INT64_MAX, pl.elem_size);
+  pl.out_bytes = pl.out_count * pl.elem_size;
+  pl.priv.kernel = rd__kernel_id(pl.dtype);
+  /* Accumulators must be addressable too (checked again at allocation). */
+  if (__builtin_mul_overflow(pl.out_count,
+                             (uint64_t)rd__kernel_for(pl.priv.kernel)->acc_size,
+                             &acc_bytes) || acc_bytes > (uint64_t)INT64_MAX)
+    return set_err(err, RD_E_TOO_LARGE, "the output's %" PRIu64 " elements "
+                   "need more accumulator memory than int64 can count",
+                   pl.out_count);
+  canonicalise(&pl, red);
+  *plan = pl;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Engine                                                             */
+/* ------------------------------------------------------------------ */
+
+struct geom {
+  const struct rd__kernel *k;
+  size_t esz, accsz, ng;
+  uint64_t inner;                 /* size of the innermost group */
+  int inner_red;
+  int outer_red;                  /* partials per part needed */
+  uint64_t unit;                  /* elements per outer-group index */
+  uint64_t ostride[RD_MAX_RANK];  /* output stride of kept groups */
+};
+
+struct cursor {
+  uint64_t off;                  /* offset in the current innermost row */
+  uint64_t idx[RD_MAX_RANK];     /* odometer over groups 0 .. ng-2 */
+  uint64_t obase;                /* output index of the row's first element */
+  uint64_t seg;                  /* elements in the current run segment */
+  union rd__lanes lanes;
+};
+
+static void geom_init(struct geom *g, const struct rd_plan *pl)
+{
+  uint64_t prod = 1;
+  memset(g, 0, sizeof *g);
+  g->k = rd__kernel_for(pl->priv.kernel);
+  g->esz = pl->elem_size;
+  g->accsz = g->k->acc_size;
+  g->ng = pl->priv.ngroups;
+  if (g->ng == 0)
+    return;
+  g->inner = pl->priv.size[g->ng - 1];
+  g->inner_red = pl->priv.reduced[g->ng - 1];
+  g->outer_red = pl->priv.reduced[0];
+  g->unit = pl->in_count / pl->priv.size[0];
+  for (size_t i = g->ng; i-- > 0;)
+    if (!pl->priv.reduced[i]) {
+      g->ostride[i] = prod;
+      prod *= pl->priv.size[i];
+    }
+}
+
+static void part_range(const struct rd_plan *pl, const struct geom *g,
+                       size_t part, uint64_t *start, uint64_t *end)
+{
+  uint64_t a = part * pl->priv.part_len, b = a + pl->priv.part_len;
+  if (b > pl->priv.size[0])
+    b = pl->priv.size[0];
+  *start = a * g->unit;
+  *end = b * g->unit;
+}
+
+/* Positions the cursor at flat element e with an empty run segment. */
+static void cursor_init(struct cursor *c, const struct rd_plan *pl,
+                        const struct geom *g, uint64_t e)
+{
+  uint64_t row = e / g->inner;
+  memset(c, 0, sizeof *c);
+  c->off = e % g->inner;
+  for (size_t i = g->ng - 1; i-- > 0;) {
+    c->idx[i] = row % pl->priv.size[i];
+    row /= pl->priv.size[i];
+    if (!pl->priv.reduced[i])
+      c->obase += c->idx[i] * g->ostride[i];
+  }
+}
+
+static void next_row(struct cursor *c, const struct rd_plan *pl,
+                     const struct geom *g)
+{
+  for (size_t i = g->ng - 1; i-- > 0;) {
+    int kept = !pl->priv.reduced[i];
+    if (++c->idx[i] < pl->priv.size[i]) {
+      if (kept)
+        c->obase += g->ostride[i];
+      return;
+    }
+    if (kept)
+      c->obase -= (pl->priv.size[i] - 1) * g->ostride[i];
+    c->idx[i] = 0;
+  }
+}
+
+/* Adds n elements at x (all inside one part) to the accumulators `acc`. */
+static void process(struct cursor *c, const struct rd_plan *pl,
+                    const struct geom *g, unsigned char *acc,
+                    const unsigned char *x, uint64_t n)
+{
+  while (n > 0) {
+    uint64_t take = g->inner - c->off;
+    if (take > n)
+      take = n;
+    if (g->inner_red) {
+      g->k->run(&c->lanes, x, (size_t)take, c->seg);
+      c->seg += take;
+    } else {
+      g->k->col(acc + (c->obase + c->off) * g->accsz, x, (size_t)take);
+    }
+    c->off += take;
+    x += take * g->esz;
+    n -= take;
+    if (c->off == g->inner) {
+      if (g->inner_red) {
+        g->k->flush(&c->lanes, acc + c->obase * g->accsz);
+        c->seg = 0;
+      }
+      c->off = 0;
+      next_row(c, pl, g);
+    }
+  }
+}
+
+/* At the end of a part: a run split by the part boundary is flushed. */
+static void end_segment(struct cursor *c, const struct geom *g,
+                        unsigned char *acc)
+{
+  if (g->inner_red && c->seg > 0) {
+    g->k->flush(&c->lanes, acc + c->obase * g->accsz);
+    c->seg = 0;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Output conversion and overflow policy                              */
+/* ------------------------------------------------------------------ */
+
+struct u192 {
+  uint64_t w[3]; /* little-endian limbs */
+};
+
+static int u192_le(const struct u192 *a, const struct u192 *b)
+{
+  for (int i = 2; i >= 0; i--)
+    if (a->w[i] != b->w[i])
+      return a->w[i] < b->w[i];
+  return 1;
+}
+
+static void u192_add(struct u192 *a, const struct u192 *b)
+{
+  u128 c = 0;
+  for (int i = 0; i < 3; i++) {
+    c += (u128)a->w[i] + b->w[i];
+    a->w[i] = (uint64_t)c;
+    c >>= 64;
+  }
+}
+
+static void u192_sub(struct u192 *a, const struct u192 *b) /* a >= b */
+{
+  uint64_t borrow = 0;
+  for (int i = 0; i < 3; i++) {
+    uint64_t x = a->w[i], y = b->w[i];
+    uint64_t d = x - y - borrow;
+    borrow = (x < y) || (x - y < borrow);
+    a->w[i] = d;
+  }
+}
+
+static void u192_shr(struct u192 *a, unsigned s) /* 0 < s < 64 */
+{
+  a->w[0] = (a->w[0] >> s) | (a->w[1] << (64 - s));
+  a->w[1] = (a->w[1] >> s) | (a->w[2] << (64 - s));
+  a->w[2] >>= s;
+}
+
+static uint64_t isqrt_u128(u128 v)
+{
+  u128 r;
+  double est;
+  if (v == 0)
+    return 0;
+  est = sqrt((double)v);
+  r = est >= 0x1p64 ? UINT64_MAX : (u128)est;
+  if (r == 0)
+    r = 1;
+  r = (r + v / r) / 2; /* one Newton step: the error is now below 1 */
+  if (r > UINT64_MAX)
+    r = UINT64_MAX;
+  while (r * r > v)
+    r--;
+  while (r < UINT64_MAX && (r + 1) * (r + 1) <= v)
+    r++;
+  return (uint64_t)r;
+}
+
+/* floor(sqrt(v)), digit by digit; exact for the full 192-bit range. */
+static struct u192 isqrt_u192(struct u192 v)
+{
+  struct u192 res = {{0, 0, 0}}, bit = {{0, 0, 0}}, t;
+  int top;
+  if (v.w[2] == 0) {
+    res.w[0] = isqrt_u128(((u128)v.w[1] << 64) | v.w[0]);
+    return res;
+  }
+  top = 128 + 63 - __builtin_clzll(v.w[2]);
+  top &= ~1; /* highest power of four <= v */
+  bit.w[top / 64] = (uint64_t)1 << (top % 64);
+  for (;;) {
+    t = res;
+    u192_add(&t, &bit);
+    if (u192_le(&t, &v)) {
+      u192_sub(&v, &t);
+      u192_shr(&res, 1);
+      u192_add(&res, &bit);
+    } else {
+      u192_shr(&res, 1);
+    }
+    if (bit.w[0] == 1 && bit.w[1] == 0 && bit.w[2] == 0)
+      break;
+    u192_shr(&bit, 2);
+  }
+  return res;
+}
+
+static void u192_decimal(struct u192 v, char *buf, size_t len)
+{
+  char tmp[64];
+  size_t n = 0;
+  do {
+    u128 rem = 0;
+    for (int i = 2; i >= 0; i--) {
+      u128 cur = (rem << 64) | v.w[i];
+      v.w[i] = (uint64_t)(cur / 10);
+      rem = cur % 10;
+    }
+    tmp[n++] = (char)('0' + (int)rem);
+  } while (v.w[0] | v.w[1] | v.w[2]);
+  if (n >= len)
+    n = len - 1;
+  for (size_t i = 0; i < n; i++)
+    buf[i] = tmp[n - 1 - i];
+  buf[n] = '\0';
+}
+
+static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
+{
+  struct u192 v = {{0, 0, 0}};
+  if (cls == RD__ACC_U128) {
+    u128 a;
+    memcpy(&a, acc, sizeof a);
+    v.w[0] = (uint64_t)a;
+    v.w[1] = (uint64_t)(a >> 64);
+  } else {
+    const struct rd__u192 *a = acc;
+    v.w[0] = (uint64_t)a->lo;
+    v.w[1] = (uint64_t)(a->lo >> 64);
+    v.w[2] = a->hi;
+  }
+  return v;
+}
+
+/* Writes output element o from accumulator acc. */
+static int store(const struct rd_plan *pl, const struct geom *g,
+                 const void *acc, unsigned char *out, uint64_t o,
+                 struct rd_error *err)
+{
+  unsigned char *dst = out + o * pl->elem_size;
+  int l2 = pl->op == RD_OP_L2;
+  enum rd__acc_class cls = g->k->acc_class;
+
+  if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
+    double v = rd__acc_value(cls, acc, l2);
+    if (pl->dtype == RD_FLOAT64) {
+      memcpy(dst, &v, sizeof v);
+    } else if (pl->dtype == RD_FLOAT32) {
+      float f = (float)v; /* one RNE rounding */
+      memcpy(dst, &f, sizeof f);
+    } else {
+      uint16_t h = pl->dtype == RD_FLOAT16 ? rd_f64_to_f16(v)
+                                           : rd_f64_to_bf16(v);
+      memcpy(dst, &h, sizeof h);
+    }
+    return 0;
+  }
+
+  struct u192 v = acc_int(cls, acc), max = {{0, 0, 0}};
+  int bits = (int)pl->elem_size * 8;
+  int is_signed = pl->dtype == RD_INT32 || pl->dtype == RD_INT64;
+  uint64_t low;
+  if (l2)
+    v = isqrt_u192(v);
+  max.w[0] = bits == 64 ? UINT64_MAX : UINT32_MAX;
+  if (is_signed)
+    max.w[0] >>= 1;
+  low = v.w[0];
+  if (!u192_le(&v, &max)) {
+    if (pl->overflow == RD_OVERFLOW_ERROR) {
+      char dec[64];
+      u192_decimal(v, dec, sizeof dec);
+      return set_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
+                     "fit %s (overflow policy \"error\"; use \"saturate\" or "
+                     "\"wrap\")", o, dec, rd_dtype_name(pl->dtype));
+    }
+    if (pl->overflow == RD_OVERFLOW_SATURATE)
+      low = max.w[0];
+    /* wrap: the low bits, reinterpreted as two's complement below. */
+  }
+  if (bits == 32) {
+    uint32_t u = (uint32_t)low;
+    memcpy(dst, &u, sizeof u);
+  } else {
+    memcpy(dst, &low, sizeof low);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Allocation                                                         */
+/* ------------------------------------------------------------------ */
+
+static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
+{
+  uint64_t bytes;
+  if (__builtin_mul_overflow(nsets, count, &bytes) ||
+      __builtin_mul_overflow(bytes, (uint64_t)accsz, &bytes) ||
+      bytes > SIZE_MAX)
+    return NULL;
+  /* calloc: all-zero bytes are the empty accumulator of every class. */
+  return calloc(bytes ? (size_t)bytes : 1, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* rd_exec                                                            */
+/* ------------------------------------------------------------------ */
+
+struct rd_exec {
+  struct rd_plan plan;
+  struct geom g;
+  unsigned char *acc;   /* outer kept: one set; outer reduced: one per part */
+  unsigned char done[RD_MAX_PARTS];
+};
+
+int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
+{
+  struct rd_exec *ex;
+  *out = NULL;
+  if (!(ex = calloc(1, sizeof *ex)))
+    return RD_E_NOMEM;
+  ex->plan = *plan;
+  geom_init(&ex->g, plan);
+  ex->acc = alloc_accs(ex->g.outer_red ? plan->nparts : 1, plan->out_count,
+                       ex->g.accsz);
+  if (!ex->acc) {
+    free(ex);
+    return RD_E_NOMEM;
+  }
+  *out = ex;
+  return 0;
+}
+
+/* Runs on the caller's thread; distinct parts touch disjoint memory. */
+int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
+{
+  const struct rd_plan *pl;
+  struct cursor c;
+  uint64_t start, end;
+  unsigned char *acc;
+  if (!ex || part >= ex->plan.nparts)
+    return RD_E_INVALID;
+  pl = &ex->plan;
+  if (pl->in_count > 0) {
+    if (!in)
+      return RD_E_INVALID;
+    acc = ex->acc;
+    if (ex->g.outer_red)
+      acc += (uint64_t)part * pl->out_count * ex->g.accsz;
+    part_range(pl, &ex->g, part, &start, &end);
+    cursor_init(&c, pl, &ex->g, start);
+    process(&c, pl, &ex->g, acc, (const unsigned char *)in + start * pl->elem_size,
+            end - start);
+    end_segment(&c, &ex->g, acc);
+  }
+  ex->done[part] = 1;
+  return 0;
+}
+
+/* Writes every output; partials (if any) are added in part order. */
+static int write_outputs(const struct rd_plan *pl, const struct geom *g,
+                         const unsigned char *acc, size_t nsets, void *out,
+                         struct rd_error *err)
+{
+  uint64_t set_bytes = pl->out_count * g->accsz;
+  unsigned char tmp[sizeof(struct rd__blue)];
+  for (uint64_t o = 0; o < pl->out_count; o++) {
+    const unsigned char *a = acc + o * g->accsz;
+    int rc;
+    if (nsets > 0) {
+      memset(tmp, 0, sizeof tmp);
+      for (size_t p = 0; p < nsets; p++)
+        rd__acc_merge(g->k->acc_class, tmp, a + p * set_bytes);
+      a = tmp;
+    }
+    if ((rc = store(pl, g, a, out, o, err)) != 0)
+      return rc;
+  }
+  return 0;
+}
+
+int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
+{
+  clear_err(err);
+  if (!ex)
+    return set_err(err, RD_E_INVALID, "execution is NULL");
+  for (size_t p = 0; p < ex->plan.nparts; p++)
+    if (!ex->done[p])
+      return set_err(err, RD_E_INVALID, "part %zu of %zu has not run", p,
+                     ex->plan.nparts);
+  if (ex->plan.out_count > 0 && !out)
+    return set_err(err, RD_E_INVALID, "output buffer is NULL");
+  return write_outputs(&ex->plan, &ex->g, ex->acc,
+                       ex->g.outer_red ? ex->plan.nparts : 0, out, err);
+}
+
+void rd_exec_destroy(struct rd_exec *ex)
+{
+  if (ex) {
+    free(ex->acc);
+    free(ex);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* rd_stream                                                          */
+/* ------------------------------------------------------------------ */
+
+struct rd_stream {
+  struct rd_plan plan;
+  struct geom g;
+  struct cursor c;
+  uint64_t consumed;        /* bytes */
+  uint64_t e;               /* elements processed */
+  size_t part;
+  uint64_t part_end;        /* flat element index ending the current part */
+  unsigned char carry[8];   /* bytes of a split element */
+  size_t ncarry;
+  unsigned char *cur;       /* accumulators of the current part */
+  unsigned char *total;     /* sum of finished parts (== cur if outer kept) */
+};
+
+int rd_stream_create(const struct rd_plan *plan, struct rd_stream **out)
+{
+  struct rd_stream *s;
+  uint64_t start;
+  *out = NULL;
+  if (!(s = calloc(1, sizeof *s)))
+    return RD_E_NOMEM;
+  s->plan = *plan;
+  geom_init(&s->g, plan);
+  s->cur = alloc_accs(1, plan->out_count, s->g.accsz);
+  s->total = s->g.outer_red ? alloc_accs(1, plan->out_count, s->g.accsz)
+                            : s->cur;
+  if (!s->cur || !s->total) {
+    rd_stream_destroy(s);
+    return RD_E_NOMEM;
+  }
+  if (plan->in_count > 0) {
+    part_range(plan, &s->g, 0, &start, &s->part_end);
+    cursor_init(&s->c, plan, &s->g, 0);
+  }
+  *out = s;
+  return 0;
+}
+
+static void stream_end_part(struct rd_stream *s)
+{
+  const struct rd_plan *pl = &s->plan;
+  uint64_t start;
+  end_segment(&s->c, &s->g, s->cur);
+  if (s->g.outer_red) {
+    for (uint64_t o = 0; o < pl->out_count; o++)
+      rd__acc_merge(s->g.k->acc_class, s->total + o * s->g.accsz,
+                    s->cur + o * s->g.accsz);
+    memset(s->cur, 0, (size_t)(pl->out_count * s->g.accsz));
+  }
+  if (++s->part < pl->nparts)
+    part_range(pl, &s->g, s->part, &start, &s->part_end);
+}
+
+static void stream_elems(struct rd_stream *s, const unsigned char *x,
+                         uint64_t n)
+{
+  while (n > 0) {
+    uint64_t take = s->part_end - s->e;
+    if (take > n)
+      take = n;
+    process(&s->c, &s->plan, &s->g, s->cur, x, take);
+    s->e += take;
+    x += take * s->plan.elem_size;
+    n -= take;
+    if (s->e == s->part_end)
+      stream_end_part(s);
+  }
+}
+
+int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
+                   struct rd_error *err)
+{
+  const unsigned char *p = bytes;
+  size_t esz;
+  uint64_t whole;
+  clear_err(err);
+  if (!s || (len > 0 && !bytes))
+    return set_err(err, RD_E_INVALID, "stream or bytes is NULL");
+  if (len > s->plan.in_bytes - s->consumed)
+    return set_err(err, RD_E_STREAM, "%zu more bytes after %" PRIu64
+                   " exceed the input size of %" PRIu64 " bytes", len,
+                   s->consumed, s->plan.in_bytes);
+  esz = s->plan.elem_size;
+  s->consumed += len;
+  if (s->ncarry > 0) {
+    size_t k = esz - s->ncarry;
+    if (k > len)
+      k = len;
+    memcpy(s->carry + s->ncarry, p, k);
+    s->ncarry += k;
+    p += k;
+    len -= k;
+    if (s->ncarry < esz)
+      return 0;
+    stream_elems(s, s->carry, 1);
+    s->ncarry = 0;
+  }
+  whole = len / esz;
+  stream_elems(s, p, whole);
+  p += whole * esz;
+  len -= (size_t)(whole * esz);
+  memcpy(s->carry, p, len);
+  s->ncarry = len;
+  return 0;
+}
+
+uint64_t rd_stream_consumed(const struct rd_stream *s)
+{
+  return s ? s->consumed : 0;
+}
+
+int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
+{
+  clear_err(err);
+  if (!s)
+    return set_err(err, RD_E_INVALID, "stream is NULL");
+  if (s->consumed != s->plan.in_bytes)
+    return set_err(err, RD_E_STREAM, "got %" PRIu64 " input bytes; the shape "
+                   "needs %" PRIu64, s->consumed, s->plan.in_bytes);
+  if (s->plan.out_count > 0 && !out)
+    return set_err(err, RD_E_INVALID, "output buffer is NULL");
+  return write_outputs(&s->plan, &s->g, s->total, 0, out, err);
+}
+
+void rd_stream_destroy(struct rd_stream *s)
+{
+  if (s) {
+    if (s->total != s->cur)
+      free(s->total);
+    free(s->cur);
+    free(s);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* rd_execute                                                         */
+/* ------------------------------------------------------------------ */
+
+/* A stream fed the whole buffer: the same engine and order, and only two
+ * accumulator sets whatever nparts is. */
+int rd_execute(const struct rd_plan *plan, const void *in, void *out,
+               struct rd_error *err)
+{
+  struct rd_stream *s;
+  int rc;
+  clear_err(err);
+  if (!plan)
+    return set_err(err, RD_E_INVALID, "plan is NULL");
+  if (plan->in_bytes > SIZE_MAX)
+    return set_err(err, RD_E_NOMEM, "the input of %" PRIu64 " bytes cannot be "
+                   "addressed", plan->in_bytes);
+  if (plan->in_bytes > 0 && !in)
+    return set_err(err, RD_E_INVALID, "input buffer is NULL");
+  if ((rc = rd_stream_create(plan, &s)) != 0)
+    return set_err(err, rc, "no memory for %" PRIu64 " accumulators",
+                   plan->out_count);
+  rc = rd_stream_feed(s, in, (size_t)plan->in_bytes, err);
+  if (rc == 0)
+    rc = rd_stream_finish(s, out, err);
+  rd_stream_destroy(s);
+  return rc;
+}
