@@ -351,7 +351,7 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
   memset(&axes, 0, sizeof axes);
   snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_array_get(ins, 0)));
   if (tensor_load(path, &data)) {
-    snprintf(why, whylen, "cannot read %s", path);
+    snprintf(why, whylen, "cannot read %.400s", path);
     return 0;
   }
   int ok = 0;
@@ -363,13 +363,13 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
   if (have_axes) {
     snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_array_get(ins, 1)));
     if (tensor_load(path, &axes) || axes.data_type != 7) {
-      snprintf(why, whylen, "cannot read int64 axes from %s", path);
+      snprintf(why, whylen, "cannot read int64 axes from %.400s", path);
       goto out;
     }
   }
   snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_array_get(outs, 0)));
   if (tensor_load(path, &expect)) {
-    snprintf(why, whylen, "cannot read %s", path);
+    snprintf(why, whylen, "cannot read %.400s", path);
     goto out;
   }
   const char *in_dt = dtype_name(data.data_type), *out_dt = dtype_name(expect.data_type);

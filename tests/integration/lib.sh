@@ -38,11 +38,16 @@ DAEMON_DIRS=()
 BG_PIDS=()
 
 cleanup() {
-  local d p
+  local d p live=()
   for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  # daemons still running: TERM, a bounded wait, then KILL
   for d in "${DAEMON_DIRS[@]}"; do
     [ -f "$d/rc" ] && continue
-    p=$(cat "$d/pid" 2>/dev/null) && [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+    p=$(cat "$d/pid" 2>/dev/null) && [ -n "$p" ] && kill -TERM "$p" 2>/dev/null && live+=("$d:$p")
+  done
+  for d in "${live[@]}"; do
+    DDIR=${d%:*}
+    poll 15 daemon_dead || kill -KILL "${d##*:}" 2>/dev/null
   done
   wait 2>/dev/null
   rm -rf "$TMP"
@@ -58,7 +63,7 @@ fail() {
   echo "not ok $NCHECK - $1"
   shift
   local l
-  for l in "$@"; do printf '#   %s\n' "$l" | head -c 600; echo; done
+  for l in "$@"; do printf '#   %.600s\n' "$l"; done
 }
 skip() { SKIP=$((SKIP + 1)); echo "skip - $1 ($2)"; }
 # check NAME CMD...: ok if CMD succeeds.
@@ -144,7 +149,7 @@ expect_error() {
   post "$req"
   local before=$FAIL
   expect_error_body "$name" "$@"
-  [ "$FAIL" -gt "$before" ] && echo "#   request: $req" | head -c 600 && echo
+  [ "$FAIL" -gt "$before" ] && printf "#   request: %.600s\n" "$req"
   return 0
 }
 

@@ -118,7 +118,7 @@ expect_reduce "int32 noop L2 [-2147483648] wrap -> -2147483648" \
 expect_reduce "int32 noop SSQ = x^2" \
   '{"op":"ReduceSumSquare","noop_with_empty_axes":1,"input":{"dtype":"int32","shape":[3],"data":[-3,5,7]}}' \
   '{"op":"ReduceSumSquare","opset":18,"op_version":18,"output":{"dtype":"int32","shape":[3],"data":[9,25,49]}}'
-for bad in 1.5 2147483648 -2147483649 1099511627776 '"abc"' true null '"1.5"' '[1]' '{}'; do
+for bad in 1.5 2147483648 -2147483649 1099511627776 '"abc"' true null '"1.5"' '{}'; do
   expect_error "int32 element $bad -> INVALID_ELEMENT" "$(r ReduceL2 int32 2 '' "1,$bad")" 400 INVALID_ELEMENT
 done
 

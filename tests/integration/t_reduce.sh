@@ -8,12 +8,10 @@ use_daemon
 
 X='"input":{"dtype":"float32","shape":[3,2,2],"data":[1,2,3,4,5,6,7,8,9,10,11,12]}'
 
-# ---- the documented example, both ops
-# axes [1], keepdims 0: pairs over j: (1,3) (2,4) (5,7) (6,8) (9,11) (10,12)
-# -> sqrt of 10, 20, 74, 100, 202, 244.  (The doc's response example shows
-# the axis-2 values instead; see t_reduce "axes [2]" below.)
+# ---- axes [1], keepdims 0: pairs over j: (1,3) (2,4) (5,7) (6,8) (9,11)
+# (10,12) -> sqrt of 10, 20, 74, 100, 202, 244
 L2_AX1='[3.1622776601683795,4.47213595499958,8.602325267042627,10,14.212670403551895,15.620499351813308]'
-expect_reduce "doc example: ReduceL2 axes [1] keepdims 0" \
+expect_reduce "ReduceL2 axes [1] keepdims 0, every field explicit" \
   '{"op": "ReduceL2", "opset": 18, "axes": [1], "keepdims": 0, "noop_with_empty_axes": 0, "overflow": "error", '"$X"'}' \
   '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"float32","shape":[3,2],"data":'"$L2_AX1"'}}' float32
 expect_reduce "ReduceSumSquare axes [1] keepdims 1" \
@@ -22,8 +20,8 @@ expect_reduce "ReduceSumSquare axes [1] keepdims 1" \
 # axes [2]: pairs over k: (1,2) (3,4) (5,6) (7,8) (9,10) (11,12) -> sqrt of
 # 5, 25, 61, 113, 181, 265
 L2_AX2='[2.23606797749979,5,7.810249675906654,10.63014581273465,13.45362404707371,16.278820596099706]'
-expect_reduce "ReduceL2 axes [2] keepdims 0" \
-  '{"op":"ReduceL2","axes":[2],"keepdims":0,'"$X"'}' \
+expect_reduce "the doc's example: ReduceL2 axes [2] keepdims 0" \
+  '{"op": "ReduceL2", "opset": 18, "axes": [2], "keepdims": 0, "noop_with_empty_axes": 0, "overflow": "error", '"$X"'}' \
   '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"float32","shape":[3,2],"data":'"$L2_AX2"'}}' float32
 expect_reduce "ReduceL2 axes [-1] = axes [2]" \
   '{"op":"ReduceL2","axes":[-1],"keepdims":0,'"$X"'}' \
