@@ -39,6 +39,7 @@ BG_PIDS=()
 
 cleanup() {
   local d p live=()
+  exec 2>/dev/null   # no "Killed" notices for helpers stopped here
   for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
   # daemons still running: TERM, a bounded wait, then KILL
   for d in "${DAEMON_DIRS[@]}"; do
