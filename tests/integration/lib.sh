@@ -26,6 +26,10 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+# The serial-tests driver does not apply AM_TESTS_ENVIRONMENT, so without
+# top_builddir fall back to the current directory when it is a build tree
+# (make check runs tests there), else to the source tree.
+[ -z "${top_builddir:-}" ] && [ -f Makefile ] && [ -d daemon ] && top_builddir=$(pwd)
 : "${top_builddir:=$top_srcdir}"
 REDUCED_BIN=${REDUCED_BIN:-$top_builddir/daemon/reduced}
 JTOOL=${JTOOL:-$top_builddir/tests/integration/jtool}

@@ -5,6 +5,10 @@
 # "N passed, N failed" and exits non-zero if anything failed.
 here=$(cd "$(dirname "$0")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+# The serial-tests driver does not apply AM_TESTS_ENVIRONMENT, so without
+# top_builddir fall back to the current directory when it is a build tree
+# (make check runs tests there), else to the source tree.
+[ -z "${top_builddir:-}" ] && [ -f Makefile ] && [ -d daemon ] && top_builddir=$(pwd)
 : "${top_builddir:=$top_srcdir}"
 export top_srcdir top_builddir
 pass=0 failed=0 broken=

@@ -44,6 +44,16 @@ if [ "$bad" = 0 ]; then ok "$NREQ requests from $NCLI parallel clients: every an
 else fail "$NREQ requests from $NCLI parallel clients: every answer exact" "$bad wrong" "$first"; fi
 check "daemon healthy after the burst" healthy
 
+# ---- one large request (7000000 int64 elements, about 20 MB of JSON):
+# SSQ of (i%7)-3 = 28 per period of 7 -> 28000000; chunked and with a length
+"$JTOOL" gen ReduceSumSquare int64 7000000 1 '"keepdims":0,' >"$TMP/large.json"
+for how in length chunked; do
+  te=(); [ $how = chunked ] && te=(-H 'Transfer-Encoding: chunked')
+  http POST /v1/reduce -H 'Content-Type: application/json' "${te[@]}" --data-binary @"$TMP/large.json"
+  check "20 MB request ($how): exact answer 28000000" "$JTOOL" eq "$B" \
+    '{"op":"ReduceSumSquare","opset":18,"op_version":18,"output":{"dtype":"int64","shape":[],"data":[28000000]}}'
+done
+
 # ---- 503 OVERLOADED: --max-pending 1, several large requests at once.
 # Which of them is refused depends on timing, so the test only requires that
 # every answer is either the exact result or a well-formed 503, and that a

@@ -88,6 +88,26 @@ done
 expect_error "TENSOR_TOO_LARGE: shape [2^62,4] -> 413" '{"op":"ReduceL2","input":{"dtype":"float32","shape":[4611686018427387904,4],"data":[1]}}' 413 TENSOR_TOO_LARGE
 expect_error "TENSOR_TOO_LARGE: 2^61 float32 elements -> 413" '{"op":"ReduceL2","input":{"dtype":"float32","shape":[2305843009213693952],"data":[1]}}' 413 TENSOR_TOO_LARGE
 
+# ---- hostile shapes and bodies: a clear 4xx, never a crash, hang or huge answer
+# a zero-element input whose output would have 2^63-1 elements
+expect_error "output of 2^63-1 float32 elements ([0,2^63-1] axes [0]) -> 413" \
+  '{"op":"ReduceL2","axes":[0],"input":{"dtype":"float32","shape":[0,9223372036854775807],"data":[]}}' 413 TENSOR_TOO_LARGE
+expect_error "output [1,2^62,4] from a zero-element input -> 413" \
+  '{"op":"ReduceL2","axes":[0],"input":{"dtype":"float32","shape":[0,4611686018427387904,4],"data":[]}}' 413 TENSOR_TOO_LARGE
+expect_reduce "[0,2^63-1] reduced over everything -> [1,1] zero" \
+  '{"op":"ReduceL2","input":{"dtype":"float32","shape":[0,9223372036854775807],"data":[]}}' \
+  '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"float32","shape":[1,1],"data":[0]}}'
+AX40=$(printf '0,1,2,%.0s' $(seq 13))0
+expect_error "axes with 40 entries (more than any rank)" '{"op":"ReduceL2","axes":['"$AX40"'],"input":{"dtype":"float32","shape":[1,1,1],"data":[1]}}' 400 'INVALID_FIELD|DUPLICATE_AXIS|AXIS_OUT_OF_RANGE'
+D5000=$(printf '[%.0s' $(seq 5000))1$(printf ']%.0s' $(seq 5000))
+expect_error "data nested 5000 deep" '{"op":"ReduceL2","input":{"dtype":"float32","data":'"$D5000"'}}' 400 'BAD_JSON|RANK_TOO_LARGE'
+expect_error "duplicate member \"op\"" '{"op":"ReduceL2","op":"ReduceSumSquare","input":{"dtype":"float32","data":[3,4]}}' 400 'BAD_JSON|INVALID_FIELD|UNKNOWN_FIELD'
+expect_error "NUL escaped inside op" '{"op":"ReduceL2\u0000x","input":{"dtype":"float32","data":[3,4]}}' 400 'BAD_JSON|UNKNOWN_OP'
+expect_error "invalid UTF-8 in a string" $'{"op":"Reduce\xff","input":{"dtype":"float32","data":[3,4]}}' 400 'BAD_JSON|UNKNOWN_OP'
+expect_reduce "\\u escapes in strings (\"Reduce\\u004c2\")" \
+  '{"op":"Reduce\u004c2","keepdims":0,"input":{"dtype":"float\u0033\u0032","data":[3,4]}}' \
+  '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"float32","shape":[],"data":[5]}}'
+
 # ---- the first error wins, and an error leaves the daemon serving
 post '{"op":"ReduceL2","keepdims":0,"input":{"dtype":"int32","data":[3,4]}}'
 check "still serving after the errors (L2 [3,4] = 5)" "$JTOOL" eq "$B" \

@@ -98,6 +98,16 @@ raw_request 'POST /v1/reduce HTTP/1.1\r\nHost: x\r\nContent-Type: application/js
 check "raw: Content-Length max+1 with Expect -> 413 without any body sent" eval '[ "$(status_of <"$TMP/raw")" = 413 ]'
 check "raw: no 100 Continue before the 413" eval '! grep -q "100 Continue" "$TMP/raw"'
 
+# ---- several requests on one connection (HTTP/1.1 keep-alive), each answered
+curl -sS --max-time 60 -H 'Content-Type: application/json' \
+  --data-binary '{"op":"ReduceL2","keepdims":0,"input":{"dtype":"int32","data":[3,4]}}' "$URL/v1/reduce" -o "$TMP/ka1" \
+  --next -H 'Content-Type: application/json' \
+  --data-binary '{"op":"ReduceSumSquare","keepdims":0,"input":{"dtype":"int32","data":[3,4]}}' "$URL/v1/reduce" -o "$TMP/ka2" \
+  --next "$URL/healthz" -o "$TMP/ka3" 2>"$TMP/curl.err"
+check "3 requests on one curl connection: L2 5" "$JTOOL" eq "$TMP/ka1" '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"int32","shape":[],"data":[5]}}'
+check "3 requests on one curl connection: SSQ 25" "$JTOOL" eq "$TMP/ka2" '{"op":"ReduceSumSquare","opset":18,"op_version":18,"output":{"dtype":"int32","shape":[],"data":[25]}}'
+check "3 requests on one curl connection: healthz" "$JTOOL" eq "$TMP/ka3" '{"status":"ok"}'
+
 # ---- X-Request-Id
 for id in abc-123 'A.b_c:d-9' "$(printf 'x%.0s' $(seq 128))"; do
   http GET /healthz -H "X-Request-Id: $id"
