@@ -17,6 +17,11 @@
  *                                 arrays made only of dtype names must be
  *                                 8 (2 ops x 4 versions): 4 of the 7 types
  *                                 without bfloat16, 4 of all 8
+ *   jtool fuzz SEED COUNT DIR     write COUNT random requests DIR/N.req
+ *                                 (ranks 0-4, dims 0-3, random axes,
+ *                                 keepdims, op, dtype) with the answer of
+ *                                 an independent naive reference in
+ *                                 DIR/N.exp and the compare MODE in DIR/N.mode
  *   jtool gen  OP DTYPE N SCALE [EXTRA]
  *                                 print a request whose data has N elements,
  *                                 element i = SCALE*((i % 7) - 3); EXTRA is
@@ -253,6 +258,132 @@ static void ops_walk(json_t *v, int *n7, int *n8, int *other)
   }
 }
 
+/* ---- fuzz: random requests and a naive reference for them ---- */
+
+static unsigned long long fz_state;
+
+static unsigned fz_rand(unsigned n)
+{
+  /* xorshift64*: deterministic per seed, independent of libc */
+  fz_state ^= fz_state >> 12;
+  fz_state ^= fz_state << 25;
+  fz_state ^= fz_state >> 27;
+  return (unsigned)((fz_state * 2685821657736338717ULL) >> 33) % n;
+}
+
+/* One random case: writes the request and the expected body. */
+static int fuzz_case(const char *dir, int idx)
+{
+  static const char *const dts[] = {"float32", "float64", "float16",
+                                    "bfloat16", "int32", "int64",
+                                    "uint32", "uint64"};
+  const char *dt = dts[fz_rand(8)];
+  int is_int = dt[0] == 'i' || dt[0] == 'u', is_uns = dt[0] == 'u';
+  int l2 = fz_rand(2), keep = fz_rand(2);
+  int rank = (int)fz_rand(5);
+  long dims[4], n = 1;
+  for (int d = 0; d < rank; d++) {
+    dims[d] = fz_rand(8) == 0 ? 0 : 1 + fz_rand(3);
+    n *= dims[d];
+  }
+  /* axes: a random subset, each axis written positive or negative; an empty
+   * subset is sent as [] or omitted, meaning all axes */
+  int red[4] = {0, 0, 0, 0}, nax = 0;
+  char axes[64] = "";
+  size_t al = 0;
+  for (int d = 0; d < rank; d++) {
+    if (fz_rand(2)) {
+      red[d] = 1;
+      al += (size_t)snprintf(axes + al, sizeof axes - al, "%s%d", nax ? "," : "",
+                             fz_rand(2) ? d : d - rank);
+      nax++;
+    }
+  }
+  int omit_axes = nax == 0 && fz_rand(2);
+  if (nax == 0)
+    for (int d = 0; d < rank; d++)
+      red[d] = 1;
+  /* data: multiples of 1/8 (floats) or small integers, so every square and
+   * every partial sum is exact in a double or an integer */
+  long *iv = calloc((size_t)n + 1, sizeof *iv);
+  for (long k = 0; k < n; k++)
+    iv[k] = is_uns ? (long)fz_rand(60) : (long)fz_rand(121) - 60;
+  long odims[4], on = 1;
+  int orank = 0;
+  for (int d = 0; d < rank; d++) {
+    if (!red[d])
+      odims[orank++] = dims[d];
+    else if (keep)
+      odims[orank++] = 1;
+    on *= red[d] ? 1 : dims[d];
+  }
+  long double *acc = calloc((size_t)on + 1, sizeof *acc);
+  for (long k = 0; k < n; k++) {
+    long rest = k, o = 0, stride = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      long c = rest % dims[d];
+      rest /= dims[d];
+      if (!red[d]) {
+        o += c * stride;
+        stride *= dims[d];
+      }
+    }
+    long double x = is_int ? (long double)iv[k] : (long double)iv[k] / 8;
+    acc[o] += x * x;
+  }
+  char path[4096];
+  FILE *f;
+  snprintf(path, sizeof path, "%s/%d.req", dir, idx);
+  if (!(f = fopen(path, "w")))
+    return -1;
+  fprintf(f, "{\"op\":\"%s\",\"keepdims\":%s,", l2 ? "ReduceL2" : "ReduceSumSquare",
+          fz_rand(2) ? (keep ? "1" : "0") : (keep ? "true" : "false"));
+  if (!omit_axes)
+    fprintf(f, "\"axes\":[%s],", axes);
+  fprintf(f, "\"input\":{\"dtype\":\"%s\",\"shape\":[", dt);
+  for (int d = 0; d < rank; d++)
+    fprintf(f, "%s%ld", d ? "," : "", dims[d]);
+  fprintf(f, "],\"data\":[");
+  for (long k = 0; k < n; k++) {
+    if (is_int)
+      fprintf(f, "%s%ld", k ? "," : "", iv[k]);
+    else
+      fprintf(f, "%s%g", k ? "," : "", (double)iv[k] / 8);
+  }
+  fprintf(f, "]}}\n");
+  fclose(f);
+  snprintf(path, sizeof path, "%s/%d.exp", dir, idx);
+  if (!(f = fopen(path, "w")))
+    return -1;
+  fprintf(f, "{\"op\":\"%s\",\"opset\":18,\"op_version\":18,\"output\":{\"dtype\":\"%s\",\"shape\":[",
+          l2 ? "ReduceL2" : "ReduceSumSquare", dt);
+  for (int d = 0; d < orank; d++)
+    fprintf(f, "%s%ld", d ? "," : "", odims[d]);
+  fprintf(f, "],\"data\":[");
+  for (long o = 0; o < on; o++) {
+    long double v = acc[o];
+    if (is_int) {
+      /* exact: integer sums, floor of the root by correction */
+      long long sum = (long long)v, r = (long long)sqrtl(v);
+      while (r * r > sum) r--;
+      while ((r + 1) * (r + 1) <= sum) r++;
+      fprintf(f, "%s%lld", o ? "," : "", l2 ? r : sum);
+    } else {
+      fprintf(f, "%s%.21Lg", o ? "," : "", l2 ? sqrtl(v) : v);
+    }
+  }
+  fprintf(f, "]}}\n");
+  fclose(f);
+  snprintf(path, sizeof path, "%s/%d.mode", dir, idx);
+  if (!(f = fopen(path, "w")))
+    return -1;
+  fprintf(f, "%s\n", strcmp(dt, "float64") == 0 ? "rel=1e-15" : is_int ? "" : dt);
+  fclose(f);
+  free(iv);
+  free(acc);
+  return 0;
+}
+
 static const char *type_name(json_t *v)
 {
   static const char *names[] = {"object", "array", "string", "integer",
@@ -264,6 +395,13 @@ int main(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "gen") == 0)
     return cmd_gen(argc, argv);
+  if (argc == 5 && strcmp(argv[1], "fuzz") == 0) {
+    fz_state = strtoull(argv[2], NULL, 10) * 0x9E3779B97F4A7C15ULL + 1;
+    for (int k = 0; k < atoi(argv[3]); k++)
+      if (fuzz_case(argv[4], k))
+        return 2;
+    return 0;
+  }
   if (argc < 4) {
     fprintf(stderr, "usage: jtool get|type|keys FILE PATH | eq FILE EXPECTED [MODE]"
                     " | gen OP DTYPE N SCALE [EXTRA]\n");

@@ -197,4 +197,23 @@ check "whitespace, member order, charset=utf-8" "$JTOOL" eq "$B" \
 ct=$(hdr Content-Type)
 check "response Content-Type is application/json" test "${ct%%;*}" = application/json
 
+# ---- 300 random cases (fixed seed, so reproducible) against the naive
+# reference in jtool: ranks 0-4, dims 0-3, random axes (positive or
+# negative, [] or omitted), keepdims as 0/1 or false/true, both ops, every
+# dtype.  Data are multiples of 1/8 or small integers so the reference's sums
+# are exact; float results are compared after rounding to the dtype.
+mkdir -p "$TMP/fuzz"
+"$JTOOL" fuzz 20240607 300 "$TMP/fuzz"
+nbad=0 firstbad=
+for ((i = 0; i < 300; i++)); do
+  f=$TMP/fuzz/$i
+  http POST /v1/reduce -H 'Content-Type: application/json' --data-binary @"$f.req"
+  if [ "$ST" != 200 ] || ! why=$("$JTOOL" eq "$B" "$(cat "$f.exp")" $(cat "$f.mode") 2>&1); then
+    nbad=$((nbad + 1))
+    [ -z "$firstbad" ] && firstbad="case $i: $(head -c 300 "$f.req") -> $ST $(body_excerpt) / expected $(head -c 300 "$f.exp") ${why:-}"
+  fi
+done
+if [ "$nbad" = 0 ]; then ok "300 random reductions match the naive reference"
+else fail "300 random reductions match the naive reference" "$nbad differ" "$firstbad"; fi
+
 finish
