@@ -85,6 +85,9 @@ logline() { grep " id=$1 " "$DDIR/log" | tail -n 1; }
 poll 10 eval '[ -n "$(logline log-check-2)" ]'
 l1=$(logline log-check-1)
 check "request log line format ($l1)" eval 'printf "%s\n" "$l1" | grep -Eqx "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})? info request id=log-check-1 method=POST path=/v1/reduce status=200 in=$inb out=$outb ms=[0-9]+(\.[0-9]+)?"'
+http POST /v1/reduce -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' -H 'X-Request-Id: log-check-3' --data-binary @"$TMP/req"
+poll 10 eval '[ -n "$(logline log-check-3)" ]'
+check "chunked request logged with in=$inb (the body bytes)" eval 'logline log-check-3 | grep -q " status=200 in=$inb out=$outb "'
 l2=$(logline log-check-2)
 check "404 logged with status=404 ($l2)" eval 'printf "%s\n" "$l2" | grep -q "info request id=log-check-2 method=GET path=/nope status=404 "'
 n=$(grep -c ' info request ' "$DDIR/log")
