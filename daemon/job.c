@@ -201,6 +201,8 @@ first_after_cb(uv_work_t *w, int status)
     j->done_cb(j);
     return;
   }
+  LOG_DEBUG("job: %zu parts of %llu input bytes on %u pool threads",
+            j->plan.nparts, (unsigned long long)j->plan.in_bytes, n);
   j->ntasks = n;
   j->tasks_running = n;
   atomic_store(&j->next_part, 0);
