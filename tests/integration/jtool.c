@@ -22,6 +22,10 @@
  *                                 keepdims, op, dtype) with the answer of
  *                                 an independent naive reference in
  *                                 DIR/N.exp and the compare MODE in DIR/N.mode
+ *   jtool shortest FILE DTYPE     every number in the "data" array of FILE
+ *                                 (raw text) has no more significant digits
+ *                                 than the shortest decimal that reads back
+ *                                 (strtod, then rounding to DTYPE) to it
  *   jtool gen  OP DTYPE N SCALE [EXTRA]
  *                                 print a request whose data has N elements,
  *                                 element i = SCALE*((i % 7) - 3); EXTRA is
@@ -384,6 +388,61 @@ static int fuzz_case(const char *dir, int idx)
   return 0;
 }
 
+/* Significant digits of a decimal token ("0.00250" -> 2, "250000" -> 2). */
+static int sig_digits(const char *t, size_t len)
+{
+  char d[64];
+  size_t n = 0;
+  for (size_t k = 0; k < len && (t[k] != 'e' && t[k] != 'E'); k++)
+    if (t[k] >= '0' && t[k] <= '9' && n < sizeof d)
+      d[n++] = t[k];
+  size_t a = 0, b = n;
+  while (a < b && d[a] == '0') a++;
+  while (b > a && d[b - 1] == '0') b--;
+  return (int)(b - a);
+}
+
+static int cmd_shortest(const char *file, const char *dtype)
+{
+  struct cmp c = {CMP_EXACT, 0};
+  if (strcmp(dtype, "float32") == 0) c.mode = CMP_F32;
+  else if (strcmp(dtype, "float16") == 0) c.mode = CMP_F16;
+  else if (strcmp(dtype, "bfloat16") == 0) c.mode = CMP_BF16;
+  FILE *f = fopen(file, "rb");
+  if (!f)
+    return 2;
+  static char buf[1 << 20];
+  size_t len = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[len] = '\0';
+  char *p = strstr(buf, "\"data\"");
+  if (!p || !(p = strchr(p, '[')))
+    return 2;
+  int bad = 0;
+  for (p++; *p && *p != ']';) {
+    while (*p == ' ' || *p == ',' || *p == '\n') p++;
+    char *end = p;
+    while (*end && *end != ',' && *end != ']' && *end != ' ') end++;
+    if (*p != '"' && end > p) {
+      double v = apply_mode(&c, strtod(p, NULL));
+      int need = 17;
+      for (int prec = 1; prec <= 17; prec++) {
+        char t[64];
+        snprintf(t, sizeof t, "%.*e", prec - 1, v);
+        if (apply_mode(&c, strtod(t, NULL)) == v) { need = prec; break; }
+      }
+      int have = sig_digits(p, (size_t)(end - p));
+      if (v != 0 && have > need) {
+        printf("%.*s has %d significant digits; %d suffice for %s\n",
+               (int)(end - p), p, have, need, dtype);
+        bad = 1;
+      }
+    }
+    p = end;
+  }
+  return bad;
+}
+
 static const char *type_name(json_t *v)
 {
   static const char *names[] = {"object", "array", "string", "integer",
@@ -395,6 +454,8 @@ int main(int argc, char **argv)
 {
   if (argc >= 2 && strcmp(argv[1], "gen") == 0)
     return cmd_gen(argc, argv);
+  if (argc == 4 && strcmp(argv[1], "shortest") == 0)
+    return cmd_shortest(argv[2], argv[3]);
   if (argc == 5 && strcmp(argv[1], "fuzz") == 0) {
     fz_state = strtoull(argv[2], NULL, 10) * 0x9E3779B97F4A7C15ULL + 1;
     for (int k = 0; k < atoi(argv[3]); k++)

@@ -204,16 +204,25 @@ check "response Content-Type is application/json" test "${ct%%;*}" = application
 # are exact; float results are compared after rounding to the dtype.
 mkdir -p "$TMP/fuzz"
 "$JTOOL" fuzz 20240607 300 "$TMP/fuzz"
-nbad=0 firstbad=
+nbad=0 firstbad= nlong=0 firstlong=
 for ((i = 0; i < 300; i++)); do
   f=$TMP/fuzz/$i
   http POST /v1/reduce -H 'Content-Type: application/json' --data-binary @"$f.req"
   if [ "$ST" != 200 ] || ! why=$("$JTOOL" eq "$B" "$(cat "$f.exp")" $(cat "$f.mode") 2>&1); then
     nbad=$((nbad + 1))
     [ -z "$firstbad" ] && firstbad="case $i: $(head -c 300 "$f.req") -> $ST $(body_excerpt) / expected $(head -c 300 "$f.exp") ${why:-}"
+    continue
   fi
+  dt=$(jget output.dtype)
+  case $dt in float*|bfloat16)
+    if ! why=$("$JTOOL" shortest "$B" "$dt" 2>&1); then
+      nlong=$((nlong + 1))
+      [ -z "$firstlong" ] && firstlong="case $i ($dt): $why"
+    fi;;
+  esac
 done
 if [ "$nbad" = 0 ]; then ok "300 random reductions match the naive reference"
 else fail "300 random reductions match the naive reference" "$nbad differ" "$firstbad"; fi
+check "300 random reductions: every float in the shortest round-trip form ($nlong not${firstlong:+: $firstlong})" test "$nlong" = 0
 
 finish
