@@ -90,6 +90,13 @@ poll 10 eval '[ -n "$(logline log-check-3)" ]'
 check "chunked request logged with in=$inb (the body bytes)" eval 'logline log-check-3 | grep -q " status=200 in=$inb out=$outb "'
 l2=$(logline log-check-2)
 check "404 logged with status=404 ($l2)" eval 'printf "%s\n" "$l2" | grep -q "info request id=log-check-2 method=GET path=/nope status=404 "'
+http POST /v1/reduce -H 'Content-Type: application/json' -H 'X-Request-Id: log-check-4' -H 'Content-Length: 100000000' --data-binary x
+http PUT /healthz -H 'X-Request-Id: log-check-5'
+http POST /v1/reduce -H 'Content-Type: text/plain' -H 'X-Request-Id: log-check-6' --data-binary x
+poll 10 eval '[ -n "$(logline log-check-6)" ]'
+check "early 413 logged (status=413)" eval 'logline log-check-4 | grep -q "method=POST path=/v1/reduce status=413 "'
+check "405 logged (status=405)" eval 'logline log-check-5 | grep -q "method=PUT path=/healthz status=405 "'
+check "415 logged (status=415)" eval 'logline log-check-6 | grep -q "method=POST path=/v1/reduce status=415 "'
 n=$(grep -c ' info request ' "$DDIR/log")
 http GET /healthz; http GET /readyz; http GET /v1/ops
 poll 10 eval '[ "$(grep -c " info request " "$DDIR/log")" -ge $((n + 3)) ]'
