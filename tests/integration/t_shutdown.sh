@@ -131,6 +131,19 @@ else
   fail "daemon starts (--grace 60)"
 fi
 
+# ---- idle kept-alive connections are not in-flight requests: SIGTERM must
+# not wait --grace for them (and must not end in exit 1 because of them)
+if start_daemon --grace 30; then
+  exec 5<>"/dev/tcp/127.0.0.1/$PORT" 6<>"/dev/tcp/127.0.0.1/$PORT"
+  ka_get /healthz 5 >"$TMP/ka0"
+  poll 30 eval '[ "$(accepted)" -ge 2 ]'
+  kill -TERM "$DPID"
+  wait_exit 60
+  check "SIGTERM with two idle connections (one never used) -> exit 0 (got '$DRC')" test "$DRC" = 0
+  exec 5<&- 5>&- 6<&- 6>&-
+  [ -f "$DDIR/rc" ] || stop_daemon KILL
+fi
+
 # ---- --grace runs out -> exit 1
 if start_daemon --grace 1; then
   hold_curl g1 "$TMP/b1.json" 3000000
