@@ -2,7 +2,7 @@
 # their module's local.mk).  Both run.sh scripts start daemon/reduced
 # themselves (or use $REDUCED_TEST_URL) and need curl.
 EXTRA_DIST += \
-	tests/integration/run.sh tests/integration/lib.sh \
+	tests/integration/README.md tests/integration/run.sh tests/integration/lib.sh \
 	tests/integration/t_reduce.sh tests/integration/t_dtypes.sh \
 	tests/integration/t_errors.sh tests/integration/t_http.sh \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
