@@ -3,7 +3,10 @@ noinst_LIBRARIES += lib/libreduce.a
 lib_libreduce_a_SOURCES = \
 	lib/reduce.h lib/reduce.c \
 	lib/f16.h lib/f16.c \
-	lib/kernels.h lib/kernels.c
+	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c
+# Kahan steps must round the product before subtracting, on every compiler
+# and -std mode: never contract a*b-c into an FMA.
+lib_libreduce_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 
 UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
