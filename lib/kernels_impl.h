@@ -177,6 +177,13 @@ static inline uint64_t sq_u32(const unsigned char *p)
   return (uint64_t)v * v;
 }
 
+/* Prefetch for the streaming integer loops (see kernels_avx2.c). */
+#if defined(__GNUC__)
+#define RD__PREFETCH(p) __builtin_prefetch((const char *)(p) + 2048)
+#else
+#define RD__PREFETCH(p) ((void)(p))
+#endif
+
 /* Each half is < 2^32, so 2^31 elements per block cannot overflow a lane. */
 #define BLOCK32 ((size_t)1 << 31)
 #define L32 8
@@ -191,12 +198,15 @@ static inline uint64_t sq_u32(const unsigned char *p)
       size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;                             \
       uint64_t lo[L32] = {0}, hi[L32] = {0};                                   \
       u128 t = 0;                                                              \
-      for (; i + L32 <= m; i += L32)                                           \
+      for (; i + L32 <= m; i += L32) {                                         \
+        if (i % 16 == 0)                                                       \
+          RD__PREFETCH(x + i * 4);                                             \
         for (size_t l = 0; l < L32; l++) {                                     \
           uint64_t q = sq(x + (i + l) * 4);                                    \
           lo[l] += q & 0xffffffffu;                                            \
           hi[l] += q >> 32;                                                    \
         }                                                                      \
+      }                                                                        \
       for (; i < m; i++)                                                       \
         t += sq(x + i * 4);                                                    \
       for (size_t l = 0; l < L32; l++)                                         \
@@ -219,6 +229,12 @@ static inline uint64_t sq_u32(const unsigned char *p)
     for (; r + 4 <= nrows; r += 4, x += 4 * rs)                                \
       for (size_t i = 0; i < n; i++) {                                         \
         const unsigned char *p = x + i * 4;                                    \
+        if (i % 16 == 0) {                                                     \
+          RD__PREFETCH(p);                                                     \
+          RD__PREFETCH(p + rs);                                                \
+          RD__PREFETCH(p + 2 * rs);                                            \
+          RD__PREFETCH(p + 3 * rs);                                            \
+        }                                                                      \
         u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +          \
                                               sq(p + 3 * rs);                  \
         o[i] += a + b;                                                         \
