@@ -4,104 +4,18 @@
  * without -ffast-math; no reassociation is left to the compiler.  Loads go
  * through memcpy because stream chunks can be arbitrarily aligned.
  */
-#include "kernels.h"
+#include "kernels_impl.h"
 
-#include <float.h>
-#include <math.h>
-#include <string.h>
+#include <stdlib.h>
 
+#include "f16.h"
 #include "reduce.h"
-
-#define L RD__LANES
-
-/* Blue's thresholds and power-of-two scales (exact scalings). */
-#define BLUE_BIG 0x1p480
-#define BLUE_SMALL 0x1p-480
-#define BLUE_DOWN 0x1p-600
-#define BLUE_UP 0x1p600
-
-typedef unsigned __int128 u128;
-
-/* ------------------------------------------------------------------ */
-/* Element loads                                                      */
-/* ------------------------------------------------------------------ */
-
-static inline double ld_f32(const unsigned char *p)
-{
-  float v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-/* Exact float16 widening of |x| (only squares are needed, so the sign is
- * dropped), branch-free in 32-bit lanes so the loops vectorise: re-bias the
- * exponent into a float (inf/NaN keep their payload), subnormals are
- * m * 2^-24; float -> double is exact.  Its square
- * equals that of rd_f16_to_f64() for every pattern (tested). */
-static inline double ld_f16(const unsigned char *p)
-{
-  uint16_t h;
-  uint32_t e, m, nbits, sbits, zero;
-  float sub, f;
-  memcpy(&h, p, sizeof h);
-  e = ((uint32_t)h >> 10) & 0x1f;
-  m = (uint32_t)h & 0x3ff;
-  /* float exponent e - 15 + 127, or 255 for e == 31 (31 + 112 + 112) */
-  nbits = ((e + 112 + (uint32_t)(e == 31) * 112) << 23) | (m << 13);
-  sub = (float)(int32_t)m * 0x1p-24f;
-  memcpy(&sbits, &sub, sizeof sbits);
-  zero = 0 - (uint32_t)(e == 0); /* all ones for zero/subnormal */
-  nbits = (sbits & zero) | (nbits & ~zero);
-  memcpy(&f, &nbits, sizeof f);
-  return f;
-}
-
-/* bfloat16 is the top half of a float32: widening is a shift. */
-static inline double ld_bf16(const unsigned char *p)
-{
-  uint16_t h;
-  uint32_t u;
-  float f;
-  memcpy(&h, p, sizeof h);
-  u = (uint32_t)h << 16;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-static inline double ld_f64(const unsigned char *p)
-{
-  double v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
 
 /* ------------------------------------------------------------------ */
 /* double accumulators: float32, float16, bfloat16                    */
 /* ------------------------------------------------------------------ */
 
-/* Fixed combination tree of the lanes: (k, k+8), then (k, k+4), ... */
-static double tree(double *a)
-{
-  for (size_t w = L / 2; w >= 1; w /= 2)
-    for (size_t k = 0; k < w; k++)
-      a[k] += a[k + w];
-  return a[0];
-}
-
-/* The same tree when only lanes < n can be non-zero: the levels that would
- * add +0 (an exact no-op, lane values are never -0) are skipped. */
-static inline double tree_n(double *a, size_t n)
-{
-  size_t w = 1;
-  while (w < n)
-    w *= 2;
-  for (w /= 2; w >= 1; w /= 2)
-    for (size_t k = 0; k < w; k++)
-      a[k] += a[k + w];
-  return a[0];
-}
-
-static void flush_d(union rd__lanes *ln, void *acc)
+void rd__flush_d(union rd__lanes *ln, void *acc)
 {
   double *o = acc;
   *o += tree(ln->d);
@@ -197,7 +111,7 @@ static void flush_d(union rd__lanes *ln, void *acc)
         union rd__lanes ln;                                                    \
         memset(ln.d, 0, sizeof ln.d);                                          \
         run_##name(&ln, x, n, 0);                                              \
-        flush_d(&ln, &o[r]);                                                   \
+        rd__flush_d(&ln, &o[r]);                                                   \
       }                                                                        \
     }                                                                          \
   }
@@ -210,48 +124,11 @@ DEF_D_KERNELS(bf16, 2, ld_bf16)
 /* float64: Kahan sums in three ranges (Blue)                         */
 /* ------------------------------------------------------------------ */
 
-/* Mid range, where x*x neither overflows nor loses bits to underflow.
- * Zero counts as mid so that blocks with zeros keep the fast path. */
-static inline int is_mid(double a)
-{
-  return ((a >= BLUE_SMALL) & (a <= BLUE_BIG)) | (a == 0);
-}
-
-static inline void kahan(double *s, double *c, double y)
-{
-  double t, u = y - *c;
-  t = *s + u;
-  *c = (t - *s) - u;
-  *s = t;
-}
-
-/* Adds x^2 to the accumulator whose fields are at the given pointers.  Only
- * the field of x's class changes, so skipping absent classes (a fast path
- * for blocks that are all mid-range) gives the same bits. */
-static inline void blue_add(double *bs, double *bc, double *ms, double *mc,
-                            double *ss, double *sc, double *sp, double x)
-{
-  double a = fabs(x);
-  if (is_mid(a)) {
-    kahan(ms, mc, x * x);
-  } else if (a < BLUE_SMALL) {
-    double y = x * BLUE_UP;
-    kahan(ss, sc, y * y);
-  } else if (a <= DBL_MAX) {
-    double y = x * BLUE_DOWN;
-    kahan(bs, bc, y * y);
-  } else {
-    *sp += a; /* inf or NaN */
-  }
-}
-
 static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
                     uint64_t pos)
 {
   size_t k = (size_t)(pos % L), i = 0;
-#define LANE_ADD(k, v)                                                         \
-  blue_add(&ln->b.bs[k], &ln->b.bc[k], &ln->b.ms[k], &ln->b.mc[k],            \
-           &ln->b.ss[k], &ln->b.sc[k], &ln->b.sp[k], (v))
+#define LANE_ADD(k, v) lane_blue_add(ln, (k), (v))
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     LANE_ADD(k, ld_f64(x + i * 8));
   for (; i + L <= n; i += L) {
@@ -294,7 +171,7 @@ static double tree_kahan(const double *s, const double *c)
   return tree(a);
 }
 
-static void flush_f64(union rd__lanes *ln, void *acc)
+void rd__flush_f64(union rd__lanes *ln, void *acc)
 {
   struct rd__blue *o = acc;
   double sp[L];
@@ -312,20 +189,18 @@ static void cols_f64(void *acc, const unsigned char *x, size_t n,
   struct rd__blue *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * 8)
     for (size_t i = 0; i < n; i++) {
-      struct rd__blue *a = &o[i];
-      blue_add(&a->bs, &a->bc, &a->ms, &a->mc, &a->ss, &a->sc, &a->sp,
-               ld_f64(x + i * 8));
+      acc_blue_add(&o[i], ld_f64(x + i * 8));
     }
 }
 
 /* A short run has at most one element per lane, and a lane holding one
  * term v has s - c = v exactly, so the lane values are just the terms. */
-static void rows_f64(void *acc, const unsigned char *x, size_t n,
-                     size_t nrows)
+void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
+                        size_t nrows)
 {
   struct rd__blue *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * 8) {
-    if (n <= L) {
+    {
       double b[L] = {0}, m[L] = {0}, s[L] = {0}, sp[L] = {0}, v0[L];
       int mid = 1;
       for (size_t i = 0; i < n; i++) {
@@ -361,12 +236,23 @@ static void rows_f64(void *acc, const unsigned char *x, size_t n,
       kahan(&o[r].ms, &o[r].mc, tree_n(m, n));
       kahan(&o[r].ss, &o[r].sc, tree_n(s, n));
       o[r].sp += tree_n(sp, n);
-    } else {
-      union rd__lanes ln;
-      memset(&ln.b, 0, sizeof ln.b);
-      run_f64(&ln, x, n, 0);
-      flush_f64(&ln, &o[r]);
     }
+  }
+}
+
+static void rows_f64(void *acc, const unsigned char *x, size_t n,
+                     size_t nrows)
+{
+  struct rd__blue *o = acc;
+  if (n <= L) {
+    rd__rows_f64_short(acc, x, n, nrows);
+    return;
+  }
+  for (size_t r = 0; r < nrows; r++, x += n * 8) {
+    union rd__lanes ln;
+    memset(&ln.b, 0, sizeof ln.b);
+    run_f64(&ln, x, n, 0);
+    rd__flush_f64(&ln, &o[r]);
   }
 }
 
@@ -374,84 +260,16 @@ static void rows_f64(void *acc, const unsigned char *x, size_t n,
 /* 32-bit integers: exact, squares < 2^64 split into 32-bit halves     */
 /* ------------------------------------------------------------------ */
 
-/* |x| as uint32 (|INT32_MIN| = 2^31 fits), then a 32x32->64 unsigned
- * product, which SSE2 has (pmuludq). */
-static inline uint64_t sq_i32(const unsigned char *p)
-{
-  int32_t v;
-  uint32_t a;
-  memcpy(&v, p, sizeof v);
-  a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-  return (uint64_t)a * a;
-}
-
-static inline uint64_t sq_u32(const unsigned char *p)
-{
-  uint32_t v;
-  memcpy(&v, p, sizeof v);
-  return (uint64_t)v * v;
-}
-
-/* Each half is < 2^32, so 2^31 elements per block cannot overflow a lane. */
-#define BLOCK32 ((size_t)1 << 31)
-#define L32 8
-
 #define DEF_I32_KERNELS(name, sq)                                              \
-  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
-                         size_t n, uint64_t pos)                               \
-  {                                                                            \
-    (void)pos;                                                                 \
-    while (n > 0) {                                                            \
-      size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;                             \
-      uint64_t lo[L32] = {0}, hi[L32] = {0};                                   \
-      u128 t = 0;                                                              \
-      for (; i + L32 <= m; i += L32)                                           \
-        for (size_t l = 0; l < L32; l++) {                                     \
-          uint64_t q = sq(x + (i + l) * 4);                                    \
-          lo[l] += q & 0xffffffffu;                                            \
-          hi[l] += q >> 32;                                                    \
-        }                                                                      \
-      for (; i < m; i++)                                                       \
-        t += sq(x + i * 4);                                                    \
-      for (size_t l = 0; l < L32; l++)                                         \
-        t += ((u128)hi[l] << 32) + lo[l];                                      \
-      ln->w.lo += t;                                                           \
-      x += m * 4;                                                              \
-      n -= m;                                                                  \
-    }                                                                          \
-  }                                                                            \
-  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
-                          size_t nrows)                                        \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    for (size_t r = 0; r < nrows; r++, x += n * 4)                             \
-      for (size_t i = 0; i < n; i++)                                           \
-        o[i] += sq(x + i * 4);                                                 \
-  }                                                                            \
-  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
-                          size_t nrows)                                        \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
-      if (n <= L) {                                                            \
-        u128 t = 0;                                                            \
-        for (size_t i = 0; i < n; i++)                                         \
-          t += sq(x + i * 4);                                                  \
-        o[r] += t;                                                             \
-      } else {                                                                 \
-        union rd__lanes ln;                                                    \
-        memset(&ln.w, 0, sizeof ln.w);                                         \
-        run_##name(&ln, x, n, 0);                                              \
-        o[r] += ln.w.lo;                                                       \
-      }                                                                        \
-    }                                                                          \
-  }
+  DEF_I32_RUN(name, sq)                                                        \
+  DEF_I32_COLS(name, sq)                                                       \
+  DEF_I32_ROWS(name, sq)
 
 DEF_I32_KERNELS(i32, sq_i32)
 DEF_I32_KERNELS(u32, sq_u32)
 
 /* The u128 fits any int32 sum: count < 2^62 elements, squares <= 2^64. */
-static void flush_u128(union rd__lanes *ln, void *acc)
+void rd__flush_u128(union rd__lanes *ln, void *acc)
 {
   u128 *o = acc;
   *o += ln->w.lo;
@@ -526,25 +344,77 @@ static void flush_u192(union rd__lanes *ln, void *acc)
 /* Table, merge, value                                                */
 /* ------------------------------------------------------------------ */
 
-static const struct rd__kernel kernels[RD__K_COUNT] = {
-  [RD__K_F32] = {RD__ACC_F64, 8, run_f32, flush_d, cols_f32, rows_f32},
-  [RD__K_F16] = {RD__ACC_F64, 8, run_f16, flush_d, cols_f16, rows_f16},
-  [RD__K_BF16] = {RD__ACC_F64, 8, run_bf16, flush_d, cols_bf16, rows_bf16},
-  [RD__K_F64] = {RD__ACC_BLUE, sizeof(struct rd__blue), run_f64, flush_f64,
-                 cols_f64, rows_f64},
-  [RD__K_I32] = {RD__ACC_U128, 16, run_i32, flush_u128, cols_i32, rows_i32},
-  [RD__K_U32] = {RD__ACC_U128, 16, run_u32, flush_u128, cols_u32, rows_u32},
+static const struct rd__kernel portable[RD__K_COUNT] = {
+  [RD__K_F32] = {RD__ACC_F64, 8, run_f32, rd__flush_d, cols_f32, rows_f32},
+  [RD__K_F16] = {RD__ACC_F64, 8, run_f16, rd__flush_d, cols_f16, rows_f16},
+  [RD__K_BF16] = {RD__ACC_F64, 8, run_bf16, rd__flush_d, cols_bf16,
+                  rows_bf16},
+  [RD__K_F64] = {RD__ACC_BLUE, sizeof(struct rd__blue), run_f64,
+                 rd__flush_f64, cols_f64, rows_f64},
+  [RD__K_I32] = {RD__ACC_U128, 16, run_i32, rd__flush_u128, cols_i32,
+                 rows_i32},
+  [RD__K_U32] = {RD__ACC_U128, 16, run_u32, rd__flush_u128, cols_u32,
+                 rows_u32},
   [RD__K_I64] = {RD__ACC_U192, sizeof(struct rd__u192), run_i64, flush_u192,
                  cols_i64, rows_i64},
   [RD__K_U64] = {RD__ACC_U192, sizeof(struct rd__u192), run_u64, flush_u192,
                  cols_u64, rows_u64},
 };
 
-const struct rd__kernel *rd__kernel_for(int kernel_id)
+/* Filled once before main() (single-threaded), read-only afterwards. */
+static struct rd__kernel simd[RD__K_COUNT];
+static int simd_ok;
+static int active = RD__IMPL_PORTABLE;
+
+static int cpu_has_avx2(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init(); /* needed when called from a constructor */
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return 0;
+#endif
+}
+
+/* Runs before main() and before any thread exists, so the choice is made
+ * exactly once without locking. */
+__attribute__((constructor)) static void kernels_init(void)
+{
+  const char *env = getenv("REDUCED_KERNELS");
+  memcpy(simd, portable, sizeof simd);
+  simd_ok = cpu_has_avx2() && rd__kernels_avx2_fill(simd) == 0;
+  active = simd_ok && !(env && strcmp(env, "portable") == 0)
+               ? RD__IMPL_AVX2 : RD__IMPL_PORTABLE;
+}
+
+const struct rd__kernel *rd__kernel_impl(int kernel_id, int impl)
 {
   if (kernel_id < 0 || kernel_id >= RD__K_COUNT)
     return NULL;
-  return &kernels[kernel_id];
+  if (impl == RD__IMPL_PORTABLE)
+    return &portable[kernel_id];
+  if (impl == RD__IMPL_AVX2 && simd_ok)
+    return &simd[kernel_id];
+  return NULL;
+}
+
+const struct rd__kernel *rd__kernel_for(int kernel_id)
+{
+  return rd__kernel_impl(kernel_id, active);
+}
+
+int rd__kernels_active(void)
+{
+  return active;
+}
+
+int rd__kernels_select(int impl)
+{
+  if (impl != RD__IMPL_PORTABLE && !(impl == RD__IMPL_AVX2 && simd_ok))
+    return -1;
+  active = impl;
+  return 0;
 }
 
 int rd__kernel_id(int dtype)
@@ -632,4 +502,57 @@ double rd__acc_value(enum rd__acc_class cls, const void *acc, int l2)
     return blue_value(acc, l2);
   memcpy(&v, acc, sizeof v);
   return l2 ? sqrt(v) : v;
+}
+
+void rd__float_store(int dtype, double v, void *dst)
+{
+  if (isnan(v))
+    v = NAN; /* default quiet NaN: payloads depend on operand order */
+  if (dtype == RD_FLOAT64) {
+    memcpy(dst, &v, sizeof v);
+  } else if (dtype == RD_FLOAT32) {
+    float f = (float)v; /* one RNE rounding */
+    memcpy(dst, &f, sizeof f);
+  } else {
+    uint16_t h = dtype == RD_FLOAT16 ? rd_f64_to_f16(v) : rd_f64_to_bf16(v);
+    memcpy(dst, &h, sizeof h);
+  }
+}
+
+/* Rows per block: the accumulators of a block stay in L1. */
+#define OUT_BLOCK 64
+
+void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
+                  const unsigned char *x, size_t n, size_t nrows, int l2)
+{
+  unsigned char *o = out;
+  size_t esz = rd_dtype_size(dtype);
+  union {
+    double d[OUT_BLOCK];
+    struct rd__blue b[OUT_BLOCK];
+  } acc;
+  while (nrows > 0) {
+    size_t m = nrows < OUT_BLOCK ? nrows : OUT_BLOCK;
+    memset(&acc, 0, k->acc_class == RD__ACC_BLUE ? m * sizeof acc.b[0]
+                                                  : m * sizeof acc.d[0]);
+    k->rows(&acc, x, n, m);
+    if (k->acc_class == RD__ACC_F64 && dtype == RD_FLOAT32) {
+      /* The common case, in a loop the compiler can keep simple. */
+      for (size_t r = 0; r < m; r++) {
+        double v = l2 ? sqrt(acc.d[r]) : acc.d[r];
+        float f = isnan(v) ? NAN : (float)v;
+        memcpy(o + r * 4, &f, sizeof f);
+      }
+    } else {
+      for (size_t r = 0; r < m; r++)
+        rd__float_store(dtype,
+                        k->acc_class == RD__ACC_BLUE
+                            ? rd__acc_value(k->acc_class, &acc.b[r], l2)
+                            : rd__acc_value(k->acc_class, &acc.d[r], l2),
+                        o + r * esz);
+    }
+    o += m * esz;
+    x += m * n * esz;
+    nrows -= m;
+  }
 }

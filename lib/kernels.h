@@ -10,7 +10,9 @@
  *    a fixed tree and adds the result to one output accumulator;
  *  - innermost group kept: rd__kernel.cols() adds x[j]^2 to acc[j], row by
  *    row;
- *  - whole runs at once: rd__kernel.rows() (short rows without lane state).
+ *  - whole runs at once: rd__kernel.rows() (short rows without lane state),
+ *    or rd__rows_out() when each output is exactly one run (float classes),
+ *    which writes finished output elements instead of accumulators.
  *
  * Every kernel is split-invariant: calling run() on [0,n) or on [0,m) and
  * then [m,n) (with the right `pos`) leaves the same bits, which is what makes
@@ -27,6 +29,13 @@
  *  - RD__ACC_U128 (16): int32/uint32, exact.
  *  - RD__ACC_U192 (32): int64/uint64, exact (128-bit sum plus a carry word).
  * Integer sums are exact, so their order does not matter.
+ *
+ * Implementations: a portable C path (any architecture) and, on x86-64, an
+ * AVX2+FMA+F16C path chosen once at load time when the CPU has those
+ * features.  Both follow the order above exactly and give identical bits
+ * (FMA only where the product is exact: squares of float32/16/bfloat16 in
+ * double).  REDUCED_KERNELS=portable in the environment forces the portable
+ * path.
  */
 #ifndef KERNELS_H
 #define KERNELS_H
@@ -90,9 +99,36 @@ struct rd__kernel {
   void (*rows)(void *acc, const unsigned char *x, size_t n, size_t nrows);
 };
 
-/* Kernel for an element type (enum rd_dtype value); NULL if unsupported. */
+enum rd__impl { RD__IMPL_PORTABLE = 0, RD__IMPL_AVX2 = 1, RD__IMPL_COUNT };
+
+/* Kernel of the active implementation for a kernel id; NULL if invalid. */
 const struct rd__kernel *rd__kernel_for(int kernel_id);
+/* Kernel of a given implementation; NULL if that implementation is not
+ * available on this build and CPU (for tests comparing implementations). */
+const struct rd__kernel *rd__kernel_impl(int kernel_id, int impl);
+/* Kernel id of an element type (enum rd_dtype value); -1 if unsupported. */
 int rd__kernel_id(int dtype);
+
+/* Active implementation (enum rd__impl).  Chosen before main() runs from
+ * the CPU and REDUCED_KERNELS; rd__kernels_select() switches it and returns
+ * 0, or -1 if `impl` is not available.  Only for tests: not thread-safe
+ * against executions running at the same time (their kernels are looked up
+ * when they are created). */
+int rd__kernels_active(void);
+int rd__kernels_select(int impl);
+
+/* Writes the output element of a float class (dtype float32, float64,
+ * float16 or bfloat16) for the final double value v, rounded once to
+ * nearest even.  Every NaN becomes the type's default quiet NaN, since NaN
+ * payloads depend on operand order inside the hardware. */
+void rd__float_store(int dtype, double v, void *dst);
+
+/* nrows complete runs of n elements (float classes only), each the whole
+ * input of one output: writes output elements out[0..nrows) of `dtype`,
+ * the same bits as rows() into zeroed accumulators followed by
+ * rd__acc_value() and rd__float_store(). */
+void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
+                  const unsigned char *x, size_t n, size_t nrows, int l2);
 
 /* dst += src for one accumulator of the class. */
 void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src);

@@ -465,6 +465,9 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
 struct geom {
   const struct rd__kernel *k;
   size_t esz, accsz, ng;
+  size_t osz;                     /* bytes per output slot of the buffers */
+  int direct;                     /* slots are finished output elements */
+  int l2, dtype;
   uint64_t inner;                 /* size of the innermost group */
   int inner_red;
   int outer_red;                  /* partials per part needed */
@@ -487,6 +490,7 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
   g->k = rd__kernel_for(pl->priv.kernel);
   g->esz = pl->elem_size;
   g->accsz = g->k->acc_size;
+  g->osz = g->accsz;
   g->ng = pl->priv.ngroups;
   if (g->ng == 0)
     return;
@@ -494,6 +498,17 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
   g->inner_red = pl->priv.reduced[g->ng - 1];
   g->outer_red = pl->priv.reduced[0];
   g->unit = pl->in_count / pl->priv.size[0];
+  g->l2 = pl->op == RD_OP_L2;
+  g->dtype = pl->dtype;
+  /* [kept, reduced]: every output is one whole run, and parts (cut in the
+   * kept group) never split a run, so a finished run is written out as the
+   * output element at once instead of going through an accumulator and a
+   * final pass.  Integers keep accumulators: their overflow errors are
+   * reported by finish. */
+  g->direct = g->ng == 2 && !g->outer_red && g->inner_red &&
+              (g->k->acc_class == RD__ACC_F64 ||
+               g->k->acc_class == RD__ACC_BLUE);
+  g->osz = g->direct ? g->esz : g->accsz;
   for (size_t i = g->ng; i-- > 0;)
     if (!pl->priv.reduced[i]) {
       g->ostride[i] = prod;
@@ -555,7 +570,10 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
     rows = 1;
   else if (rows > (left = pl->priv.size[o] - c->idx[o]))
     rows = left;
-  if (g->inner_red)
+  if (g->direct)
+    rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x,
+                 (size_t)g->inner, (size_t)rows, g->l2);
+  else if (g->inner_red)
     g->k->rows(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
   else
     g->k->cols(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
@@ -567,6 +585,26 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
   }
   next_row(c, pl, g);
   return rows;
+}
+
+/* Ends the current run segment: its lanes go to the row's accumulator, or
+ * in direct mode (where a segment is a whole run) to the output slot. */
+static void flush_segment(struct cursor *c, const struct geom *g,
+                          unsigned char *acc)
+{
+  if (g->direct) {
+    union {
+      struct rd__blue b;
+      double d;
+    } tmp;
+    memset(&tmp, 0, sizeof tmp);
+    g->k->flush(&c->lanes, &tmp);
+    rd__float_store(g->dtype, rd__acc_value(g->k->acc_class, &tmp, g->l2),
+                    acc + c->obase * g->osz);
+  } else {
+    g->k->flush(&c->lanes, acc + c->obase * g->accsz);
+  }
+  c->seg = 0;
 }
 
 /* Adds n elements at x (all inside one part) to the accumulators `acc`. */
@@ -594,10 +632,8 @@ static void process(struct cursor *c, const struct rd_plan *pl,
     x += take * g->esz;
     n -= take;
     if (c->off == g->inner) {
-      if (g->inner_red) {
-        g->k->flush(&c->lanes, acc + c->obase * g->accsz);
-        c->seg = 0;
-      }
+      if (g->inner_red)
+        flush_segment(c, g, acc);
       c->off = 0;
       next_row(c, pl, g);
     }
@@ -608,10 +644,8 @@ static void process(struct cursor *c, const struct rd_plan *pl,
 static void end_segment(struct cursor *c, const struct geom *g,
                         unsigned char *acc)
 {
-  if (g->inner_red && c->seg > 0) {
-    g->k->flush(&c->lanes, acc + c->obase * g->accsz);
-    c->seg = 0;
-  }
+  if (g->inner_red && c->seg > 0)
+    flush_segment(c, g, acc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -754,22 +788,7 @@ static int store(const struct rd_plan *pl, const struct geom *g,
   enum rd__acc_class cls = g->k->acc_class;
 
   if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
-    double v = rd__acc_value(cls, acc, l2);
-    /* Which NaN survives an addition depends on operand order, which differs
-     * between vector and scalar loops; one canonical quiet NaN keeps every
-     * execution path bit-identical. */
-    if (isnan(v))
-      v = NAN;
-    if (pl->dtype == RD_FLOAT64) {
-      memcpy(dst, &v, sizeof v);
-    } else if (pl->dtype == RD_FLOAT32) {
-      float f = (float)v; /* one RNE rounding */
-      memcpy(dst, &f, sizeof f);
-    } else {
-      uint16_t h = pl->dtype == RD_FLOAT16 ? rd_f64_to_f16(v)
-                                           : rd_f64_to_bf16(v);
-      memcpy(dst, &h, sizeof h);
-    }
+    rd__float_store(pl->dtype, rd__acc_value(cls, acc, l2), dst);
     return 0;
   }
 
@@ -839,7 +858,7 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
   ex->plan = *plan;
   geom_init(&ex->g, plan);
   ex->acc = alloc_accs(ex->g.outer_red ? plan->nparts : 1, plan->out_count,
-                       ex->g.accsz);
+                       ex->g.osz);
   if (!ex->acc) {
     free(ex);
     return RD_E_NOMEM;
@@ -886,6 +905,11 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     u128 q;
     double d;
   } tmp;
+  if (g->direct) {
+    if (pl->out_bytes > 0 && (const void *)acc != out)
+      memcpy(out, acc, (size_t)pl->out_bytes);
+    return 0;
+  }
   for (uint64_t o = 0; o < pl->out_count; o++) {
     const void *a = acc + o * g->accsz;
     int rc;
@@ -940,9 +964,13 @@ struct rd_stream {
   size_t ncarry;
   unsigned char *cur;       /* accumulators of the current part */
   unsigned char *total;     /* sum of finished parts (== cur if outer kept) */
+  int borrowed;             /* cur is the caller's output buffer */
 };
 
-int rd_stream_create(const struct rd_plan *plan, struct rd_stream **out)
+/* direct_out: in direct mode, finished outputs go straight there (used by
+ * rd_execute, which has the output buffer from the start). */
+static int stream_create(const struct rd_plan *plan, void *direct_out,
+                         struct rd_stream **out)
 {
   struct rd_stream *s;
   uint64_t start;
@@ -951,7 +979,12 @@ int rd_stream_create(const struct rd_plan *plan, struct rd_stream **out)
     return RD_E_NOMEM;
   s->plan = *plan;
   geom_init(&s->g, plan);
-  s->cur = alloc_accs(1, plan->out_count, s->g.accsz);
+  if (s->g.direct && direct_out && plan->out_bytes > 0) {
+    s->cur = direct_out;
+    s->borrowed = 1;
+  } else {
+    s->cur = alloc_accs(1, plan->out_count, s->g.osz);
+  }
   s->total = s->g.outer_red ? alloc_accs(1, plan->out_count, s->g.accsz)
                             : s->cur;
   if (!s->cur || !s->total) {
@@ -964,6 +997,11 @@ int rd_stream_create(const struct rd_plan *plan, struct rd_stream **out)
   }
   *out = s;
   return 0;
+}
+
+int rd_stream_create(const struct rd_plan *plan, struct rd_stream **out)
+{
+  return stream_create(plan, NULL, out);
 }
 
 static void stream_end_part(struct rd_stream *s)
@@ -1060,7 +1098,8 @@ void rd_stream_destroy(struct rd_stream *s)
   if (s) {
     if (s->total != s->cur)
       free(s->total);
-    free(s->cur);
+    if (!s->borrowed)
+      free(s->cur);
     free(s);
   }
 }
@@ -1084,7 +1123,7 @@ int rd_execute(const struct rd_plan *plan, const void *in, void *out,
                    "addressed", plan->in_bytes);
   if (plan->in_bytes > 0 && !in)
     return set_err(err, RD_E_INVALID, "input buffer is NULL");
-  if ((rc = rd_stream_create(plan, &s)) != 0)
+  if ((rc = stream_create(plan, out, &s)) != 0)
     return set_err(err, rc, "no memory for %" PRIu64 " accumulators",
                    plan->out_count);
   rc = rd_stream_feed(s, in, (size_t)plan->in_bytes, err);

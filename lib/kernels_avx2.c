@@ -1,0 +1,401 @@
+/* kernels_avx2.c - AVX2+FMA+F16C kernels (x86-64 only; chosen at run time
+ * by kernels.c when the CPU has all three features).
+ *
+ * Each kernel keeps the summation order of kernels.h exactly: the 16 lanes
+ * of a run are four __m256d registers (lane l is element l of a block of
+ * 16), columns are accumulated row by row, and heads, tails and rare cases
+ * use the scalar helpers of kernels_impl.h.  FMA appears only where the
+ * product is exact (squares of float32/float16/bfloat16 in double), so it
+ * rounds like the portable multiply-then-add.  The float64 Kahan steps use
+ * separate multiply and subtract (the library builds with -ffp-contract=off
+ * so the compiler does not fuse them either).
+ */
+#include "kernels_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT __attribute__((target("avx2,fma,f16c")))
+
+/* Software prefetch distance in bytes.  The loops are short, so without it
+ * the reorder window, not DRAM, limits how many lines are in flight on one
+ * core (seen as float16 reaching half the bytes/s of float32).  Prefetches
+ * never fault, so running past the end of the input is harmless. */
+#define PF_DIST 2048
+#define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
+
+/* ------------------------------------------------------------------ */
+/* Widening loads: 8 elements -> two vectors of 4 doubles (exact)      */
+/* ------------------------------------------------------------------ */
+
+TGT static inline void w8_f32(const unsigned char *p, __m256d *lo,
+                              __m256d *hi)
+{
+  *lo = _mm256_cvtps_pd(_mm_loadu_ps((const float *)(const void *)p));
+  *hi = _mm256_cvtps_pd(_mm_loadu_ps((const float *)(const void *)(p + 16)));
+}
+
+/* F16C conversion is exact for every half, subnormals included. */
+TGT static inline void w8_f16(const unsigned char *p, __m256d *lo,
+                              __m256d *hi)
+{
+  __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+  *lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+  *hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+}
+
+TGT static inline void w8_bf16(const unsigned char *p, __m256d *lo,
+                               __m256d *hi)
+{
+  __m256i u = _mm256_cvtepu16_epi32(
+      _mm_loadu_si128((const __m128i *)(const void *)p));
+  __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  *lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+  *hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+}
+
+/* ------------------------------------------------------------------ */
+/* double accumulators: float32, float16, bfloat16                    */
+/* ------------------------------------------------------------------ */
+
+/* The fixed tree of kernels.h on lanes q0..q3 (lanes 0-3, 4-7, 8-11,
+ * 12-15): (k, k+8), (k, k+4), (k, k+2), (k, k+1). */
+TGT static inline double tree4(__m256d q0, __m256d q1, __m256d q2,
+                               __m256d q3)
+{
+  __m256d c = _mm256_add_pd(_mm256_add_pd(q0, q2), _mm256_add_pd(q1, q3));
+  __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c),
+                         _mm256_extractf128_pd(c, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+}
+
+#define DEF_AVX_D(name, esz, w8, load)                                         \
+  TGT static void run_##name(union rd__lanes *ln, const unsigned char *x,      \
+                             size_t n, uint64_t pos)                           \
+  {                                                                            \
+    size_t k = (size_t)(pos % L), i = 0;                                       \
+    for (; k != 0 && i < n; i++, k = (k + 1) % L) {                            \
+      double v = load(x + i * (esz));                                          \
+      ln->d[k] += v * v;                                                       \
+    }                                                                          \
+    if (i + L <= n) {                                                          \
+      __m256d a0 = _mm256_loadu_pd(ln->d), a1 = _mm256_loadu_pd(ln->d + 4);   \
+      __m256d a2 = _mm256_loadu_pd(ln->d + 8);                                 \
+      __m256d a3 = _mm256_loadu_pd(ln->d + 12);                                \
+      for (; i + L <= n; i += L) {                                             \
+        __m256d v0, v1, v2, v3;                                                \
+        PF(x + i * (esz));                                                     \
+        w8(x + i * (esz), &v0, &v1);                                           \
+        w8(x + (i + 8) * (esz), &v2, &v3);                                     \
+        a0 = _mm256_fmadd_pd(v0, v0, a0);                                      \
+        a1 = _mm256_fmadd_pd(v1, v1, a1);                                      \
+        a2 = _mm256_fmadd_pd(v2, v2, a2);                                      \
+        a3 = _mm256_fmadd_pd(v3, v3, a3);                                      \
+      }                                                                        \
+      _mm256_storeu_pd(ln->d, a0);                                             \
+      _mm256_storeu_pd(ln->d + 4, a1);                                         \
+      _mm256_storeu_pd(ln->d + 8, a2);                                         \
+      _mm256_storeu_pd(ln->d + 12, a3);                                        \
+    }                                                                          \
+    for (size_t l = 0; i < n; i++, l++) {                                      \
+      double v = load(x + i * (esz));                                          \
+      ln->d[l] += v * v;                                                       \
+    }                                                                          \
+  }                                                                            \
+  /* Four rows at a time: each accumulator is loaded and stored once per     \
+   * four rows, and still takes its rows in order. */                         \
+  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
+                              size_t nrows)                                    \
+  {                                                                            \
+    double *o = acc;                                                           \
+    const size_t rs = n * (esz);                                               \
+    size_t r = 0;                                                              \
+    while (r < nrows) {                                                        \
+      size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;                        \
+      if (nr == 4) {                                                           \
+        for (; j + 8 <= n; j += 8) {                                           \
+          __m256d s0 = _mm256_loadu_pd(o + j);                                 \
+          __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;                     \
+          for (size_t q = 0; q < 4; q++) {                                     \
+            PF(x + q * rs + j * (esz));                                        \
+            w8(x + q * rs + j * (esz), &v0, &v1);                              \
+            s0 = _mm256_fmadd_pd(v0, v0, s0);                                  \
+            s1 = _mm256_fmadd_pd(v1, v1, s1);                                  \
+          }                                                                    \
+          _mm256_storeu_pd(o + j, s0);                                         \
+          _mm256_storeu_pd(o + j + 4, s1);                                     \
+        }                                                                      \
+      } else {                                                                 \
+        for (; j + 8 <= n; j += 8) {                                           \
+          __m256d s0 = _mm256_loadu_pd(o + j);                                 \
+          __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;                     \
+          for (size_t q = 0; q < nr; q++) {                                    \
+            w8(x + q * rs + j * (esz), &v0, &v1);                              \
+            s0 = _mm256_fmadd_pd(v0, v0, s0);                                  \
+            s1 = _mm256_fmadd_pd(v1, v1, s1);                                  \
+          }                                                                    \
+          _mm256_storeu_pd(o + j, s0);                                         \
+          _mm256_storeu_pd(o + j + 4, s1);                                     \
+        }                                                                      \
+      }                                                                        \
+      for (; j < n; j++) {                                                     \
+        double s = o[j];                                                       \
+        for (size_t q = 0; q < nr; q++) {                                      \
+          double v = load(x + q * rs + j * (esz));                             \
+          s += v * v;                                                          \
+        }                                                                      \
+        o[j] = s;                                                              \
+      }                                                                        \
+      r += nr;                                                                 \
+      x += nr * rs;                                                            \
+    }                                                                          \
+  }                                                                            \
+  /* Short rows: zero lanes beyond n add +0, an exact no-op (lane values     \
+   * are never -0), so the full tree equals the truncated one. */             \
+  TGT static void rows_##name(void *acc, const unsigned char *x, size_t n,    \
+                              size_t nrows)                                    \
+  {                                                                            \
+    double *o = acc;                                                           \
+    if (n == L) {                                                              \
+      for (size_t r = 0; r < nrows; r++, x += L * (esz)) {                     \
+        __m256d v0, v1, v2, v3;                                                \
+        PF(x);                                                                 \
+        w8(x, &v0, &v1);                                                       \
+        w8(x + 8 * (esz), &v2, &v3);                                           \
+        o[r] += tree4(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1),            \
+                      _mm256_mul_pd(v2, v2), _mm256_mul_pd(v3, v3));           \
+      }                                                                        \
+    } else if (n < L) {                                                        \
+      unsigned char buf[L * (esz)];                                            \
+      memset(buf, 0, sizeof buf);                                              \
+      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
+        __m256d v0, v1, v2, v3;                                                \
+        PF(x);                                                                 \
+        memcpy(buf, x, n * (esz));                                             \
+        w8(buf, &v0, &v1);                                                     \
+        w8(buf + 8 * (esz), &v2, &v3);                                         \
+        o[r] += tree4(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1),            \
+                      _mm256_mul_pd(v2, v2), _mm256_mul_pd(v3, v3));           \
+      }                                                                        \
+    } else {                                                                   \
+      /* run() from empty lanes and flush(), with the lanes in registers. */  \
+      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;           \
+        size_t i = 0;                                                          \
+        for (; i + L <= n; i += L) {                                           \
+          __m256d v0, v1, v2, v3;                                              \
+          PF(x + i * (esz));                                                   \
+          w8(x + i * (esz), &v0, &v1);                                         \
+          w8(x + (i + 8) * (esz), &v2, &v3);                                   \
+          a0 = _mm256_fmadd_pd(v0, v0, a0);                                    \
+          a1 = _mm256_fmadd_pd(v1, v1, a1);                                    \
+          a2 = _mm256_fmadd_pd(v2, v2, a2);                                    \
+          a3 = _mm256_fmadd_pd(v3, v3, a3);                                    \
+        }                                                                      \
+        if (i < n) {                                                           \
+          double d[L];                                                         \
+          _mm256_storeu_pd(d, a0);                                             \
+          _mm256_storeu_pd(d + 4, a1);                                         \
+          _mm256_storeu_pd(d + 8, a2);                                         \
+          _mm256_storeu_pd(d + 12, a3);                                        \
+          for (size_t l = 0; i < n; i++, l++) {                                \
+            double v = load(x + i * (esz));                                    \
+            d[l] += v * v;                                                     \
+          }                                                                    \
+          a0 = _mm256_loadu_pd(d);                                             \
+          a1 = _mm256_loadu_pd(d + 4);                                         \
+          a2 = _mm256_loadu_pd(d + 8);                                         \
+          a3 = _mm256_loadu_pd(d + 12);                                        \
+        }                                                                      \
+        o[r] += tree4(a0, a1, a2, a3);                                         \
+      }                                                                        \
+    }                                                                          \
+  }
+
+DEF_AVX_D(f32, 4, w8_f32, ld_f32)
+DEF_AVX_D(f16, 2, w8_f16, ld_f16)
+DEF_AVX_D(bf16, 2, w8_bf16, ld_bf16)
+
+/* ------------------------------------------------------------------ */
+/* float64: vector check that a block is mid-range, vector Kahan       */
+/* ------------------------------------------------------------------ */
+
+/* All-ones in each lane whose |v| is mid-range (is_mid()); NaN is not. */
+TGT static inline __m256d mid_mask(__m256d v)
+{
+  const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+  __m256d a = _mm256_and_pd(v, absm);
+  __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL),
+                                           _CMP_GE_OQ),
+                             _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG),
+                                           _CMP_LE_OQ));
+  return _mm256_or_pd(in, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
+}
+
+/* kahan() on four lanes: the same operations, unfused. */
+TGT static inline void kahan4(__m256d *s, __m256d *c, __m256d v)
+{
+  __m256d u = _mm256_sub_pd(_mm256_mul_pd(v, v), *c);
+  __m256d t = _mm256_add_pd(*s, u);
+  *c = _mm256_sub_pd(_mm256_sub_pd(t, *s), u);
+  *s = t;
+}
+
+TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
+                        uint64_t pos)
+{
+  size_t k = (size_t)(pos % L), i = 0;
+  for (; k != 0 && i < n; i++, k = (k + 1) % L)
+    lane_blue_add(ln, k, ld_f64(x + i * 8));
+  if (i + L <= n) {
+    __m256d s[4], c[4];
+    for (size_t q = 0; q < 4; q++) {
+      s[q] = _mm256_loadu_pd(ln->b.ms + 4 * q);
+      c[q] = _mm256_loadu_pd(ln->b.mc + 4 * q);
+    }
+    for (; i + L <= n; i += L) {
+      __m256d v[4], ok;
+      PF(x + i * 8);
+      PF(x + i * 8 + 64);
+      for (size_t q = 0; q < 4; q++)
+        v[q] = _mm256_loadu_pd((const double *)(const void *)(x + (i + 4 * q) * 8));
+      ok = _mm256_and_pd(_mm256_and_pd(mid_mask(v[0]), mid_mask(v[1])),
+                         _mm256_and_pd(mid_mask(v[2]), mid_mask(v[3])));
+      if (_mm256_movemask_pd(ok) == 0xf) {
+        for (size_t q = 0; q < 4; q++)
+          kahan4(&s[q], &c[q], v[q]);
+      } else {
+        /* Rare: the scalar classification, lanes in order. */
+        for (size_t q = 0; q < 4; q++) {
+          _mm256_storeu_pd(ln->b.ms + 4 * q, s[q]);
+          _mm256_storeu_pd(ln->b.mc + 4 * q, c[q]);
+        }
+        for (size_t l = 0; l < L; l++)
+          lane_blue_add(ln, l, ld_f64(x + (i + l) * 8));
+        for (size_t q = 0; q < 4; q++) {
+          s[q] = _mm256_loadu_pd(ln->b.ms + 4 * q);
+          c[q] = _mm256_loadu_pd(ln->b.mc + 4 * q);
+        }
+      }
+    }
+    for (size_t q = 0; q < 4; q++) {
+      _mm256_storeu_pd(ln->b.ms + 4 * q, s[q]);
+      _mm256_storeu_pd(ln->b.mc + 4 * q, c[q]);
+    }
+  }
+  for (size_t l = 0; i < n; i++, l++)
+    lane_blue_add(ln, l, ld_f64(x + i * 8));
+}
+
+/* (ms, mc) of accumulator o: adjacent doubles of struct rd__blue. */
+static inline double *blue_mid(struct rd__blue *o)
+{
+  return (double *)(void *)((unsigned char *)o +
+                            offsetof(struct rd__blue, ms));
+}
+
+/* Blocks of 4 columns x up to 4 rows: when all 16 values are mid-range the
+ * four (ms, mc) pairs are transposed into two vectors, updated row by row
+ * and transposed back; otherwise the scalar path, each column's rows in
+ * order. */
+TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  struct rd__blue *o = acc;
+  const size_t rs = n * 8;
+  size_t r = 0;
+  while (r < nrows) {
+    size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;
+    for (; j + 4 <= n; j += 4) {
+      __m256d v[4], ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+      for (size_t q = 0; q < nr; q++) {
+        PF(x + q * rs + j * 8);
+        v[q] = _mm256_loadu_pd((const double *)(const void *)(x + q * rs + j * 8));
+        ok = _mm256_and_pd(ok, mid_mask(v[q]));
+      }
+      if (_mm256_movemask_pd(ok) == 0xf) {
+        __m256d a = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[j + 2])),
+                                     _mm_loadu_pd(blue_mid(&o[j])));
+        __m256d b = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[j + 3])),
+                                     _mm_loadu_pd(blue_mid(&o[j + 1])));
+        __m256d s = _mm256_unpacklo_pd(a, b), c = _mm256_unpackhi_pd(a, b);
+        for (size_t q = 0; q < nr; q++)
+          kahan4(&s, &c, v[q]);
+        a = _mm256_unpacklo_pd(s, c);
+        b = _mm256_unpackhi_pd(s, c);
+        _mm_storeu_pd(blue_mid(&o[j]), _mm256_castpd256_pd128(a));
+        _mm_storeu_pd(blue_mid(&o[j + 2]), _mm256_extractf128_pd(a, 1));
+        _mm_storeu_pd(blue_mid(&o[j + 1]), _mm256_castpd256_pd128(b));
+        _mm_storeu_pd(blue_mid(&o[j + 3]), _mm256_extractf128_pd(b, 1));
+      } else {
+        for (size_t jj = j; jj < j + 4; jj++)
+          for (size_t q = 0; q < nr; q++)
+            acc_blue_add(&o[jj], ld_f64(x + q * rs + jj * 8));
+      }
+    }
+    for (; j < n; j++)
+      for (size_t q = 0; q < nr; q++)
+        acc_blue_add(&o[j], ld_f64(x + q * rs + j * 8));
+    r += nr;
+    x += nr * rs;
+  }
+}
+
+TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  struct rd__blue *o = acc;
+  if (n <= L) {
+    rd__rows_f64_short(acc, x, n, nrows);
+    return;
+  }
+  for (size_t r = 0; r < nrows; r++, x += n * 8) {
+    union rd__lanes ln;
+    memset(&ln.b, 0, sizeof ln.b);
+    run_f64(&ln, x, n, 0);
+    rd__flush_f64(&ln, &o[r]);
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* 32-bit integers: the portable loops, vectorised with AVX2           */
+/* ------------------------------------------------------------------ */
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+DEF_I32_RUN(i32, sq_i32)
+DEF_I32_RUN(u32, sq_u32)
+DEF_I32_COLS(i32, sq_i32)
+DEF_I32_COLS(u32, sq_u32)
+DEF_I32_ROWS(i32, sq_i32)
+DEF_I32_ROWS(u32, sq_u32)
+#pragma GCC pop_options
+
+int rd__kernels_avx2_fill(struct rd__kernel *tab)
+{
+#define SET(id, nm)                                                            \
+  do {                                                                         \
+    tab[id].run = run_##nm;                                                    \
+    tab[id].cols = cols_##nm;                                                  \
+    tab[id].rows = rows_##nm;                                                  \
+  } while (0)
+  SET(RD__K_F32, f32);
+  SET(RD__K_F16, f16);
+  SET(RD__K_BF16, bf16);
+  SET(RD__K_F64, f64);
+  SET(RD__K_I32, i32);
+  SET(RD__K_U32, u32);
+#undef SET
+  return 0;
+}
+
+#else /* no x86-64 SIMD path in this build */
+
+int rd__kernels_avx2_fill(struct rd__kernel *tab)
+{
+  (void)tab;
+  return -1;
+}
+
+#endif

@@ -1,0 +1,283 @@
+/* kernels_impl.h - pieces shared by the kernel implementations (kernels.c,
+ * the portable path, and kernels_avx2.c); private to those files.
+ *
+ * The helpers here define the per-element operations of the summation order
+ * documented in kernels.h, so every implementation that uses them for its
+ * heads, tails and fallbacks gives the same bits.
+ */
+#ifndef KERNELS_IMPL_H
+#define KERNELS_IMPL_H
+
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define L RD__LANES
+
+/* Blue's thresholds and power-of-two scales (exact scalings). */
+#define BLUE_BIG 0x1p480
+#define BLUE_SMALL 0x1p-480
+#define BLUE_DOWN 0x1p-600
+#define BLUE_UP 0x1p600
+
+typedef unsigned __int128 u128;
+
+/* ------------------------------------------------------------------ */
+/* Element loads (memcpy: stream chunks can be arbitrarily aligned)    */
+/* ------------------------------------------------------------------ */
+
+static inline double ld_f32(const unsigned char *p)
+{
+  float v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* Exact float16 widening of |x| (only squares are needed, so the sign is
+ * dropped), branch-free in 32-bit lanes so the loops vectorise: re-bias the
+ * exponent into a float (inf/NaN keep their payload), subnormals are
+ * m * 2^-24; float -> double is exact.  Its square
+ * equals that of rd_f16_to_f64() for every pattern (tested). */
+static inline double ld_f16(const unsigned char *p)
+{
+  uint16_t h;
+  uint32_t e, m, nbits, sbits, zero;
+  float sub, f;
+  memcpy(&h, p, sizeof h);
+  e = ((uint32_t)h >> 10) & 0x1f;
+  m = (uint32_t)h & 0x3ff;
+  /* float exponent e - 15 + 127, or 255 for e == 31 (31 + 112 + 112) */
+  nbits = ((e + 112 + (uint32_t)(e == 31) * 112) << 23) | (m << 13);
+  sub = (float)(int32_t)m * 0x1p-24f;
+  memcpy(&sbits, &sub, sizeof sbits);
+  zero = 0 - (uint32_t)(e == 0); /* all ones for zero/subnormal */
+  nbits = (sbits & zero) | (nbits & ~zero);
+  memcpy(&f, &nbits, sizeof f);
+  return f;
+}
+
+/* bfloat16 is the top half of a float32: widening is a shift. */
+static inline double ld_bf16(const unsigned char *p)
+{
+  uint16_t h;
+  uint32_t u;
+  float f;
+  memcpy(&h, p, sizeof h);
+  u = (uint32_t)h << 16;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline double ld_f64(const unsigned char *p)
+{
+  double v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Trees and compensated sums                                         */
+/* ------------------------------------------------------------------ */
+
+/* Fixed combination tree of the lanes: (k, k+8), then (k, k+4), ... */
+static inline double tree(double *a)
+{
+  for (size_t w = L / 2; w >= 1; w /= 2)
+    for (size_t k = 0; k < w; k++)
+      a[k] += a[k + w];
+  return a[0];
+}
+
+/* The same tree when only lanes < n can be non-zero: the levels that would
+ * add +0 (an exact no-op, lane values are never -0) are skipped. */
+static inline double tree_n(double *a, size_t n)
+{
+  size_t w = 1;
+  while (w < n)
+    w *= 2;
+  for (w /= 2; w >= 1; w /= 2)
+    for (size_t k = 0; k < w; k++)
+      a[k] += a[k + w];
+  return a[0];
+}
+
+/* Mid range, where x*x neither overflows nor loses bits to underflow.
+ * Zero counts as mid so that blocks with zeros keep the fast path. */
+static inline int is_mid(double a)
+{
+  return ((a >= BLUE_SMALL) & (a <= BLUE_BIG)) | (a == 0);
+}
+
+/* Kahan step.  y is a rounded product, so no implementation may fuse the
+ * multiplication into the subtraction. */
+static inline void kahan(double *s, double *c, double y)
+{
+  double t, u = y - *c;
+  t = *s + u;
+  *c = (t - *s) - u;
+  *s = t;
+}
+
+/* Adds x^2 to the accumulator whose fields are at the given pointers.  Only
+ * the field of x's class changes, so skipping absent classes (a fast path
+ * for blocks that are all mid-range) gives the same bits. */
+static inline void blue_add(double *bs, double *bc, double *ms, double *mc,
+                            double *ss, double *sc, double *sp, double x)
+{
+  double a = fabs(x);
+  if (is_mid(a)) {
+    kahan(ms, mc, x * x);
+  } else if (a < BLUE_SMALL) {
+    double y = x * BLUE_UP;
+    kahan(ss, sc, y * y);
+  } else if (a <= DBL_MAX) {
+    double y = x * BLUE_DOWN;
+    kahan(bs, bc, y * y);
+  } else {
+    *sp += a; /* inf or NaN */
+  }
+}
+
+/* blue_add() on lane k of a lane state. */
+static inline void lane_blue_add(union rd__lanes *ln, size_t k, double v)
+{
+  blue_add(&ln->b.bs[k], &ln->b.bc[k], &ln->b.ms[k], &ln->b.mc[k],
+           &ln->b.ss[k], &ln->b.sc[k], &ln->b.sp[k], v);
+}
+
+/* blue_add() on accumulator o. */
+static inline void acc_blue_add(struct rd__blue *o, double v)
+{
+  blue_add(&o->bs, &o->bc, &o->ms, &o->mc, &o->ss, &o->sc, &o->sp, v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Integer kernels, instantiated by each implementation               */
+/* ------------------------------------------------------------------ */
+
+/* |x| as uint32 (|INT32_MIN| = 2^31 fits), then a 32x32->64 unsigned
+ * product, which SSE2 has (pmuludq). */
+static inline uint64_t sq_i32(const unsigned char *p)
+{
+  int32_t v;
+  uint32_t a;
+  memcpy(&v, p, sizeof v);
+  a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+  return (uint64_t)a * a;
+}
+
+static inline uint64_t sq_u32(const unsigned char *p)
+{
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return (uint64_t)v * v;
+}
+
+/* Prefetch for the streaming integer loops (see kernels_avx2.c). */
+#if defined(__GNUC__)
+#define RD__PREFETCH(p) __builtin_prefetch((const char *)(p) + 2048)
+#else
+#define RD__PREFETCH(p) ((void)(p))
+#endif
+
+/* Each half is < 2^32, so 2^31 elements per block cannot overflow a lane. */
+#define BLOCK32 ((size_t)1 << 31)
+#define L32 8
+
+/* Integer sums are exact, so any grouping gives the same result. */
+#define DEF_I32_RUN(name, sq)                                                  \
+  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  {                                                                            \
+    (void)pos;                                                                 \
+    while (n > 0) {                                                            \
+      size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;                             \
+      uint64_t lo[L32] = {0}, hi[L32] = {0};                                   \
+      u128 t = 0;                                                              \
+      for (; i + L32 <= m; i += L32) {                                         \
+        if (i % 16 == 0)                                                       \
+          RD__PREFETCH(x + i * 4);                                             \
+        for (size_t l = 0; l < L32; l++) {                                     \
+          uint64_t q = sq(x + (i + l) * 4);                                    \
+          lo[l] += q & 0xffffffffu;                                            \
+          hi[l] += q >> 32;                                                    \
+        }                                                                      \
+      }                                                                        \
+      for (; i < m; i++)                                                       \
+        t += sq(x + i * 4);                                                    \
+      for (size_t l = 0; l < L32; l++)                                         \
+        t += ((u128)hi[l] << 32) + lo[l];                                      \
+      ln->w.lo += t;                                                           \
+      x += m * 4;                                                              \
+      n -= m;                                                                  \
+    }                                                                          \
+  }
+
+/* Four rows at a time: one read-modify-write of each u128 per four rows
+ * (a sum of four squares < 2^66 fits the u128 temporary). */
+#define DEF_I32_COLS(name, sq)                                                 \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    u128 *o = acc;                                                             \
+    const size_t rs = n * 4;                                                   \
+    size_t r = 0;                                                              \
+    for (; r + 4 <= nrows; r += 4, x += 4 * rs)                                \
+      for (size_t i = 0; i < n; i++) {                                         \
+        const unsigned char *p = x + i * 4;                                    \
+        if (i % 16 == 0) {                                                     \
+          RD__PREFETCH(p);                                                     \
+          RD__PREFETCH(p + rs);                                                \
+          RD__PREFETCH(p + 2 * rs);                                            \
+          RD__PREFETCH(p + 3 * rs);                                            \
+        }                                                                      \
+        u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +          \
+                                              sq(p + 3 * rs);                  \
+        o[i] += a + b;                                                         \
+      }                                                                        \
+    for (; r < nrows; r++, x += rs)                                            \
+      for (size_t i = 0; i < n; i++)                                           \
+        o[i] += sq(x + i * 4);                                                 \
+  }
+
+#define DEF_I32_ROWS(name, sq)                                                 \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    u128 *o = acc;                                                             \
+    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
+      if (n <= L) {                                                            \
+        u128 t = 0;                                                            \
+        for (size_t i = 0; i < n; i++)                                         \
+          t += sq(x + i * 4);                                                  \
+        o[r] += t;                                                             \
+      } else {                                                                 \
+        union rd__lanes ln;                                                    \
+        memset(&ln.w, 0, sizeof ln.w);                                         \
+        run_##name(&ln, x, n, 0);                                              \
+        o[r] += ln.w.lo;                                                       \
+      }                                                                        \
+    }                                                                          \
+  }
+
+/* ------------------------------------------------------------------ */
+/* Shared out-of-line pieces (kernels.c)                              */
+/* ------------------------------------------------------------------ */
+
+void rd__flush_d(union rd__lanes *ln, void *acc);
+void rd__flush_f64(union rd__lanes *ln, void *acc);
+void rd__flush_u128(union rd__lanes *ln, void *acc);
+/* rows() of float64 for n <= L (no lane state needed). */
+void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
+                        size_t nrows);
+
+/* Overrides the entries of `tab` (a copy of the portable table) that
+ * kernels_avx2.c specialises.  Returns 0, or -1 when the build has no x86-64
+ * SIMD path (the caller checks the CPU). */
+int rd__kernels_avx2_fill(struct rd__kernel *tab);
+
+#endif /* KERNELS_IMPL_H */

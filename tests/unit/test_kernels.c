@@ -1,0 +1,365 @@
+/* test_kernels.c - the SIMD kernels give the same bits as the portable ones.
+ *
+ * Every entry point of every kernel (run at each lane position and every
+ * split point, flush, cols, rows, rd__rows_out) is run on both
+ * implementations with odd lengths and misaligned starts, over data mixing
+ * ordinary values with zeros, subnormals, infinities, NaNs and (float64)
+ * values in each of Blue's ranges, and the results are compared bit for
+ * bit (NaN accumulators only need to be NaN in both: payloads depend on the
+ * hardware's operand order, and outputs canonicalise them).  Whole plans
+ * are then run under both implementations and must give identical bytes.
+ * Skipped where the CPU or build has no SIMD path.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels.h"
+#include "reduce.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t next(void)
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1dull;
+}
+
+static const struct {
+  int dtype, id;
+  size_t esz;
+} types[] = {
+  {RD_FLOAT32, RD__K_F32, 4},  {RD_FLOAT16, RD__K_F16, 2},
+  {RD_BFLOAT16, RD__K_BF16, 2}, {RD_FLOAT64, RD__K_F64, 8},
+  {RD_INT32, RD__K_I32, 4},    {RD_UINT32, RD__K_U32, 4},
+  {RD_INT64, RD__K_I64, 8},    {RD_UINT64, RD__K_U64, 8},
+};
+#define NTYPES (sizeof types / sizeof types[0])
+
+/* One element of `dtype`; `rare` in 0..1000 is the per-mille chance of a
+ * special value (0: ordinary values only, so fast paths are taken). */
+static void gen(int dtype, unsigned char *p, unsigned rare)
+{
+  uint64_t r = next();
+  int special = (unsigned)(r % 1000) < rare;
+  unsigned kind = (unsigned)(r >> 10) % 8;
+  double m = (double)(r >> 20 & 0xfffff) * 0x1p-20 + 0.5; /* [0.5, 1.5) */
+  if (r >> 60 & 1)
+    m = -m;
+  switch (dtype) {
+  case RD_FLOAT32: {
+    static const uint32_t sp[8] = {0, 0x80000000u, 1, 0x7fffff, 0x7f800000u,
+                                   0x7fc00001u, 0x7f7fffffu, 0xff800000u};
+    float f = (float)(m * 100.0);
+    if (special)
+      memcpy(&f, &sp[kind], 4);
+    memcpy(p, &f, 4);
+    break;
+  }
+  case RD_FLOAT64: {
+    static const double sp[8] = {0.0, -0.0, 0x1p-1000, 0x1p-481, 0x1p480,
+                                 0x1p900, INFINITY, NAN};
+    /* Full 53-bit significands, so squares round (an FMA would show). */
+    double d = ((double)(next() >> 11) * 0x1p-53 + 0.5) * (m < 0 ? -100 : 100);
+    if (special)
+      d = sp[kind] * (kind < 6 ? fabs(m) : 1.0);
+    if (special && kind == 1)
+      d = -0.0;
+    memcpy(p, &d, 8);
+    break;
+  }
+  case RD_FLOAT16:
+  case RD_BFLOAT16: {
+    /* Special: any bit pattern (subnormals, inf, NaN, signs). */
+    uint16_t h = special ? (uint16_t)(r >> 32)
+                         : (uint16_t)(dtype == RD_FLOAT16
+                                          ? 0x3c00 + (r >> 32) % 0x800
+                                          : 0x3f80 + (r >> 32) % 0x100);
+    memcpy(p, &h, 2);
+    break;
+  }
+  case RD_INT32:
+  case RD_UINT32: {
+    uint32_t u = (uint32_t)(r >> 32);
+    if (special)
+      u = kind < 4 ? 0x80000000u : 0xffffffffu;
+    memcpy(p, &u, 4);
+    break;
+  }
+  default: {
+    uint64_t u = next();
+    memcpy(p, &u, 8);
+    break;
+  }
+  }
+}
+
+static void fill(int dtype, size_t esz, unsigned char *p, size_t n,
+                 unsigned rare)
+{
+  for (size_t i = 0; i < n; i++)
+    gen(dtype, p + i * esz, rare);
+}
+
+/* Doubles equal bit for bit, or both NaN. */
+static int same_d(const double *a, const double *b, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a[i], &b[i], 8) != 0 && !(isnan(a[i]) && isnan(b[i])))
+      return 0;
+  return 1;
+}
+
+static int same_lanes(enum rd__acc_class cls, const union rd__lanes *a,
+                      const union rd__lanes *b)
+{
+  if (cls == RD__ACC_F64)
+    return same_d(a->d, b->d, RD__LANES);
+  if (cls == RD__ACC_BLUE)
+    return same_d(a->b.bs, b->b.bs, 7 * RD__LANES);
+  return memcmp(&a->w, &b->w, sizeof a->w) == 0;
+}
+
+static int same_accs(enum rd__acc_class cls, const void *a, const void *b,
+                     size_t count, size_t accsz)
+{
+  if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE)
+    return same_d(a, b, count * accsz / 8);
+  return memcmp(a, b, count * accsz) == 0;
+}
+
+static const size_t lens[] = {0,  1,  2,  3,  5,  7,  8,  9,   15,  16,
+                              17, 23, 31, 32, 33, 47, 64, 100, 257, 1001};
+#define NLENS (sizeof lens / sizeof lens[0])
+
+static const struct rd__kernel *simd_or_skip(int id)
+{
+  const struct rd__kernel *k = rd__kernel_impl(id, RD__IMPL_AVX2);
+  if (!k) {
+    printf("test_kernels: no SIMD implementation on this build/CPU\n");
+    skip();
+  }
+  return k;
+}
+
+#define BUF (1001 * 8 * 12 + 64)
+
+/* run(): every start lane, every split point, misaligned starts. */
+static void test_run_flush(void **state)
+{
+  static unsigned char buf[BUF];
+  (void)state;
+  for (size_t t = 0; t < NTYPES; t++) {
+    const struct rd__kernel *ks = simd_or_skip(types[t].id);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    size_t esz = types[t].esz;
+    for (size_t li = 0; li < NLENS; li++)
+      for (unsigned rare = 0; rare <= 200; rare += 100) {
+        size_t n = lens[li], off = (li + rare) % 8;
+        unsigned char *x = buf + off;
+        uint64_t pos = (uint64_t)(li * 7 + rare) % 40;
+        union rd__lanes base, lp, ls;
+        fill(types[t].dtype, esz, buf, n + 8, 0);
+        /* A non-empty starting state: both impls from the same prefix. */
+        memset(&base, 0, sizeof base);
+        kp->run(&base, buf, (size_t)(pos % RD__LANES) + 3, 0);
+        fill(types[t].dtype, esz, x, n, rare);
+        for (size_t m = 0; m <= n; m++) {
+          lp = base;
+          ls = base;
+          kp->run(&lp, x, n, pos);
+          ks->run(&ls, x, m, pos);
+          ks->run(&ls, x + m * esz, n - m, pos + m);
+          if (!same_lanes(kp->acc_class, &lp, &ls))
+            fail_msg("run: dtype %d n %zu split %zu pos %" PRIu64
+                     " off %zu rare %u", types[t].dtype, n, m, pos, off,
+                     rare);
+          if (m % 5 == 0 || m == n) {
+            unsigned char ap[64] = {0}, as[64] = {0};
+            kp->flush(&lp, ap);
+            ks->flush(&ls, as);
+            assert_true(same_accs(kp->acc_class, ap, as, 1, kp->acc_size));
+          }
+        }
+      }
+  }
+}
+
+/* cols() and rows() over several rows, from a non-empty accumulator. */
+static void test_cols_rows(void **state)
+{
+  static unsigned char buf[BUF];
+  static unsigned char ap[1001 * 64], as[1001 * 64];
+  static const size_t rowcounts[] = {1, 2, 3, 4, 5, 7, 8, 9};
+  (void)state;
+  for (size_t t = 0; t < NTYPES; t++) {
+    const struct rd__kernel *ks = simd_or_skip(types[t].id);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    size_t esz = types[t].esz;
+    for (size_t li = 0; li < NLENS; li++)
+      for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
+        for (unsigned rare = 0; rare <= 200; rare += 200) {
+          size_t n = lens[li], nr = rowcounts[ri], off = (li + ri) % 8;
+          unsigned char *x = buf + off;
+          if (n * nr > 1001 * 12 || n == 0)
+            continue;
+          /* cols: n accumulators, pre-filled by one portable row. */
+          memset(ap, 0, n * kp->acc_size);
+          fill(types[t].dtype, esz, x, n, rare);
+          kp->cols(ap, x, n, 1);
+          memcpy(as, ap, n * kp->acc_size);
+          fill(types[t].dtype, esz, x, n * nr, rare);
+          kp->cols(ap, x, n, nr);
+          ks->cols(as, x, n, nr);
+          if (!same_accs(kp->acc_class, ap, as, n, kp->acc_size))
+            fail_msg("cols: dtype %d n %zu rows %zu", types[t].dtype, n, nr);
+          /* rows: nr accumulators. */
+          memset(ap, 0, nr * kp->acc_size);
+          kp->cols(ap, x, nr, 1);
+          memcpy(as, ap, nr * kp->acc_size);
+          kp->rows(ap, x, n, nr);
+          ks->rows(as, x, n, nr);
+          if (!same_accs(kp->acc_class, ap, as, nr, kp->acc_size))
+            fail_msg("rows: dtype %d n %zu rows %zu", types[t].dtype, n, nr);
+          /* rd__rows_out: finished outputs (NaN canonical: bytes equal). */
+          if (kp->acc_class == RD__ACC_F64 || kp->acc_class == RD__ACC_BLUE)
+            for (int l2 = 0; l2 <= 1; l2++) {
+              unsigned char op[9 * 8], os[9 * 8];
+              rd__rows_out(kp, types[t].dtype, op, x, n, nr, l2);
+              rd__rows_out(ks, types[t].dtype, os, x, n, nr, l2);
+              if (memcmp(op, os, nr * esz) != 0)
+                fail_msg("rows_out: dtype %d n %zu rows %zu l2 %d",
+                         types[t].dtype, n, nr, l2);
+            }
+        }
+  }
+}
+
+/* rd__rows_out agrees with rows() into zeroed accumulators + value. */
+static void test_rows_out_definition(void **state)
+{
+  static unsigned char buf[200 * 40 * 8];
+  (void)state;
+  for (size_t t = 0; t < 4; t++) {
+    const struct rd__kernel *k = rd__kernel_impl(types[t].id,
+                                                 RD__IMPL_PORTABLE);
+    size_t esz = types[t].esz;
+    for (size_t n = 1; n <= 40; n += 3) {
+      double acc[200 * 8];
+      unsigned char out[200 * 8];
+      fill(types[t].dtype, esz, buf, n * 200, 100);
+      memset(acc, 0, sizeof acc);
+      k->rows(acc, buf, n, 200);
+      rd__rows_out(k, types[t].dtype, out, buf, n, 200, 1);
+      for (size_t r = 0; r < 200; r++) {
+        double v = rd__acc_value(k->acc_class,
+                                 (unsigned char *)acc + r * k->acc_size, 1);
+        unsigned char e[8];
+        rd__float_store(types[t].dtype, v, e);
+        assert_memory_equal(out + r * esz, e, esz);
+      }
+    }
+  }
+}
+
+/* Whole plans: outputs under both implementations, every path of the
+ * engine (execute, parts, streams in odd chunks). */
+static void run_plan(const struct rd_plan *pl, const void *in,
+                     unsigned char *o1, unsigned char *o2, unsigned char *o3)
+{
+  struct rd_error err;
+  struct rd_exec *ex;
+  struct rd_stream *s;
+  const unsigned char *p = in;
+  uint64_t done = 0, step = 1;
+  assert_int_equal(rd_execute(pl, in, o1, &err), 0);
+  assert_int_equal(rd_exec_create(pl, &ex), 0);
+  for (size_t i = pl->nparts; i-- > 0;)
+    assert_int_equal(rd_exec_part(ex, i, in), 0);
+  assert_int_equal(rd_exec_finish(ex, o2, &err), 0);
+  rd_exec_destroy(ex);
+  assert_int_equal(rd_stream_create(pl, &s), 0);
+  while (done < pl->in_bytes) {
+    uint64_t k = pl->in_bytes - done < step ? pl->in_bytes - done : step;
+    assert_int_equal(rd_stream_feed(s, p + done, (size_t)k, &err), 0);
+    done += k;
+    step = step * 3 % 1013 + 1;
+  }
+  assert_int_equal(rd_stream_finish(s, o3, &err), 0);
+  rd_stream_destroy(s);
+}
+
+static void test_plans_both_impls(void **state)
+{
+  static const struct {
+    size_t rank;
+    int64_t shape[3];
+    size_t naxes;
+    int64_t axes[2];
+  } shapes[] = {
+    {1, {100003}, 0, {0}},           {2, {513, 37}, 1, {1}},
+    {2, {37, 513}, 1, {0}},          {3, {9, 130, 17}, 1, {1}},
+    {3, {65, 9, 33}, 2, {0, 2}},     {2, {70001, 16}, 1, {1}},
+    {2, {30001, 5}, 1, {1}},         {2, {2, 600000}, 1, {0}},
+    {3, {3, 5, 7}, 0, {0}},
+  };
+  size_t cap = 1300000 * 8;
+  unsigned char *in = malloc(cap), *out[6];
+  (void)state;
+  simd_or_skip(RD__K_F32);
+  assert_non_null(in);
+  for (int i = 0; i < 6; i++)
+    assert_non_null(out[i] = malloc(600000 * 8));
+  for (size_t t = 0; t < NTYPES; t++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+      for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        rd_params_init(&p);
+        p.op = op;
+        p.dtype = types[t].dtype;
+        p.rank = shapes[si].rank;
+        p.shape = shapes[si].shape;
+        p.naxes = shapes[si].naxes;
+        p.axes = shapes[si].axes;
+        p.overflow = RD_OVERFLOW_WRAP;
+        assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+        fill(p.dtype, types[t].esz, in, pl.in_count, si % 2 ? 5 : 0);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_plan(&pl, in, out[0], out[1], out[2]);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        run_plan(&pl, in, out[3], out[4], out[5]);
+        for (int i = 1; i < 6; i++)
+          if (memcmp(out[0], out[i], (size_t)pl.out_bytes) != 0)
+            fail_msg("plan: dtype %s shape %zu op %d: result %d differs",
+                     rd_dtype_name(p.dtype), si, op, i);
+      }
+  for (int i = 0; i < 6; i++)
+    free(out[i]);
+  free(in);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_run_flush),
+    cmocka_unit_test(test_cols_rows),
+    cmocka_unit_test(test_rows_out_definition),
+    cmocka_unit_test(test_plans_both_impls),
+  };
+  printf("test_kernels: active implementation %s\n",
+         rd__kernels_active() == RD__IMPL_AVX2 ? "avx2" : "portable");
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
