@@ -119,17 +119,17 @@ show_value(const json_t *v, char *out, size_t size)
   }
 }
 
-/* "[3,2,2]" */
+/* "[3,2,2]", truncated to `size` if need be. */
 static void
 show_shape(const int64_t *shape, size_t rank, char *out, size_t size)
 {
-  size_t i, n = 0;
-  int w;
+  size_t i, n;
 
-  w = snprintf(out, size, "[");
-  for (i = 0; i < rank && w > 0 && (n += (size_t)w) < size; i++)
-    w = snprintf(out + n, size - n, "%s%" PRId64, i ? "," : "", shape[i]);
-  if (w > 0 && (n += (size_t)w) < size)
+  n = (size_t)snprintf(out, size, "[");
+  for (i = 0; i < rank && n < size; i++)
+    n += (size_t)snprintf(out + n, size - n, "%s%" PRId64, i ? "," : "",
+                          shape[i]);
+  if (n < size)
     snprintf(out + n, size - n, "]");
 }
 
@@ -211,7 +211,7 @@ attr_int(const json_t *v, const char *name, int allow_bool, int64_t *out,
   }
 }
 
-/* A string field; `names(i)` lists the valid values for the message. */
+/* INVALID_FIELD unless `v` is a string. */
 static int
 expect_string(const json_t *v, const char *name, struct rd_error *err)
 {

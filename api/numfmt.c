@@ -3,8 +3,8 @@
  * Floats: the fewest significant digits (1..17) whose text, read back the
  * way clients do (strtod to double, then rounding to the dtype), gives the
  * same bits.  Digits come from printf, which glibc rounds correctly, and
- * every candidate is checked by actually reading it back, so the result is
- * right even where double rounding (text -> double -> float) bites.
+ * the result is checked by actually reading it back, so it is right even
+ * where double rounding (text -> double -> float) bites.
  * Integral values below 1e16 print as exact integers ("65504", "5"), which
  * read back exactly and are what people expect from integer-valued data.
  */
@@ -73,21 +73,125 @@ read_back(int dtype, const char *text)
   }
 }
 
-/* "1e+05" -> "1e+5", "2.5e-07" -> "2.5e-7": same value, shorter. */
-static size_t
-trim_exponent(char *s, size_t n)
-{
-  char *e = strchr(s, 'e');
-  char *digits, *p;
+/* The 17 significant digits of a positive finite double, correctly rounded
+ * by printf, as d[0].d[1]...d[16] x 10^exp10. */
+struct digits {
+  char d[17];
+  int exp10;
+};
 
-  if (e == NULL)
+/* Splits printf's "%.*e" text ("d.ddde+XX", "de-XXX") into digits. */
+static void
+split_e(const char *t, char *d, int *exp10)
+{
+  const char *e = strchr(t, 'e');
+  size_t n = 0;
+
+  for (; t < e; t++)
+    if (*t != '.')
+      d[n++] = *t;
+  *exp10 = atoi(e + 1);
+}
+
+static void
+get_digits(double a, struct digits *g)
+{
+  char t[40];
+
+  snprintf(t, sizeof t, "%.16e", a);
+  split_e(t, g->d, &g->exp10);
+}
+
+/* `a` rounded to p significant digits, from the 17 digits where that is
+ * exact.  The 17 digits are themselves rounded, so a tail of exactly 5000..
+ * could hide a true tail just below or above one half; printf decides those
+ * rare cases from the exact value. */
+static void
+round_digits(double a, const struct digits *g, int p, char *d, int *exp10)
+{
+  char t[40];
+  int i;
+
+  memcpy(d, g->d, (size_t)p);
+  *exp10 = g->exp10;
+  if (p >= 17)
+    return;
+  if (g->d[p] == '5') {
+    for (i = p + 1; i < 17 && g->d[i] == '0'; i++)
+      ;
+    if (i == 17) {
+      snprintf(t, sizeof t, "%.*e", p - 1, a);
+      split_e(t, d, exp10);
+      return;
+    }
+  }
+  if (g->d[p] < '5')
+    return;
+  for (i = p - 1; i >= 0 && d[i] == '9'; i--)
+    d[i] = '0';
+  if (i >= 0) {
+    d[i]++;
+  } else {                              /* 99.9 -> 100 */
+    d[0] = '1';
+    ++*exp10;
+  }
+}
+
+/* Writes p digits as printf's "%.{p}g" would (exponent form when
+ * exp10 < -4 or exp10 >= p, trailing zeros dropped), but with the exponent
+ * unpadded ("1e+20", "1e-5"). */
+static size_t
+compose(char *buf, int neg, const char *d, int p, int exp10)
+{
+  size_t n = 0;
+  int nd = p, i;
+
+  while (nd > 1 && d[nd - 1] == '0')
+    nd--;
+  if (neg)
+    buf[n++] = '-';
+  if (exp10 < -4 || exp10 >= p) {
+    buf[n++] = d[0];
+    if (nd > 1) {
+      buf[n++] = '.';
+      memcpy(buf + n, d + 1, (size_t)nd - 1);
+      n += (size_t)nd - 1;
+    }
+    n += (size_t)snprintf(buf + n, API_NUMFMT_MAX - n, "e%c%d",
+                          exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
     return n;
-  digits = e + 2;                       /* past 'e' and its sign */
-  for (p = digits; *p == '0' && p[1] != '\0'; p++)
-    ;
-  if (p != digits)
-    memmove(digits, p, strlen(p) + 1);
-  return strlen(s);
+  }
+  if (exp10 < 0) {                      /* 0.000ddd */
+    buf[n++] = '0';
+    buf[n++] = '.';
+    for (i = -1; i > exp10; i--)
+      buf[n++] = '0';
+    memcpy(buf + n, d, (size_t)nd);
+    n += (size_t)nd;
+  } else {                              /* ddd.ddd or ddd00 */
+    for (i = 0; i <= exp10; i++)
+      buf[n++] = i < nd ? d[i] : '0';
+    if (nd > exp10 + 1) {
+      buf[n++] = '.';
+      memcpy(buf + n, d + exp10 + 1, (size_t)(nd - exp10 - 1));
+      n += (size_t)(nd - exp10 - 1);
+    }
+  }
+  buf[n] = '\0';
+  return n;
+}
+
+/* Writes v with p significant digits; 1 if it reads back as `bits`. */
+static int
+round_trips(char *buf, size_t *len, int dtype, double v,
+            const struct digits *g, int p, uint64_t bits)
+{
+  char d[17];
+  int exp10;
+
+  round_digits(fabs(v), g, p, d, &exp10);
+  *len = compose(buf, signbit(v) != 0, d, p, exp10);
+  return read_back(dtype, buf) == bits;
 }
 
 static size_t
@@ -95,7 +199,9 @@ format_float(char *buf, int dtype, const void *elem)
 {
   uint64_t bits;
   double v = float_value(dtype, elem, &bits);
-  int n, prec;
+  struct digits g;
+  int lo, hi, mid, maxd, pow2;
+  size_t len;
 
   if (isnan(v))
     return (size_t)snprintf(buf, API_NUMFMT_MAX, "\"NaN\"");
@@ -106,15 +212,51 @@ format_float(char *buf, int dtype, const void *elem)
     return (size_t)snprintf(buf, API_NUMFMT_MAX, signbit(v) ? "-0" : "0");
   if (fabs(v) < 1e16 && v == trunc(v))
     return (size_t)snprintf(buf, API_NUMFMT_MAX, "%.0f", v);
-  /* 17 significant digits always read back exactly (a float16, bfloat16 or
-   * float32 value is a double, so the final rounding is then exact too). */
-  for (prec = 1; prec < 17; prec++) {
-    snprintf(buf, API_NUMFMT_MAX, "%.*g", prec, v);
-    if (read_back(dtype, buf) == bits)
-      break;
+
+  /* Digits that always suffice (max_digits10 of the format). */
+  switch (dtype) {
+  case RD_FLOAT32:
+    maxd = 9;
+    pow2 = (bits & 0x7FFFFF) == 0;
+    break;
+  case RD_FLOAT16:
+    maxd = 5;
+    pow2 = (bits & 0x3FF) == 0;
+    break;
+  case RD_BFLOAT16:
+    maxd = 4;
+    pow2 = (bits & 0x7F) == 0;
+    break;
+  default:
+    maxd = 17;
+    pow2 = (bits & 0xFFFFFFFFFFFFFULL) == 0;
   }
-  n = snprintf(buf, API_NUMFMT_MAX, "%.*g", prec, v);
-  return trim_exponent(buf, (size_t)n);
+  get_digits(fabs(v), &g);
+  /* Where the read-back interval around v is symmetric, the correctly
+   * rounded p-digit decimal is never farther from v than any shorter one,
+   * so "p digits round-trip" is monotone in p and a binary search finds
+   * the fewest.  At a power of two the interval below is half as wide and
+   * that can fail, so those few values are searched one by one. */
+  if (pow2) {
+    for (lo = 1; lo < maxd; lo++)
+      if (round_trips(buf, &len, dtype, v, &g, lo, bits))
+        break;
+  } else {
+    lo = 1;
+    hi = maxd;
+    while (lo < hi) {
+      mid = lo + (hi - lo) / 2;
+      if (round_trips(buf, &len, dtype, v, &g, mid, bits))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+  }
+  /* 17 digits always read back exactly (every float16, bfloat16 and
+   * float32 value is a double, so the final rounding is exact too). */
+  if (!round_trips(buf, &len, dtype, v, &g, lo, bits))
+    round_trips(buf, &len, dtype, v, &g, 17, bits);
+  return len;
 }
 
 size_t

@@ -8,13 +8,18 @@
 /* Longest text api_format_elem() writes, including the NUL. */
 #define API_NUMFMT_MAX 32
 
-/* Writes element `elem` (host order, of `dtype`) as JSON into `buf`:
- * floats in the shortest decimal that reads back (strtod, then rounding to
- * the dtype) to the same value (float32 3.1622777, not 3.16227766016838);
- * integral floats without exponent up to 1e16 ("2", not "2.0"... see README);
- * NaN/inf as the strings "NaN", "Infinity", "-Infinity" (with quotes);
- * integers in decimal; uint64 above 2^63-1 as a quoted decimal string.
- * Returns the length written. */
+/* Writes element `elem` (host order, of `dtype`) as JSON into `buf`
+ * (NUL-terminated) and returns the length:
+ *  - floats: the fewest significant digits that read back (strtod, then
+ *    rounding to the dtype) to the same bits (float32 3.1622777, not
+ *    3.16227766016838), laid out as printf's %g does (exponent when it is
+ *    < -4 or >= the digit count) with an unpadded exponent ("1e+20",
+ *    "1e-5"); except that integral values below 1e16 print as the exact
+ *    integer ("5", "65504"), never with ".0" or an exponent;
+ *  - -0 as "-0"; NaN/inf as the strings "NaN", "Infinity", "-Infinity"
+ *    (with quotes);
+ *  - integers in decimal; uint64 above 2^63-1 as a quoted decimal string;
+ *  - an unknown dtype as "null". */
 size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem);
 
 #endif /* API_NUMFMT_H */

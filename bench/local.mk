@@ -1,1 +1,12 @@
 # bench/ - `make bench` builds and runs the benchmarks (never part of make check).
+EXTRA_PROGRAMS += bench/bench
+bench_bench_SOURCES = bench/bench.c
+bench_bench_LDADD = lib/libreduce.a $(PTHREAD_LIBS) -lm
+CLEANFILES += bench/bench
+
+# BENCH_FLAGS: e.g. --json, --runs 9, --case C
+bench: bench/bench daemon/reduced
+	./bench/bench $(BENCH_FLAGS)
+	top_builddir=$(abs_top_builddir) $(srcdir)/bench/daemon.sh
+.PHONY: bench
+EXTRA_DIST += bench/daemon.sh

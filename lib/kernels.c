@@ -10,7 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "f16.h"
 #include "reduce.h"
 
 #define L RD__LANES
@@ -34,11 +33,27 @@ static inline double ld_f32(const unsigned char *p)
   return v;
 }
 
+/* Exact float16 widening of |x| (only squares are needed, so the sign is
+ * dropped), branch-free in 32-bit lanes so the loops vectorise: re-bias the
+ * exponent into a float (inf/NaN keep their payload), subnormals are
+ * m * 2^-24; float -> double is exact.  Its square
+ * equals that of rd_f16_to_f64() for every pattern (tested). */
 static inline double ld_f16(const unsigned char *p)
 {
   uint16_t h;
+  uint32_t e, m, nbits, sbits, zero;
+  float sub, f;
   memcpy(&h, p, sizeof h);
-  return rd_f16_to_f64(h);
+  e = ((uint32_t)h >> 10) & 0x1f;
+  m = (uint32_t)h & 0x3ff;
+  /* float exponent e - 15 + 127, or 255 for e == 31 (31 + 112 + 112) */
+  nbits = ((e + 112 + (uint32_t)(e == 31) * 112) << 23) | (m << 13);
+  sub = (float)(int32_t)m * 0x1p-24f;
+  memcpy(&sbits, &sub, sizeof sbits);
+  zero = 0 - (uint32_t)(e == 0); /* all ones for zero/subnormal */
+  nbits = (sbits & zero) | (nbits & ~zero);
+  memcpy(&f, &nbits, sizeof f);
+  return f;
 }
 
 /* bfloat16 is the top half of a float32: widening is a shift. */
@@ -68,6 +83,19 @@ static inline double ld_f64(const unsigned char *p)
 static double tree(double *a)
 {
   for (size_t w = L / 2; w >= 1; w /= 2)
+    for (size_t k = 0; k < w; k++)
+      a[k] += a[k + w];
+  return a[0];
+}
+
+/* The same tree when only lanes < n can be non-zero: the levels that would
+ * add +0 (an exact no-op, lane values are never -0) are skipped. */
+static inline double tree_n(double *a, size_t n)
+{
+  size_t w = 1;
+  while (w < n)
+    w *= 2;
+  for (w /= 2; w >= 1; w /= 2)
     for (size_t k = 0; k < w; k++)
       a[k] += a[k + w];
   return a[0];
@@ -105,12 +133,72 @@ static void flush_d(union rd__lanes *ln, void *acc)
     }                                                                          \
     memcpy(ln->d, a, sizeof a);                                                \
   }                                                                            \
-  static void col_##name(void *acc, const unsigned char *x, size_t n)          \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
   {                                                                            \
     double *o = acc;                                                           \
-    for (size_t i = 0; i < n; i++) {                                           \
-      double v = load(x + i * (esz));                                          \
-      o[i] += v * v;                                                           \
+    for (size_t r = 0; r < nrows; r++, x += n * (esz))                         \
+      for (size_t i = 0; i < n; i++) {                                         \
+        double v = load(x + i * (esz));                                        \
+        o[i] += v * v;                                                         \
+      }                                                                        \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    double *o = acc;                                                           \
+    size_t w = 1;                                                              \
+    while (w < n)                                                              \
+      w *= 2;                                                                  \
+    /* Fixed-width trees so short rows unroll; see tree_n(). */                \
+    if (w <= 4) {                                                              \
+      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
+        double a[4] = {0, 0, 0, 0};                                            \
+        for (size_t i = 0; i < n; i++) {                                       \
+          double v = load(x + i * (esz));                                      \
+          a[i] = v * v;                                                        \
+        }                                                                      \
+        o[r] += w == 4 ? (a[0] + a[2]) + (a[1] + a[3]) : a[0] + a[1];          \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    if (w == 8) {                                                              \
+      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
+        double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                \
+        for (size_t i = 0; i < n; i++) {                                       \
+          double v = load(x + i * (esz));                                      \
+          a[i] = v * v;                                                        \
+        }                                                                      \
+        o[r] += ((a[0] + a[4]) + (a[2] + a[6])) +                              \
+                ((a[1] + a[5]) + (a[3] + a[7]));                               \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    if (n == L) {                                                              \
+      for (size_t r = 0; r < nrows; r++, x += L * (esz)) {                     \
+        double a[L];                                                           \
+        for (size_t i = 0; i < L; i++) {                                       \
+          double v = load(x + i * (esz));                                      \
+          a[i] = v * v;                                                        \
+        }                                                                      \
+        o[r] += tree(a);                                                       \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                       \
+      if (n <= L) {                                                            \
+        double a[L] = {0};                                                     \
+        for (size_t i = 0; i < n; i++) {                                       \
+          double v = load(x + i * (esz));                                      \
+          a[i] = v * v;                                                        \
+        }                                                                      \
+        o[r] += tree(a);                                                       \
+      } else {                                                                 \
+        union rd__lanes ln;                                                    \
+        memset(ln.d, 0, sizeof ln.d);                                          \
+        run_##name(&ln, x, n, 0);                                              \
+        flush_d(&ln, &o[r]);                                                   \
+      }                                                                        \
     }                                                                          \
   }
 
@@ -121,6 +209,13 @@ DEF_D_KERNELS(bf16, 2, ld_bf16)
 /* ------------------------------------------------------------------ */
 /* float64: Kahan sums in three ranges (Blue)                         */
 /* ------------------------------------------------------------------ */
+
+/* Mid range, where x*x neither overflows nor loses bits to underflow.
+ * Zero counts as mid so that blocks with zeros keep the fast path. */
+static inline int is_mid(double a)
+{
+  return ((a >= BLUE_SMALL) & (a <= BLUE_BIG)) | (a == 0);
+}
 
 static inline void kahan(double *s, double *c, double y)
 {
@@ -137,7 +232,7 @@ static inline void blue_add(double *bs, double *bc, double *ms, double *mc,
                             double *ss, double *sc, double *sp, double x)
 {
   double a = fabs(x);
-  if (a >= BLUE_SMALL && a <= BLUE_BIG) {
+  if (is_mid(a)) {
     kahan(ms, mc, x * x);
   } else if (a < BLUE_SMALL) {
     double y = x * BLUE_UP;
@@ -165,7 +260,7 @@ static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
     memcpy(v, x + i * 8, sizeof v);
     for (size_t l = 0; l < L; l++) {
       double a = fabs(v[l]);
-      mid &= (a >= BLUE_SMALL) & (a <= BLUE_BIG);
+      mid &= is_mid(a);
     }
     if (mid) {
       /* Same operations as blue_add() for mid-range values, vectorisable. */
@@ -211,13 +306,67 @@ static void flush_f64(union rd__lanes *ln, void *acc)
   memset(&ln->b, 0, sizeof ln->b);
 }
 
-static void col_f64(void *acc, const unsigned char *x, size_t n)
+static void cols_f64(void *acc, const unsigned char *x, size_t n,
+                     size_t nrows)
 {
   struct rd__blue *o = acc;
-  for (size_t i = 0; i < n; i++) {
-    struct rd__blue *a = &o[i];
-    blue_add(&a->bs, &a->bc, &a->ms, &a->mc, &a->ss, &a->sc, &a->sp,
-             ld_f64(x + i * 8));
+  for (size_t r = 0; r < nrows; r++, x += n * 8)
+    for (size_t i = 0; i < n; i++) {
+      struct rd__blue *a = &o[i];
+      blue_add(&a->bs, &a->bc, &a->ms, &a->mc, &a->ss, &a->sc, &a->sp,
+               ld_f64(x + i * 8));
+    }
+}
+
+/* A short run has at most one element per lane, and a lane holding one
+ * term v has s - c = v exactly, so the lane values are just the terms. */
+static void rows_f64(void *acc, const unsigned char *x, size_t n,
+                     size_t nrows)
+{
+  struct rd__blue *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * 8) {
+    if (n <= L) {
+      double b[L] = {0}, m[L] = {0}, s[L] = {0}, sp[L] = {0}, v0[L];
+      int mid = 1;
+      for (size_t i = 0; i < n; i++) {
+        double a;
+        v0[i] = ld_f64(x + i * 8);
+        a = fabs(v0[i]);
+        mid &= is_mid(a);
+      }
+      if (mid) {
+        /* Only mid-range terms: the other trees would be exactly +0. */
+        for (size_t i = 0; i < n; i++)
+          m[i] = v0[i] * v0[i];
+        kahan(&o[r].bs, &o[r].bc, 0.0);
+        kahan(&o[r].ms, &o[r].mc, tree_n(m, n));
+        kahan(&o[r].ss, &o[r].sc, 0.0);
+        continue;
+      }
+      for (size_t i = 0; i < n; i++) {
+        double v = v0[i], a = fabs(v);
+        if (is_mid(a)) {
+          m[i] = v * v;
+        } else if (a < BLUE_SMALL) {
+          double y = v * BLUE_UP;
+          s[i] = y * y;
+        } else if (a <= DBL_MAX) {
+          double y = v * BLUE_DOWN;
+          b[i] = y * y;
+        } else {
+          sp[i] = a;
+        }
+      }
+      kahan(&o[r].bs, &o[r].bc, tree_n(b, n));
+      kahan(&o[r].ms, &o[r].mc, tree_n(m, n));
+      kahan(&o[r].ss, &o[r].sc, tree_n(s, n));
+      o[r].sp += tree_n(sp, n);
+    } else {
+      union rd__lanes ln;
+      memset(&ln.b, 0, sizeof ln.b);
+      run_f64(&ln, x, n, 0);
+      flush_f64(&ln, &o[r]);
+    }
   }
 }
 
@@ -225,11 +374,15 @@ static void col_f64(void *acc, const unsigned char *x, size_t n)
 /* 32-bit integers: exact, squares < 2^64 split into 32-bit halves     */
 /* ------------------------------------------------------------------ */
 
+/* |x| as uint32 (|INT32_MIN| = 2^31 fits), then a 32x32->64 unsigned
+ * product, which SSE2 has (pmuludq). */
 static inline uint64_t sq_i32(const unsigned char *p)
 {
   int32_t v;
+  uint32_t a;
   memcpy(&v, p, sizeof v);
-  return (uint64_t)((int64_t)v * v);
+  a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+  return (uint64_t)a * a;
 }
 
 static inline uint64_t sq_u32(const unsigned char *p)
@@ -267,14 +420,30 @@ static inline uint64_t sq_u32(const unsigned char *p)
       n -= m;                                                                  \
     }                                                                          \
   }                                                                            \
-  static void col_##name(void *acc, const unsigned char *x, size_t n)          \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
   {                                                                            \
-    unsigned char *o = acc;                                                    \
-    for (size_t i = 0; i < n; i++) {                                           \
-      u128 a;                                                                  \
-      memcpy(&a, o + i * 16, sizeof a);                                        \
-      a += sq(x + i * 4);                                                      \
-      memcpy(o + i * 16, &a, sizeof a);                                        \
+    u128 *o = acc;                                                             \
+    for (size_t r = 0; r < nrows; r++, x += n * 4)                             \
+      for (size_t i = 0; i < n; i++)                                           \
+        o[i] += sq(x + i * 4);                                                 \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    u128 *o = acc;                                                             \
+    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
+      if (n <= L) {                                                            \
+        u128 t = 0;                                                            \
+        for (size_t i = 0; i < n; i++)                                         \
+          t += sq(x + i * 4);                                                  \
+        o[r] += t;                                                             \
+      } else {                                                                 \
+        union rd__lanes ln;                                                    \
+        memset(&ln.w, 0, sizeof ln.w);                                         \
+        run_##name(&ln, x, n, 0);                                              \
+        o[r] += ln.w.lo;                                                       \
+      }                                                                        \
     }                                                                          \
   }
 
@@ -284,10 +453,8 @@ DEF_I32_KERNELS(u32, sq_u32)
 /* The u128 fits any int32 sum: count < 2^62 elements, squares <= 2^64. */
 static void flush_u128(union rd__lanes *ln, void *acc)
 {
-  u128 a;
-  memcpy(&a, acc, sizeof a);
-  a += ln->w.lo;
-  memcpy(acc, &a, sizeof a);
+  u128 *o = acc;
+  *o += ln->w.lo;
   memset(&ln->w, 0, sizeof ln->w);
 }
 
@@ -327,11 +494,21 @@ static inline void add192(struct rd__u192 *a, u128 v)
       add192(&a, sq(x + i * 8));                                               \
     ln->w = a;                                                                 \
   }                                                                            \
-  static void col_##name(void *acc, const unsigned char *x, size_t n)          \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
   {                                                                            \
     struct rd__u192 *o = acc;                                                  \
-    for (size_t i = 0; i < n; i++)                                             \
-      add192(&o[i], sq(x + i * 8));                                            \
+    for (size_t r = 0; r < nrows; r++, x += n * 8)                             \
+      for (size_t i = 0; i < n; i++)                                           \
+        add192(&o[i], sq(x + i * 8));                                          \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    struct rd__u192 *o = acc;                                                  \
+    for (size_t r = 0; r < nrows; r++, x += n * 8)                             \
+      for (size_t i = 0; i < n; i++)                                           \
+        add192(&o[r], sq(x + i * 8));                                          \
   }
 
 DEF_I64_KERNELS(i64, sq_i64)
@@ -350,17 +527,17 @@ static void flush_u192(union rd__lanes *ln, void *acc)
 /* ------------------------------------------------------------------ */
 
 static const struct rd__kernel kernels[RD__K_COUNT] = {
-  [RD__K_F32] = {RD__ACC_F64, 8, run_f32, flush_d, col_f32},
-  [RD__K_F16] = {RD__ACC_F64, 8, run_f16, flush_d, col_f16},
-  [RD__K_BF16] = {RD__ACC_F64, 8, run_bf16, flush_d, col_bf16},
+  [RD__K_F32] = {RD__ACC_F64, 8, run_f32, flush_d, cols_f32, rows_f32},
+  [RD__K_F16] = {RD__ACC_F64, 8, run_f16, flush_d, cols_f16, rows_f16},
+  [RD__K_BF16] = {RD__ACC_F64, 8, run_bf16, flush_d, cols_bf16, rows_bf16},
   [RD__K_F64] = {RD__ACC_BLUE, sizeof(struct rd__blue), run_f64, flush_f64,
-                 col_f64},
-  [RD__K_I32] = {RD__ACC_U128, 16, run_i32, flush_u128, col_i32},
-  [RD__K_U32] = {RD__ACC_U128, 16, run_u32, flush_u128, col_u32},
+                 cols_f64, rows_f64},
+  [RD__K_I32] = {RD__ACC_U128, 16, run_i32, flush_u128, cols_i32, rows_i32},
+  [RD__K_U32] = {RD__ACC_U128, 16, run_u32, flush_u128, cols_u32, rows_u32},
   [RD__K_I64] = {RD__ACC_U192, sizeof(struct rd__u192), run_i64, flush_u192,
-                 col_i64},
+                 cols_i64, rows_i64},
   [RD__K_U64] = {RD__ACC_U192, sizeof(struct rd__u192), run_u64, flush_u192,
-                 col_u64},
+                 cols_u64, rows_u64},
 };
 
 const struct rd__kernel *rd__kernel_for(int kernel_id)

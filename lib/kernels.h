@@ -8,7 +8,9 @@
  *    offset j from the start of the run segment goes to lane j % RD__LANES,
  *    each lane in order of j); rd__kernel.flush() then combines the lanes in
  *    a fixed tree and adds the result to one output accumulator;
- *  - innermost group kept: rd__kernel.col() adds x[j]^2 to acc[j].
+ *  - innermost group kept: rd__kernel.cols() adds x[j]^2 to acc[j], row by
+ *    row;
+ *  - whole runs at once: rd__kernel.rows() (short rows without lane state).
  *
  * Every kernel is split-invariant: calling run() on [0,n) or on [0,m) and
  * then [m,n) (with the right `pos`) leaves the same bits, which is what makes
@@ -19,8 +21,9 @@
  *    exact for these types, so a fused multiply-add gives the same bits and a
  *    future FMA variant stays bit-identical.
  *  - RD__ACC_BLUE (64): float64.  Three Kahan sums (|x| > 2^480 scaled by
- *    2^-600, |x| < 2^-480 scaled by 2^600, the rest plain) plus a plain sum of
- *    the non-finite |x| (NaN if any NaN, else +inf if any inf, else 0).
+ *    2^-600, 0 < |x| < 2^-480 scaled by 2^600, the rest (zero included)
+ *    plain) plus a plain sum of the non-finite |x| (NaN if any NaN, else +inf
+ *    if any inf, else 0).
  *  - RD__ACC_U128 (16): int32/uint32, exact.
  *  - RD__ACC_U192 (32): int64/uint64, exact (128-bit sum plus a carry word).
  * Integer sums are exact, so their order does not matter.
@@ -80,8 +83,11 @@ struct rd__kernel {
               uint64_t pos);
   /* Adds the lanes to the accumulator `acc` and clears them. */
   void (*flush)(union rd__lanes *ln, void *acc);
-  /* acc[j] += x[j]^2 for j < n. */
-  void (*col)(void *acc, const unsigned char *x, size_t n);
+  /* acc[j] += x[r*n + j]^2 for j < n, r < nrows, rows in order. */
+  void (*cols)(void *acc, const unsigned char *x, size_t n, size_t nrows);
+  /* nrows complete runs of n elements, run r into acc[r]: the same bits as
+   * run() from empty lanes at pos 0 followed by flush() for each run. */
+  void (*rows)(void *acc, const unsigned char *x, size_t n, size_t nrows);
 };
 
 /* Kernel for an element type (enum rd_dtype value); NULL if unsupported. */

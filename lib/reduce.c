@@ -1,20 +1,32 @@
 /* reduce.c - libreduce: names, validation, plan, execution engine, output.
  *
- * Execution model (see README of the header and kernels.h):
- *  - The plan canonicalises the shape into alternating kept/reduced groups
- *    and cuts the outermost group into plan->nparts contiguous ranges of the
- *    row-major input (parts).  When the outer group is kept, parts write
- *    disjoint outputs; when it is reduced, each part has its own partial per
- *    output and the partials are added in part order 0, 1, 2, ... to a zero
- *    accumulator.
- *  - One engine (`process`) walks elements in row-major order with a cursor
- *    (odometer over the outer groups, offset in the innermost row, lane state
- *    of the current run segment).  A run segment starts at the start of a row
- *    of the innermost group or at the start of a part, whichever is later.
- *    Because the kernels are split-invariant, the bits depend only on the plan:
- *    rd_exec_* runs each part from a fresh cursor, rd_stream_* runs the parts
- *    in order through one cursor with any chunking, rd_execute is a stream
- *    fed the whole buffer at once.
+ * Summation order (a function of the plan alone; see also kernels.h):
+ *  - Canonical shape: size-1 dims dropped, adjacent dims with the same
+ *    reduce flag merged, giving alternating kept/reduced groups g0..gn-1.
+ *    A single element becomes one kept group of size 1; noop plans reduce
+ *    nothing (every group kept).
+ *  - Parts: the outermost group g0 is cut into plan->nparts ranges of
+ *    priv.part_len indices; a part is a contiguous range of the row-major
+ *    input.  g0 kept: about one part per 1 MiB of input, parts write
+ *    disjoint outputs.  g0 reduced: about one part per 4 MiB, at most
+ *    64 MiB of partial accumulators in all; each part accumulates its own
+ *    partial per output, and the result is ((0 + p0) + p1) + ... in part
+ *    order.  Empty inputs and noop plans: one part.  At most RD_MAX_PARTS.
+ *  - Innermost group reduced: a "run segment" is the part of one row of the
+ *    innermost group that lies in one part.  Its element at offset j goes to
+ *    lane j % 16 (each lane sums in order of j); at the end of the segment
+ *    the lanes combine in the fixed tree (k, k+8), (k, k+4), (k, k+2),
+ *    (k, k+1) and the result is added to the output's accumulator, segments
+ *    in row-major order.
+ *  - Innermost group kept: acc[j] += x[i][j]^2 with rows i in order.
+ *  Integers are summed exactly, so only the float classes depend on this.
+ *
+ * One engine (`process`) walks elements in row-major order with a cursor
+ * (odometer over the outer groups, offset in the innermost row, lane state
+ * of the current segment).  The kernels are split-invariant, so the bits
+ * cannot depend on how the input arrives: rd_exec_* runs each part from a
+ * fresh cursor, rd_stream_* runs the parts in order through one cursor with
+ * any chunking, and rd_execute is a stream fed the whole buffer at once.
  */
 #include "reduce.h"
 
@@ -302,7 +314,7 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
 static void canonicalise(struct rd_plan *pl, const unsigned char *red)
 {
   size_t ng = 0;
-  uint64_t g0, unit_bytes, n;
+  uint64_t g0, n;
   pl->nparts = 1;
   pl->priv.part_len = 1;
   if (pl->in_count == 0) {
@@ -328,18 +340,21 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
   }
   pl->priv.ngroups = ng;
   g0 = pl->priv.size[0];
-  unit_bytes = pl->in_bytes / g0;
+  if (pl->noop) {
+    /* Elementwise: one part. */
+    pl->priv.part_len = g0;
+    return;
+  }
   if (!pl->priv.reduced[0]) {
     n = pl->in_bytes / PART_BYTES_KEPT;
   } else {
+    /* Cannot overflow: rd_plan_init checked it against INT64_MAX. */
     uint64_t per_part = pl->out_count *
-        rd__kernel_for(pl->priv.kernel)->acc_size; /* <= 2^63 * 64: see below */
+        rd__kernel_for(pl->priv.kernel)->acc_size;
     n = pl->in_bytes / PART_BYTES_REDUCED;
-    /* out_count <= in_count here, and in_bytes fits int64. */
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
   }
-  (void)unit_bytes;
   if (n < 1)
     n = 1;
   if (n > RD_MAX_PARTS)
@@ -527,6 +542,33 @@ static void next_row(struct cursor *c, const struct rd_plan *pl,
   }
 }
 
+/* Whole rows from the cursor (at a row start) that share the next outer
+ * index: consecutive outputs (inner reduced) or the same outputs (inner
+ * kept).  Returns how many rows the kernel call covered. */
+static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
+                           const struct geom *g, unsigned char *acc,
+                           const unsigned char *x, uint64_t n)
+{
+  uint64_t rows = n / g->inner, left;
+  size_t o = g->ng - 2;
+  if (g->ng < 2)
+    rows = 1;
+  else if (rows > (left = pl->priv.size[o] - c->idx[o]))
+    rows = left;
+  if (g->inner_red)
+    g->k->rows(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
+  else
+    g->k->cols(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
+  if (g->ng >= 2) {
+    /* Jump to the last row, then step with carry into outer groups. */
+    c->idx[o] += rows - 1;
+    if (g->inner_red)
+      c->obase += rows - 1; /* group o is the innermost kept: stride 1 */
+  }
+  next_row(c, pl, g);
+  return rows;
+}
+
 /* Adds n elements at x (all inside one part) to the accumulators `acc`. */
 static void process(struct cursor *c, const struct rd_plan *pl,
                     const struct geom *g, unsigned char *acc,
@@ -534,13 +576,19 @@ static void process(struct cursor *c, const struct rd_plan *pl,
 {
   while (n > 0) {
     uint64_t take = g->inner - c->off;
+    if (c->off == 0 && n >= g->inner) {
+      uint64_t rows = whole_rows(c, pl, g, acc, x, n);
+      x += rows * g->inner * g->esz;
+      n -= rows * g->inner;
+      continue;
+    }
     if (take > n)
       take = n;
     if (g->inner_red) {
       g->k->run(&c->lanes, x, (size_t)take, c->seg);
       c->seg += take;
     } else {
-      g->k->col(acc + (c->obase + c->off) * g->accsz, x, (size_t)take);
+      g->k->cols(acc + (c->obase + c->off) * g->accsz, x, (size_t)take, 1);
     }
     c->off += take;
     x += take * g->esz;
@@ -707,6 +755,11 @@ static int store(const struct rd_plan *pl, const struct geom *g,
 
   if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
     double v = rd__acc_value(cls, acc, l2);
+    /* Which NaN survives an addition depends on operand order, which differs
+     * between vector and scalar loops; one canonical quiet NaN keeps every
+     * execution path bit-identical. */
+    if (isnan(v))
+      v = NAN;
     if (pl->dtype == RD_FLOAT64) {
       memcpy(dst, &v, sizeof v);
     } else if (pl->dtype == RD_FLOAT32) {
@@ -802,7 +855,7 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
   struct cursor c;
   uint64_t start, end;
   unsigned char *acc;
-  if (!ex || part >= ex->plan.nparts)
+  if (!ex || part >= ex->plan.nparts || ex->done[part])
     return RD_E_INVALID;
   pl = &ex->plan;
   if (pl->in_count > 0) {
@@ -827,15 +880,20 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
                          struct rd_error *err)
 {
   uint64_t set_bytes = pl->out_count * g->accsz;
-  unsigned char tmp[sizeof(struct rd__blue)];
+  union {
+    struct rd__blue b;
+    struct rd__u192 w;
+    u128 q;
+    double d;
+  } tmp;
   for (uint64_t o = 0; o < pl->out_count; o++) {
-    const unsigned char *a = acc + o * g->accsz;
+    const void *a = acc + o * g->accsz;
     int rc;
     if (nsets > 0) {
-      memset(tmp, 0, sizeof tmp);
+      memset(&tmp, 0, sizeof tmp);
       for (size_t p = 0; p < nsets; p++)
-        rd__acc_merge(g->k->acc_class, tmp, a + p * set_bytes);
-      a = tmp;
+        rd__acc_merge(g->k->acc_class, &tmp, acc + o * g->accsz + p * set_bytes);
+      a = &tmp;
     }
     if ((rc = store(pl, g, a, out, o, err)) != 0)
       return rc;

@@ -1,6 +1,20 @@
 # tests/ - black-box tests against the real daemon (unit tests live with
-# their module's local.mk).
-EXTRA_DIST += tests/integration tests/conformance
+# their module's local.mk).  Both run.sh scripts start daemon/reduced
+# themselves (or use $REDUCED_TEST_URL) and need curl.
+EXTRA_DIST += \
+	tests/integration/README.md tests/integration/run.sh tests/integration/lib.sh \
+	tests/integration/t_reduce.sh tests/integration/t_dtypes.sh \
+	tests/integration/t_errors.sh tests/integration/t_http.sh \
+	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
+	tests/integration/t_shutdown.sh \
+	tests/conformance/run.sh tests/conformance/onnx-node
+
+# jtool: the JSON helper of the integration scripts (jq is not on CI).
+check_PROGRAMS += tests/integration/jtool
+tests_integration_jtool_SOURCES = tests/integration/jtool.c
+tests_integration_jtool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_jtool_LDADD = $(JANSSON_LIBS) -lm
+
 check_PROGRAMS += tests/conformance/conformance
 tests_conformance_conformance_SOURCES = tests/conformance/conformance.c
 tests_conformance_conformance_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)

@@ -482,6 +482,16 @@ test_numfmt_property(void **state)
     memcpy(&u, &d, sizeof u);
     check_shortest(RD_FLOAT64, &d, d, u);
   }
+  /* powers of two: the read-back interval is lopsided there */
+  for (i = -149; i <= 127; i++) {
+    f = ldexpf(1.0f, i);
+    check_shortest(RD_FLOAT32, &f, f, f32_bits(f));
+  }
+  for (i = -1074; i <= 1023; i++) {
+    d = ldexp(1.0, i);
+    memcpy(&u, &d, sizeof u);
+    check_shortest(RD_FLOAT64, &d, d, u);
+  }
   /* every float16 and bfloat16 value */
   for (i = 0; i < 65536; i++) {
     h = (uint16_t)i;
@@ -797,7 +807,7 @@ test_decode_shape_errors(void **state)
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
               "[4611686018427387904,4],\"data\":[1]}}", RD_E_TOO_LARGE, "");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[2,-1],\"data\":[1]}}", RD_E_DIM, "");
+              "[2,-1],\"data\":[1]}}", RD_E_DIM, "shape[1] is -1");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
               "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
               "1,1],\"data\":[1]}}", RD_E_RANK, "33");
@@ -1209,6 +1219,53 @@ test_encode_result_large(void **state)
   free(out);
 }
 
+/* Decode -> library plan and execution -> encode, for the documented
+ * request (reducing the last axis of 1..12 shaped [3,2,2]). */
+static void
+test_end_to_end(void **state)
+{
+  static const char body[] =
+    "{\"op\": \"ReduceL2\", \"opset\": 18, \"axes\": [-1], \"keepdims\": 0,"
+    " \"input\": {\"dtype\": \"float32\", \"shape\": [3, 2, 2],"
+    " \"data\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}}";
+  struct api_request req;
+  struct rd_error err;
+  struct rd_plan plan;
+  struct api_buf b;
+  void *out;
+
+  (void)state;
+  assert_int_equal(decode(body, &req, &err), 0);
+  assert_int_equal(rd_plan_init(&plan, &req.params, &err), 0);
+  assert_int_equal(plan.in_bytes, req.data_bytes);
+  out = malloc(plan.out_bytes);
+  assert_non_null(out);
+  assert_int_equal(rd_execute(&plan, req.data, out, &err), 0);
+  api_buf_init(&b);
+  assert_int_equal(api_json_encode_result(&plan, req.params.opset, out, &b),
+                   0);
+  /* sqrt(1+4), sqrt(9+16), sqrt(25+36), ... as float32, shortest */
+  assert_string_equal(b.data, "{\"op\":\"ReduceL2\",\"opset\":18,"
+                      "\"op_version\":18,\"output\":{\"dtype\":\"float32\","
+                      "\"shape\":[3,2],\"data\":[2.236068,5,7.81025,10.630146,"
+                      "13.453624,16.27882]}}");
+  api_buf_free(&b);
+  free(out);
+  api_request_free(&req);
+
+  /* A library validation error travels the same way. */
+  assert_int_equal(decode("{\"op\":\"ReduceL2\",\"axes\":[3],\"input\":"
+                          "{\"dtype\":\"int32\",\"data\":[[1,2]]}}", &req,
+                          &err), 0);
+  assert_int_equal(rd_plan_init(&plan, &req.params, &err), RD_E_AXIS_RANGE);
+  assert_int_equal(api_http_status(err.code), 400);
+  assert_int_equal(api_json_encode_error(&err, &b), 0);
+  assert_non_null(strstr(b.data, "{\"error\":{\"code\":\"AXIS_OUT_OF_RANGE\","
+                         "\"message\":\""));
+  api_buf_free(&b);
+  api_request_free(&req);
+}
+
 static void
 test_encode_error(void **state)
 {
@@ -1347,6 +1404,7 @@ main(void)
     cmocka_unit_test(test_encode_result_f32),
     cmocka_unit_test(test_encode_result_types),
     cmocka_unit_test(test_encode_result_large),
+    cmocka_unit_test(test_end_to_end),
     cmocka_unit_test(test_encode_error),
     cmocka_unit_test(test_encode_ops),
   };

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "f16.h"
 #include "reduce.h"
 
 typedef unsigned __int128 u128;
@@ -545,6 +546,25 @@ static void test_canonical_groups(void **state)
   struct spec s = spec0(RD_OP_L2, RD_FLOAT32);
   struct rd_plan pl;
   (void)state;
+  /* Part counts: a function of the plan; noop and scalars use one part. */
+  set_shape(&s, 2, (int64_t)4096, (int64_t)4096); /* 64 MiB */
+  s.noop = 1;
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_int_equal(pl.nparts, 1);
+  s.noop = RD_UNSET;
+  set_axes(&s, 1, (int64_t)1); /* KR: outer kept group split */
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_true(pl.nparts > 1 && pl.nparts <= RD_MAX_PARTS);
+  assert_int_equal((4096 + pl.priv.part_len - 1) / pl.priv.part_len,
+                   pl.nparts);
+  set_axes(&s, 1, (int64_t)0); /* RK: leading reduced group split */
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_true(pl.nparts > 1 && pl.nparts <= RD_MAX_PARTS);
+  /* ... but partials stay within 64 MiB: 2^23 outputs x 8 bytes. */
+  set_shape(&s, 2, (int64_t)16, (int64_t)1 << 23);
+  assert_int_equal(plan_of(&s, &pl, NULL), 0);
+  assert_true(pl.nparts * pl.out_count * 8 <= ((uint64_t)64 << 20));
+  s.naxes = 0;
   /* [2,1,3,4,1,5] axes [1,2,3]: size-1 dims drop, 3*4 merge: K2 R12 K5 */
   set_shape(&s, 6, (int64_t)2, (int64_t)1, (int64_t)3, (int64_t)4,
             (int64_t)1, (int64_t)5);
@@ -1171,6 +1191,7 @@ static void test_stream_errors(void **state)
   assert_int_equal(rd_exec_finish(ex, out, &err), RD_E_INVALID);
   assert_non_null(strstr(err.msg, "part 0"));
   assert_int_equal(rd_exec_part(ex, 0, in), 0);
+  assert_int_equal(rd_exec_part(ex, 0, in), RD_E_INVALID); /* only once */
   assert_int_equal(rd_exec_finish(ex, out, &err), 0);
   assert_true(out[0] == 5.0f);
   rd_exec_destroy(ex);
@@ -1346,6 +1367,15 @@ static void test_deterministic_small(void **state)
     {"KRKR", 4, {3, 7, 4, 19}, 2, {1, 3}},
     {"RKRK", 4, {3, 7, 4, 19}, 2, {0, 2}},
     {"K (noop-like)", 2, {1, 50}, 1, {0}},
+    {"KR short", 2, {50, 2}, 1, {1}},
+    {"KR short", 2, {50, 3}, 1, {1}},
+    {"KR short", 2, {40, 5}, 1, {1}},
+    {"KR short", 2, {40, 8}, 1, {1}},
+    {"KR short", 2, {30, 13}, 1, {1}},
+    {"KR short", 2, {30, 16}, 1, {1}},
+    {"KR short", 2, {30, 17}, 1, {1}},
+    {"KRKR short", 4, {3, 5, 4, 6}, 2, {1, 3}},
+    {"RK short", 2, {50, 3}, 1, {0}},
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -1494,6 +1524,22 @@ static void test_summation_order(void **state)
   assert_true(order_probe(&s, in, &pl) == up);
   free(in);
 
+  /* KR with rows of 8: lanes 0..7 combine as ((0+4)+(2+6))+((1+5)+(3+7)).
+   * With t^2 = 2^-30, lanes 4..7 reach 2^-28 (one ulp of the big square)
+   * before they meet it; added one by one, each t^2 would vanish. */
+  in = calloc(3 * 8, sizeof *in);
+  assert_non_null(in);
+  for (size_t r = 0; r < 3; r++) {
+    in[8 * r] = big;
+    for (size_t j = 1; j < 8; j++)
+      in[8 * r + j] = 0x1p-15f;
+  }
+  set_shape(&s, 2, (int64_t)3, (int64_t)8);
+  set_axes(&s, 1, (int64_t)1);
+  assert_true(order_probe(&s, in, &pl) == up);
+  free(in);
+  s.naxes = 0;
+
   /* R over several parts: each part's segment starts at lane 0 with its own
    * partial, so lane-0 terms of later parts are summed apart and survive. */
   {
@@ -1511,6 +1557,41 @@ static void test_summation_order(void **state)
     assert_true(order_probe(&s, in, &pl) == up);
     free(in);
   }
+}
+
+/* Every float16 pattern through the elementwise path: x^2 rounded once and
+ * |x|, against the f16 module's own conversions. */
+static void test_f16_all_patterns(void **state)
+{
+  struct spec s = spec0(RD_OP_SUM_SQUARE, RD_FLOAT16);
+  struct rd_plan pl;
+  struct rd_error err;
+  uint16_t *in = malloc(65536 * sizeof *in), *out;
+  (void)state;
+  assert_non_null(in);
+  for (uint32_t i = 0; i < 65536; i++)
+    in[i] = (uint16_t)i;
+  set_shape(&s, 1, (int64_t)65536);
+  s.noop = 1;
+  assert_int_equal(run(&s, in, (void **)&out, &pl, &err), 0);
+  for (uint32_t i = 0; i < 65536; i++) {
+    double v = rd_f16_to_f64((uint16_t)i);
+    if (isnan(v))
+      assert_true(isnan(rd_f16_to_f64(out[i])));
+    else
+      assert_int_equal(out[i], rd_f64_to_f16(v * v));
+  }
+  free(out);
+  s.op = RD_OP_L2;
+  assert_int_equal(run(&s, in, (void **)&out, &pl, &err), 0);
+  for (uint32_t i = 0; i < 65536; i++) {
+    if (isnan(rd_f16_to_f64((uint16_t)i)))
+      assert_true(isnan(rd_f16_to_f64(out[i])));
+    else
+      assert_int_equal(out[i], i & 0x7fff);
+  }
+  free(out);
+  free(in);
 }
 
 int main(void)
@@ -1536,6 +1617,7 @@ int main(void)
     cmocka_unit_test(test_deterministic_parts),
     cmocka_unit_test(test_parts_values),
     cmocka_unit_test(test_summation_order),
+    cmocka_unit_test(test_f16_all_patterns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
