@@ -264,7 +264,7 @@ conf_parse(struct conf *c, int argc, char **argv)
     (struct option){ "version", no_argument, NULL, OPT_VERSION };
   longopts[NOPTIONS + 2] = (struct option){ NULL, 0, NULL, 0 };
 
-  optind = 1;
+  optind = 0;   /* glibc: 0 also resets the state of an earlier scan */
   opterr = 0;   /* we print our own messages, naming the option */
   /* Leading ':' : report a missing argument as ':' so we can name it. */
   while ((ch = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
