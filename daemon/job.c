@@ -9,6 +9,7 @@
  */
 #include "config.h"   /* autoconf */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@
 
 /* Inputs below this are not worth the hand-offs of a parallel run. */
 #define JOB_PAR_MIN_BYTES (UINT64_C(1) << 20)
+/* An empty input (a zero-length reduced dim) can name a huge output of zeros
+ * from a few bytes of request; outputs never exceed the input otherwise. */
+#define JOB_MAX_EMPTY_OUTPUT (1u << 20)
 
 #define container_of(ptr, type, member) \
   ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -151,6 +155,12 @@ first_work_cb(uv_work_t *w)
     return;
   }
   rc = rd_plan_init(&j->plan, &j->req.params, &err);
+  if (rc == 0 && j->plan.out_count > j->plan.in_count &&
+      j->plan.out_count > JOB_MAX_EMPTY_OUTPUT)
+    rc = api_fail(&err, RD_E_TOO_LARGE, "the input is empty but the output "
+                  "would have %" PRIu64 " elements; at most %u are answered "
+                  "for an empty input", j->plan.out_count,
+                  (unsigned)JOB_MAX_EMPTY_OUTPUT);
   if (rc != 0) {
     fail(j, rc, &err);
     drop_compute_state(j);

@@ -94,6 +94,13 @@ expect_error "output of 2^63-1 float32 elements ([0,2^63-1] axes [0]) -> 413" \
   '{"op":"ReduceL2","axes":[0],"input":{"dtype":"float32","shape":[0,9223372036854775807],"data":[]}}' 413 TENSOR_TOO_LARGE
 expect_error "output [1,2^62,4] from a zero-element input -> 413" \
   '{"op":"ReduceL2","axes":[0],"input":{"dtype":"float32","shape":[0,4611686018427387904,4],"data":[]}}' 413 TENSOR_TOO_LARGE
+# regression: empty_input_huge_output.  [0,1e9] int64 axes [0] made the daemon
+# try to allocate 1e9 accumulators (32 GB) for a 90-byte request (503).
+expect_error "empty_input_huge_output: [0,1e9] int64 axes [0] -> 413 before allocating" \
+  '{"op":"ReduceL2","axes":[0],"input":{"dtype":"int64","shape":[0,1000000000],"data":[]}}' 413 TENSOR_TOO_LARGE
+expect_reduce "empty input, small output answered: [0,3] axes [0]" \
+  '{"op":"ReduceSumSquare","axes":[0],"keepdims":0,"input":{"dtype":"int32","shape":[0,3],"data":[]}}' \
+  '{"op":"ReduceSumSquare","opset":18,"op_version":18,"output":{"dtype":"int32","shape":[3],"data":[0,0,0]}}'
 expect_reduce "[0,2^63-1] reduced over everything -> [1,1] zero" \
   '{"op":"ReduceL2","input":{"dtype":"float32","shape":[0,9223372036854775807],"data":[]}}' \
   '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"float32","shape":[1,1],"data":[0]}}'
