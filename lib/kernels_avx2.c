@@ -242,6 +242,40 @@ TGT static inline void kahan4(__m256d *s, __m256d *c, __m256d v)
   *s = t;
 }
 
+/* Cheap sufficient test that four vectors of |x| are all mid-range and
+ * nonzero: their sum is <= 2^480 (an ordered compare, so false for NaN and
+ * inf; rounding is monotone, so any |x| > 2^480 makes the sum > 2^480) and
+ * their minimum is >= 2^-480.  A miss is only a slower path: blocks with
+ * zeros or values near the thresholds fall back to mid_mask(). */
+TGT static inline int all_mid_fast(__m256d a0, __m256d a1, __m256d a2,
+                                   __m256d a3)
+{
+  __m256d sum = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+  __m256d mn = _mm256_min_pd(_mm256_min_pd(a0, a1), _mm256_min_pd(a2, a3));
+  __m256d ok = _mm256_and_pd(
+      _mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
+      _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ));
+  return _mm256_movemask_pd(ok) == 0xf;
+}
+
+/* The exact test (zeros count as mid), on values already made absolute. */
+TGT static inline __m256d mid_mask_abs(__m256d a)
+{
+  __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL),
+                                           _CMP_GE_OQ),
+                             _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG),
+                                           _CMP_LE_OQ));
+  return _mm256_or_pd(in, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
+}
+
+TGT static inline __m256d abs4(__m256d v)
+{
+  return _mm256_and_pd(v, _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX)));
+}
+
+/* The 16 lanes live in named registers (s0..s3, c0..c3): arrays of vectors
+ * indexed in loops were kept on the stack by GCC at -O2, which put store
+ * forwarding into every Kahan step. */
 TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
                         uint64_t pos)
 {
@@ -249,40 +283,58 @@ TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     lane_blue_add(ln, k, ld_f64(x + i * 8));
   if (i + L <= n) {
-    __m256d s[4], c[4];
-    for (size_t q = 0; q < 4; q++) {
-      s[q] = _mm256_loadu_pd(ln->b.ms + 4 * q);
-      c[q] = _mm256_loadu_pd(ln->b.mc + 4 * q);
-    }
+    __m256d s0 = _mm256_loadu_pd(ln->b.ms), c0 = _mm256_loadu_pd(ln->b.mc);
+    __m256d s1 = _mm256_loadu_pd(ln->b.ms + 4);
+    __m256d c1 = _mm256_loadu_pd(ln->b.mc + 4);
+    __m256d s2 = _mm256_loadu_pd(ln->b.ms + 8);
+    __m256d c2 = _mm256_loadu_pd(ln->b.mc + 8);
+    __m256d s3 = _mm256_loadu_pd(ln->b.ms + 12);
+    __m256d c3 = _mm256_loadu_pd(ln->b.mc + 12);
     for (; i + L <= n; i += L) {
-      __m256d v[4], ok;
-      PF(x + i * 8);
-      PF(x + i * 8 + 64);
-      for (size_t q = 0; q < 4; q++)
-        v[q] = _mm256_loadu_pd((const double *)(const void *)(x + (i + 4 * q) * 8));
-      ok = _mm256_and_pd(_mm256_and_pd(mid_mask(v[0]), mid_mask(v[1])),
-                         _mm256_and_pd(mid_mask(v[2]), mid_mask(v[3])));
-      if (_mm256_movemask_pd(ok) == 0xf) {
-        for (size_t q = 0; q < 4; q++)
-          kahan4(&s[q], &c[q], v[q]);
+      const double *p = (const double *)(const void *)(x + i * 8);
+      __m256d v0 = _mm256_loadu_pd(p), v1 = _mm256_loadu_pd(p + 4);
+      __m256d v2 = _mm256_loadu_pd(p + 8), v3 = _mm256_loadu_pd(p + 12);
+      __m256d a0 = abs4(v0), a1 = abs4(v1), a2 = abs4(v2), a3 = abs4(v3);
+      PF(p);
+      PF(p + 8);
+      if (all_mid_fast(a0, a1, a2, a3) ||
+          _mm256_movemask_pd(_mm256_and_pd(
+              _mm256_and_pd(mid_mask_abs(a0), mid_mask_abs(a1)),
+              _mm256_and_pd(mid_mask_abs(a2), mid_mask_abs(a3)))) == 0xf) {
+        kahan4(&s0, &c0, v0);
+        kahan4(&s1, &c1, v1);
+        kahan4(&s2, &c2, v2);
+        kahan4(&s3, &c3, v3);
       } else {
         /* Rare: the scalar classification, lanes in order. */
-        for (size_t q = 0; q < 4; q++) {
-          _mm256_storeu_pd(ln->b.ms + 4 * q, s[q]);
-          _mm256_storeu_pd(ln->b.mc + 4 * q, c[q]);
-        }
+        _mm256_storeu_pd(ln->b.ms, s0);
+        _mm256_storeu_pd(ln->b.mc, c0);
+        _mm256_storeu_pd(ln->b.ms + 4, s1);
+        _mm256_storeu_pd(ln->b.mc + 4, c1);
+        _mm256_storeu_pd(ln->b.ms + 8, s2);
+        _mm256_storeu_pd(ln->b.mc + 8, c2);
+        _mm256_storeu_pd(ln->b.ms + 12, s3);
+        _mm256_storeu_pd(ln->b.mc + 12, c3);
         for (size_t l = 0; l < L; l++)
           lane_blue_add(ln, l, ld_f64(x + (i + l) * 8));
-        for (size_t q = 0; q < 4; q++) {
-          s[q] = _mm256_loadu_pd(ln->b.ms + 4 * q);
-          c[q] = _mm256_loadu_pd(ln->b.mc + 4 * q);
-        }
+        s0 = _mm256_loadu_pd(ln->b.ms);
+        c0 = _mm256_loadu_pd(ln->b.mc);
+        s1 = _mm256_loadu_pd(ln->b.ms + 4);
+        c1 = _mm256_loadu_pd(ln->b.mc + 4);
+        s2 = _mm256_loadu_pd(ln->b.ms + 8);
+        c2 = _mm256_loadu_pd(ln->b.mc + 8);
+        s3 = _mm256_loadu_pd(ln->b.ms + 12);
+        c3 = _mm256_loadu_pd(ln->b.mc + 12);
       }
     }
-    for (size_t q = 0; q < 4; q++) {
-      _mm256_storeu_pd(ln->b.ms + 4 * q, s[q]);
-      _mm256_storeu_pd(ln->b.mc + 4 * q, c[q]);
-    }
+    _mm256_storeu_pd(ln->b.ms, s0);
+    _mm256_storeu_pd(ln->b.mc, c0);
+    _mm256_storeu_pd(ln->b.ms + 4, s1);
+    _mm256_storeu_pd(ln->b.mc + 4, c1);
+    _mm256_storeu_pd(ln->b.ms + 8, s2);
+    _mm256_storeu_pd(ln->b.mc + 8, c2);
+    _mm256_storeu_pd(ln->b.ms + 12, s3);
+    _mm256_storeu_pd(ln->b.mc + 12, c3);
   }
   for (size_t l = 0; i < n; i++, l++)
     lane_blue_add(ln, l, ld_f64(x + i * 8));
