@@ -347,10 +347,59 @@ static inline double *blue_mid(struct rd__blue *o)
                             offsetof(struct rd__blue, ms));
 }
 
-/* Blocks of 4 columns x up to 4 rows: when all 16 values are mid-range the
- * four (ms, mc) pairs are transposed into two vectors, updated row by row
- * and transposed back; otherwise the scalar path, each column's rows in
+/* Rows per block of cols_f64: each accumulator is read and written once per
+ * block, so a longer block means less cache traffic on the accumulators
+ * (64 bytes each) per input byte. */
+#define COLS_F64_ROWS 8
+
+/* Columns j..j+3 (accumulators o[0..3]) over nr <= COLS_F64_ROWS rows at p,
+ * row stride rs.  The four (ms, mc) pairs are transposed into two vectors
+ * and updated row by row, speculatively: the result is stored only if every
+ * value was mid-range (the cheap test, then the exact one); otherwise the
+ * scalar path runs from the untouched accumulators, each column's rows in
  * order. */
+TGT static inline void cols4_f64(struct rd__blue *o, const unsigned char *p,
+                                 size_t rs, size_t nr)
+{
+  __m256d a = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[2])),
+                               _mm_loadu_pd(blue_mid(&o[0])));
+  __m256d b = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[3])),
+                               _mm_loadu_pd(blue_mid(&o[1])));
+  __m256d s = _mm256_unpacklo_pd(a, b), c = _mm256_unpackhi_pd(a, b);
+  __m256d sum = _mm256_setzero_pd(), mn = _mm256_set1_pd(BLUE_BIG);
+  int ok;
+  for (size_t q = 0; q < nr; q++) {
+    __m256d v = _mm256_loadu_pd((const double *)(const void *)(p + q * rs));
+    __m256d av = abs4(v);
+    sum = _mm256_add_pd(sum, av);
+    mn = _mm256_min_pd(mn, av);
+    kahan4(&s, &c, v);
+  }
+  /* The sum/min test of all_mid_fast(), over the rows of the block. */
+  ok = _mm256_movemask_pd(_mm256_and_pd(
+           _mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
+           _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ))) == 0xf;
+  if (!ok) {
+    __m256d m = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+    for (size_t q = 0; q < nr; q++)
+      m = _mm256_and_pd(m, mid_mask_abs(abs4(_mm256_loadu_pd(
+                               (const double *)(const void *)(p + q * rs)))));
+    ok = _mm256_movemask_pd(m) == 0xf;
+  }
+  if (ok) {
+    a = _mm256_unpacklo_pd(s, c);
+    b = _mm256_unpackhi_pd(s, c);
+    _mm_storeu_pd(blue_mid(&o[0]), _mm256_castpd256_pd128(a));
+    _mm_storeu_pd(blue_mid(&o[2]), _mm256_extractf128_pd(a, 1));
+    _mm_storeu_pd(blue_mid(&o[1]), _mm256_castpd256_pd128(b));
+    _mm_storeu_pd(blue_mid(&o[3]), _mm256_extractf128_pd(b, 1));
+  } else {
+    for (size_t jj = 0; jj < 4; jj++)
+      for (size_t q = 0; q < nr; q++)
+        acc_blue_add(&o[jj], ld_f64(p + q * rs + jj * 8));
+  }
+}
+
 TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
                          size_t nrows)
 {
@@ -358,33 +407,16 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   const size_t rs = n * 8;
   size_t r = 0;
   while (r < nrows) {
-    size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;
-    for (; j + 4 <= n; j += 4) {
-      __m256d v[4], ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-      for (size_t q = 0; q < nr; q++) {
+    size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
+    for (; j + 8 <= n; j += 8) {
+      for (size_t q = 0; q < nr; q++)
         PF(x + q * rs + j * 8);
-        v[q] = _mm256_loadu_pd((const double *)(const void *)(x + q * rs + j * 8));
-        ok = _mm256_and_pd(ok, mid_mask(v[q]));
-      }
-      if (_mm256_movemask_pd(ok) == 0xf) {
-        __m256d a = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[j + 2])),
-                                     _mm_loadu_pd(blue_mid(&o[j])));
-        __m256d b = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[j + 3])),
-                                     _mm_loadu_pd(blue_mid(&o[j + 1])));
-        __m256d s = _mm256_unpacklo_pd(a, b), c = _mm256_unpackhi_pd(a, b);
-        for (size_t q = 0; q < nr; q++)
-          kahan4(&s, &c, v[q]);
-        a = _mm256_unpacklo_pd(s, c);
-        b = _mm256_unpackhi_pd(s, c);
-        _mm_storeu_pd(blue_mid(&o[j]), _mm256_castpd256_pd128(a));
-        _mm_storeu_pd(blue_mid(&o[j + 2]), _mm256_extractf128_pd(a, 1));
-        _mm_storeu_pd(blue_mid(&o[j + 1]), _mm256_castpd256_pd128(b));
-        _mm_storeu_pd(blue_mid(&o[j + 3]), _mm256_extractf128_pd(b, 1));
-      } else {
-        for (size_t jj = j; jj < j + 4; jj++)
-          for (size_t q = 0; q < nr; q++)
-            acc_blue_add(&o[jj], ld_f64(x + q * rs + jj * 8));
-      }
+      cols4_f64(&o[j], x + j * 8, rs, nr);
+      cols4_f64(&o[j + 4], x + (j + 4) * 8, rs, nr);
+    }
+    if (j + 4 <= n) {
+      cols4_f64(&o[j], x + j * 8, rs, nr);
+      j += 4;
     }
     for (; j < n; j++)
       for (size_t q = 0; q < nr; q++)

@@ -893,7 +893,12 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
   return 0;
 }
 
-/* Writes every output; partials (if any) are added in part order. */
+/* Outputs per block of write_outputs(): the block's running sums stay in
+ * L1 while the partial sets stream past in part order. */
+#define MERGE_BLOCK 64
+
+/* Writes every output; partials (if any) are added in part order, each
+ * output's sum starting from zero: ((0 + p0) + p1) + ... */
 static int write_outputs(const struct rd_plan *pl, const struct geom *g,
                          const unsigned char *acc, size_t nsets, void *out,
                          struct rd_error *err)
@@ -904,23 +909,26 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     struct rd__u192 w;
     u128 q;
     double d;
-  } tmp;
+  } tmp[MERGE_BLOCK];
   if (g->direct) {
     if (pl->out_bytes > 0 && (const void *)acc != out)
       memcpy(out, acc, (size_t)pl->out_bytes);
     return 0;
   }
-  for (uint64_t o = 0; o < pl->out_count; o++) {
-    const void *a = acc + o * g->accsz;
+  for (uint64_t o0 = 0; o0 < pl->out_count; o0 += MERGE_BLOCK) {
+    size_t m = pl->out_count - o0 < MERGE_BLOCK ? (size_t)(pl->out_count - o0)
+                                                : MERGE_BLOCK;
+    const unsigned char *a = acc + o0 * g->accsz;
     int rc;
     if (nsets > 0) {
-      memset(&tmp, 0, sizeof tmp);
+      memset(tmp, 0, m * g->accsz);
       for (size_t p = 0; p < nsets; p++)
-        rd__acc_merge(g->k->acc_class, &tmp, acc + o * g->accsz + p * set_bytes);
-      a = &tmp;
+        rd__acc_merge_n(g->k->acc_class, tmp, a + p * set_bytes, m);
+      a = (const unsigned char *)tmp;
     }
-    if ((rc = store(pl, g, a, out, o, err)) != 0)
-      return rc;
+    for (size_t i = 0; i < m; i++)
+      if ((rc = store(pl, g, a + i * g->accsz, out, o0 + i, err)) != 0)
+        return rc;
   }
   return 0;
 }
@@ -1010,9 +1018,8 @@ static void stream_end_part(struct rd_stream *s)
   uint64_t start;
   end_segment(&s->c, &s->g, s->cur);
   if (s->g.outer_red) {
-    for (uint64_t o = 0; o < pl->out_count; o++)
-      rd__acc_merge(s->g.k->acc_class, s->total + o * s->g.accsz,
-                    s->cur + o * s->g.accsz);
+    rd__acc_merge_n(s->g.k->acc_class, s->total, s->cur,
+                    (size_t)pl->out_count);
     memset(s->cur, 0, (size_t)(pl->out_count * s->g.accsz));
   }
   if (++s->part < pl->nparts)
