@@ -4,7 +4,7 @@ api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
 	api/numfmt.h api/numfmt.c \
-	api/json.c
+	api/json.c api/jsonfast.h api/jsonfast.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
