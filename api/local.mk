@@ -12,3 +12,10 @@ TESTS += tests/unit/test_api
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_api_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The fast path of the decoder against jansson's path (differential).
+check_PROGRAMS += tests/unit/test_jsonfast
+TESTS += tests/unit/test_jsonfast
+tests_unit_test_jsonfast_SOURCES = tests/unit/test_jsonfast.c
+tests_unit_test_jsonfast_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_jsonfast_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
