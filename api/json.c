@@ -1,6 +1,8 @@
 /* json.c - the JSON wire format: POST /v1/reduce bodies in; result, error
- * and operator-table bodies out.  Parsing and string escaping are jansson's;
- * result data is written straight into an api_buf (no node per element). */
+ * and operator-table bodies out.  Parsing and string escaping are jansson's,
+ * except the elements of a large flat input.data array of numbers, which
+ * jsonfast.c reads from the text (see there); result data is written
+ * straight into an api_buf (no node per element). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
