@@ -4,7 +4,8 @@ api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
 	api/numfmt.h api/numfmt.c \
-	api/json.c
+	api/json.c \
+	api/binary.h api/binary.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
@@ -12,3 +13,9 @@ TESTS += tests/unit/test_api
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_api_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+check_PROGRAMS += tests/unit/test_binary
+TESTS += tests/unit/test_binary
+tests_unit_test_binary_SOURCES = tests/unit/test_binary.c
+tests_unit_test_binary_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_binary_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
