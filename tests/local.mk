@@ -6,7 +6,7 @@ EXTRA_DIST += \
 	tests/integration/t_reduce.sh tests/integration/t_dtypes.sh \
 	tests/integration/t_errors.sh tests/integration/t_http.sh \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
-	tests/integration/t_shutdown.sh \
+	tests/integration/t_shutdown.sh tests/integration/t_binary.sh \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).
@@ -14,6 +14,11 @@ check_PROGRAMS += tests/integration/jtool
 tests_integration_jtool_SOURCES = tests/integration/jtool.c
 tests_integration_jtool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_jtool_LDADD = $(JANSSON_LIBS) -lm
+
+# tgen: raw tensors generated on the fly for the streaming tests.
+check_PROGRAMS += tests/integration/tgen
+tests_integration_tgen_SOURCES = tests/integration/tgen.c
+tests_integration_tgen_LDADD = -lm
 
 check_PROGRAMS += tests/conformance/conformance
 tests_conformance_conformance_SOURCES = tests/conformance/conformance.c
