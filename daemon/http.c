@@ -875,8 +875,12 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 
   (void)version;
   if (r == NULL || r->fresh) {
-    if (r == NULL && (r = calloc(1, sizeof *r)) == NULL)
-      return MHD_NO;
+    if (r == NULL) {
+      /* uri_log_cb ran out of memory: the query string is lost. */
+      if ((r = calloc(1, sizeof *r)) == NULL)
+        return MHD_NO;
+      r->query_lost = 1;
+    }
     r->fresh = 0;
     r->srv = s;
     r->conn = conn;
