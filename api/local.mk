@@ -4,7 +4,8 @@ api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
 	api/numfmt.h api/numfmt.c \
-	api/json.c api/jsonfast.h api/jsonfast.c
+	api/json.c api/jsonfast.h api/jsonfast.c \
+	api/binary.h api/binary.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
@@ -19,3 +20,9 @@ TESTS += tests/unit/test_jsonfast
 tests_unit_test_jsonfast_SOURCES = tests/unit/test_jsonfast.c
 tests_unit_test_jsonfast_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_jsonfast_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+check_PROGRAMS += tests/unit/test_binary
+TESTS += tests/unit/test_binary
+tests_unit_test_binary_SOURCES = tests/unit/test_binary.c
+tests_unit_test_binary_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_binary_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

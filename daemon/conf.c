@@ -47,6 +47,10 @@ static const struct conf_opt options[] = {
     F(threads), "N", "worker pool size (default: CPUs online)" },
   { "max-body", "REDUCED_MAX_BODY", CT_UINT, 1, UINT64_C(1) << 40, "67108864",
     NULL, F(max_body), "BYTES", "largest request body" },
+  { "buffer-max", "REDUCED_BUFFER_MAX", CT_UINT, 0, UINT64_C(1) << 40,
+    "1048576", NULL, F(buffer_max), "BYTES",
+    "binary tensors (raw, .npy) up to this size are read whole; larger ones "
+    "are reduced as they stream in (0: always stream)" },
   { "max-pending", "REDUCED_MAX_PENDING", CT_UINT, 1, 1000000, "64", NULL,
     F(max_pending), "N", "requests admitted to the pool at once; more get 503" },
   { "max-connections", "REDUCED_MAX_CONNECTIONS", CT_UINT, 1, 1000000, "1024",

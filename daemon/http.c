@@ -8,13 +8,24 @@
  * never MHD or this file's state.
  *
  * Life of POST /v1/reduce:
- *   first call    route, method, Content-Type, Content-Length, admission;
- *                 allocate the body buffer
- *   upload calls  copy (or, over --max-body when chunked, discard)
- *   final call    suspend the connection and queue the job
+ *   URI logged    (before the headers) keep the raw query string
+ *   first call    route, method, Content-Type, Accept, Content-Length,
+ *                 for raw bodies the query and the plan (so bad parameters
+ *                 and too-large tensors are refused before the body),
+ *                 admission; allocate the body buffer or open the stream
+ *   upload calls  copy (or, over --max-body when chunked, discard); .npy:
+ *                 the header first, then plan as for raw; streamed bodies
+ *                 go to job_stream_write(), and when it takes less the
+ *                 connection is suspended with the rest left unprocessed
+ *                 until a feed finishes (backpressure)
+ *   final call    suspend the connection and queue the job (a stream:
+ *                 once its last feed is done, close it)
  *   job done      resume, MHD_run() -> the handler is re-entered and queues
  *                 the response
- *   completed     log the request line, free the context
+ *   completed     log the request line, free the context (or leave that
+ *                 to the pool job's callback while one is in flight)
+ * Errors found mid-upload (a bad .npy header, too many bytes) cannot be
+ * answered before the final call: the rest of the body is discarded.
  */
 #include "config.h"   /* autoconf */
 
@@ -34,6 +45,7 @@
 #include <microhttpd.h>
 
 #include "api.h"
+#include "binary.h"
 #include "http.h"
 #include "job.h"
 #include "log.h"
@@ -49,6 +61,15 @@
 #define HTTP_RETRY_AFTER "1"
 #define HTTP_ID_MAX 128
 #define HTTP_LOG_PATH_MAX 200
+/* Each of a stream's two buffers: bounds a streamed request's memory (with
+ * the output) and sets how much work one feed hands to the pool. */
+#define HTTP_STREAM_BUF (4u << 20)
+
+#ifdef WORDS_BIGENDIAN
+#define HOST_BIG 1
+#else
+#define HOST_BIG 0
+#endif
 
 #define container_of(ptr, type, member) \
   ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -80,6 +101,22 @@ struct req {
   size_t body_len, body_cap;
   uint64_t expect_len;             /* Content-Length, or UINT64_MAX: chunked */
   int too_large;                   /* chunked body passed --max-body */
+  int fresh;                       /* from uri_log_cb, handler not called */
+  char *query;                     /* raw query string, or NULL */
+  int query_lost;                  /* out of memory copying it */
+  int in_fmt;                      /* enum api_format of the body */
+  /* Binary bodies. */
+  struct api_request qreq;         /* query parameters */
+  int planned;                     /* the job is set up (npy: header read) */
+  int streaming;                   /* body goes to job_stream_write() */
+  int suspended;                   /* waiting for a feed to finish */
+  uint64_t data_need;              /* tensor bytes the plan expects */
+  uint64_t data_bytes;             /* tensor bytes received */
+  unsigned char *npy_hdr;          /* .npy header bytes so far */
+  size_t npy_len, npy_want;
+  struct api_npy npy;
+  int deferred;                    /* an error to answer at the final call */
+  struct rd_error derr;
   char id[HTTP_ID_MAX + 1];
   char method[16];
   char path[HTTP_LOG_PATH_MAX + 1];
@@ -184,11 +221,14 @@ set_request_id(struct http_server *s, struct req *r)
 /* Queues `body` with the headers every response carries.  `must_free`:
  * `body` is malloc'ed and now belongs to MHD (or is freed here). */
 static enum MHD_Result
-respond(struct req *r, int status, const char *body, size_t len,
-        int must_free, const char *allow)
+respond_as(struct req *r, int status, const char *body, size_t len,
+           int must_free, const char *allow, const struct job *result)
 {
   struct MHD_Response *resp;
   enum MHD_Result ret;
+  int binary = result != NULL && result->reply_fmt != API_FMT_JSON;
+  const char *ctype = result != NULL
+                      ? api_format_media_type(result->reply_fmt) : NULL;
 
   resp = MHD_create_response_from_buffer(len, (void *)body,
                                          must_free ? MHD_RESPMEM_MUST_FREE
@@ -200,8 +240,15 @@ respond(struct req *r, int status, const char *body, size_t len,
     return MHD_NO;   /* closes the connection */
   }
   if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                              r->ctype != NULL ? r->ctype
-                                               : "application/json") != MHD_YES ||
+                              ctype != NULL ? ctype
+                              : r->ctype != NULL ? r->ctype
+                                                 : "application/json")
+      != MHD_YES ||
+      (binary &&
+       (MHD_add_response_header(resp, "Tensor-Dtype",
+                                result->reply_dtype) != MHD_YES ||
+        MHD_add_response_header(resp, "Tensor-Shape",
+                                result->reply_shape) != MHD_YES)) ||
       MHD_add_response_header(resp, "X-Request-Id", r->id) != MHD_YES ||
       (allow != NULL &&
        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES) ||
@@ -224,6 +271,13 @@ respond(struct req *r, int status, const char *body, size_t len,
     r->out_bytes = len;
   }
   return ret;
+}
+
+static enum MHD_Result
+respond(struct req *r, int status, const char *body, size_t len,
+        int must_free, const char *allow)
+{
+  return respond_as(r, status, body, len, must_free, allow, NULL);
 }
 
 /* Queues {"error":{...}} with the status api_http_status() gives `code`. */
@@ -259,25 +313,6 @@ respond_error(struct req *r, const char *allow, int code, const char *fmt, ...)
 /* ------------------------------------------------------------------ */
 /* Header checks                                                      */
 /* ------------------------------------------------------------------ */
-
-/* Media type "application/json", any case, parameters allowed. */
-static int
-is_json_media_type(const char *ct)
-{
-  static const char want[] = "application/json";
-  size_t n = sizeof want - 1;
-
-  if (ct == NULL)
-    return 0;
-  while (*ct == ' ' || *ct == '\t')
-    ct++;
-  if (strncasecmp(ct, want, n) != 0)
-    return 0;
-  ct += n;
-  while (*ct == ' ' || *ct == '\t')
-    ct++;
-  return *ct == '\0' || *ct == ';';
-}
 
 /* Strict Content-Length: digits only, no overflow. */
 static int
@@ -323,22 +358,132 @@ has_body(struct MHD_Connection *conn)
 /* POST /v1/reduce                                                    */
 /* ------------------------------------------------------------------ */
 
+/* Loop thread: frees a request context (no pool work may hold it). */
+static void
+req_free(struct req *r)
+{
+  job_release(&r->job);
+  free(r->body);
+  free(r->query);
+  free(r->npy_hdr);
+  free(r);
+}
+
+/* "[3,2]" for the input shape of a plan (messages). */
+static void
+in_shape_text(const struct rd_plan *p, char *buf, size_t cap)
+{
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (size_t i = 0; i < p->in_rank && n < cap; i++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
+                          (long long)p->in_shape[i]);
+  if (n < cap)
+    snprintf(buf + n, cap - n, "]");
+}
+
+static enum MHD_Result
+respond_rd_error(struct req *r, const struct rd_error *err)
+{
+  return respond_error(r, NULL, err->code, "%s", err->msg);
+}
+
+/* Remembers the first error found mid-upload (answered at the final call,
+ * the rest of the body is discarded until then). */
+static void
+defer_error(struct req *r, const struct rd_error *err)
+{
+  if (r->deferred)
+    return;
+  r->deferred = 1;
+  r->derr = *err;
+}
+
+static void stream_wake_cb(struct job *j);
+
+/* The plan is known: check the declared size and the response format,
+ * then allocate the whole body (up to --buffer-max) or open a stream. */
+static int
+binary_ready(struct http_server *s, struct req *r, struct rd_error *err)
+{
+  const struct conf *c = s->conf;
+  const struct rd_plan *p = &r->job.lplan;
+  char shape[RD_MAX_RANK * 21 + 3];
+  int rc, fmt;
+
+  in_shape_text(p, shape, sizeof shape);
+  r->data_need = p->in_bytes;
+  if (p->in_bytes > c->max_body)
+    return api_fail(err, API_E_BODY_TOO_LARGE, "shape %s of %s needs %llu "
+                    "bytes, above the limit of %llu bytes (--max-body)",
+                    shape, rd_dtype_name(p->dtype),
+                    (unsigned long long)p->in_bytes,
+                    (unsigned long long)c->max_body);
+  if ((rc = api_accept_pick(&r->job.accept, p->dtype, &fmt, err)) != 0)
+    return rc;
+  if (r->expect_len != UINT64_MAX) {
+    uint64_t hdr = r->in_fmt == API_FMT_NPY ? r->npy.header_len : 0;
+    if (r->expect_len - hdr != p->in_bytes) {
+      if (r->in_fmt == API_FMT_NPY)
+        return api_fail(err, RD_E_STREAM, "the .npy header declares shape %s "
+                        "of %s: %llu data bytes; Content-Length %llu leaves "
+                        "%llu after the %llu-byte header", shape,
+                        rd_dtype_name(p->dtype),
+                        (unsigned long long)p->in_bytes,
+                        (unsigned long long)r->expect_len,
+                        (unsigned long long)(r->expect_len - hdr),
+                        (unsigned long long)hdr);
+      return api_fail(err, RD_E_STREAM, "shape %s of %s needs exactly %llu "
+                      "bytes; Content-Length is %llu", shape,
+                      rd_dtype_name(p->dtype),
+                      (unsigned long long)p->in_bytes,
+                      (unsigned long long)r->expect_len);
+    }
+  }
+  r->planned = 1;
+  r->job.in_fmt = r->in_fmt;
+  if (p->in_bytes <= c->buffer_max) {
+    r->body_cap = (size_t)p->in_bytes;
+    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+    if (r->body == NULL)
+      return api_fail(err, API_E_OVERLOADED, "cannot allocate %zu bytes for "
+                      "the body; retry later", r->body_cap);
+    return 0;
+  }
+  r->streaming = 1;
+  LOG_DEBUG("request id=%s: streaming %llu tensor bytes", r->id,
+            (unsigned long long)p->in_bytes);
+  if (job_stream_open(&r->job, s->loop, HTTP_STREAM_BUF, stream_wake_cb) != 0)
+    return api_fail(err, API_E_OVERLOADED, "cannot allocate the stream "
+                    "buffers and the output; retry later");
+  return 0;
+}
+
 /* First call: every check that can refuse the request before its body. */
 static enum MHD_Result
 reduce_begin(struct http_server *s, struct req *r)
 {
   const struct conf *c = s->conf;
   const char *ct, *cl;
+  struct rd_error err;
   uint64_t len = 0;
   int chunked;
 
   ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                    MHD_HTTP_HEADER_CONTENT_TYPE);
-  if (!is_json_media_type(ct))
+  r->in_fmt = api_format_of_content_type(ct);
+  if (r->in_fmt == API_FMT_NONE)
     return respond_error(r, NULL, API_E_MEDIA_TYPE,
-                         "Content-Type must be application/json, not '%.64s'",
-                         ct ? ct : "(none)");
-  r->format = METRICS_FMT_JSON;
+                         "Content-Type must be application/json, "
+                         "application/octet-stream or application/x-npy, "
+                         "not '%.64s'", ct ? ct : "(none)");
+  r->format = r->in_fmt == API_FMT_RAW   ? METRICS_FMT_RAW
+              : r->in_fmt == API_FMT_NPY ? METRICS_FMT_NPY
+                                         : METRICS_FMT_JSON;
+  memset(&err, 0, sizeof err);
+  if (api_accept_parse(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_ACCEPT),
+                       r->in_fmt, &r->job.accept, &err) != 0)
+    return respond_rd_error(r, &err);
 
   chunked = is_chunked(r->conn);
   cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
@@ -357,6 +502,18 @@ reduce_begin(struct http_server *s, struct req *r)
                            "bytes (--max-body)", (unsigned long long)len,
                            (unsigned long long)c->max_body);
   }
+  r->expect_len = chunked ? UINT64_MAX : len;
+
+  if (r->in_fmt != API_FMT_JSON) {
+    if (r->query_lost)
+      return respond_error(r, NULL, API_E_OVERLOADED, "out of memory while "
+                           "reading the query string; retry later");
+    if (api_query_parse(r->query, r->in_fmt, &r->qreq, &err) != 0)
+      return respond_rd_error(r, &err);
+    if (r->in_fmt == API_FMT_RAW &&
+        job_binary_setup(&r->job, &r->qreq, 0, HOST_BIG, &err) != 0)
+      return respond_rd_error(r, &err);
+  }
 
   if (s->draining)
     return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_draining,
@@ -367,16 +524,22 @@ reduce_begin(struct http_server *s, struct req *r)
                          "(--max-pending %llu); retry later", s->pending,
                          (unsigned long long)c->max_pending);
 
-  /* Allocate once when the length is known; chunked grows geometrically. */
-  r->expect_len = chunked ? UINT64_MAX : len;
-  r->body_cap = chunked ? (size_t)(c->max_body < HTTP_CHUNKED_START
-                                   ? c->max_body : HTTP_CHUNKED_START)
-                        : (size_t)len;
-  r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
-  if (r->body == NULL)
-    return respond_error(r, NULL, API_E_OVERLOADED,
-                         "cannot allocate %zu bytes for the body; retry later",
-                         r->body_cap);
+  if (r->in_fmt == API_FMT_RAW) {
+    if (binary_ready(s, r, &err) != 0)
+      return respond_rd_error(r, &err);
+  } else if (r->in_fmt == API_FMT_JSON) {
+    /* Allocate once when the length is known; chunked grows
+     * geometrically. */
+    r->body_cap = chunked ? (size_t)(c->max_body < HTTP_CHUNKED_START
+                                     ? c->max_body : HTTP_CHUNKED_START)
+                          : (size_t)len;
+    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+    if (r->body == NULL)
+      return respond_error(r, NULL, API_E_OVERLOADED,
+                           "cannot allocate %zu bytes for the body; retry "
+                           "later", r->body_cap);
+  }
+  /* .npy: planned once its header has arrived. */
   r->admitted = 1;
   s->pending++;
   r->state = RS_READING;
@@ -422,6 +585,109 @@ reduce_upload(struct http_server *s, struct req *r, const char *data,
   r->body_len += n;
 }
 
+/* Upload call, .npy before its data: collects the header, then plans.
+ * Returns the bytes it took from `data`. */
+static size_t
+npy_header_upload(struct http_server *s, struct req *r, const char *data,
+                  size_t n)
+{
+  struct rd_error err;
+  size_t taken = 0;
+
+  memset(&err, 0, sizeof err);
+  while (taken < n && !r->planned && !r->deferred) {
+    size_t c;
+    int rc;
+    if (r->npy_len == r->npy_want) {
+      /* The buffer always holds npy_want bytes: API_NPY_PREFIX first,
+       * then what the header length field says (bounded by the parser). */
+      size_t want = r->npy_want == 0 ? API_NPY_PREFIX : r->npy_want;
+      unsigned char *p = realloc(r->npy_hdr, want);
+      if (p == NULL) {
+        api_fail(&err, API_E_OVERLOADED, "out of memory while reading the "
+                 ".npy header; retry later");
+        defer_error(r, &err);
+        break;
+      }
+      r->npy_hdr = p;
+      r->npy_want = want;
+    }
+    c = r->npy_want - r->npy_len;
+    if (c > n - taken)
+      c = n - taken;
+    memcpy(r->npy_hdr + r->npy_len, data + taken, c);
+    r->npy_len += c;
+    taken += c;
+    if (r->npy_len < r->npy_want)
+      break;
+    rc = api_npy_parse(r->npy_hdr, r->npy_len, &r->npy, &err);
+    if (rc > 0) {
+      unsigned char *p = realloc(r->npy_hdr, (size_t)rc);
+      if (p == NULL) {
+        api_fail(&err, API_E_OVERLOADED, "out of memory while reading the "
+                 ".npy header; retry later");
+        defer_error(r, &err);
+        break;
+      }
+      r->npy_hdr = p;
+      r->npy_want = (size_t)rc;
+      continue;
+    }
+    if (rc < 0) {
+      defer_error(r, &err);
+      break;
+    }
+    r->qreq.params.dtype = r->npy.dtype;
+    r->qreq.params.rank = r->npy.rank;
+    memcpy(r->qreq.shape, r->npy.shape, sizeof r->npy.shape);
+    if (job_binary_setup(&r->job, &r->qreq, r->npy.fortran, r->npy.swap,
+                         &err) != 0 ||
+        binary_ready(s, r, &err) != 0)
+      defer_error(r, &err);
+  }
+  return taken;
+}
+
+/* Upload call of a binary body.  Leaves in *n what it did not take; then
+ * the connection is suspended until a feed frees a buffer. */
+static void
+binary_upload(struct http_server *s, struct req *r, const char *data,
+              size_t *n)
+{
+  size_t left = *n, taken;
+
+  *n = 0;
+  if (!r->too_large && r->in_bytes + left > s->conf->max_body) {
+    r->too_large = 1;   /* only when chunked */
+  }
+  if (!r->planned && !r->deferred && !r->too_large) {
+    taken = npy_header_upload(s, r, data, left);
+    r->in_bytes += taken;
+    data += taken;
+    left -= taken;
+  }
+  if (r->deferred || r->too_large || !r->planned ||
+      r->data_bytes + left > r->data_need) {
+    /* Discarded; a length error is answered at the final call. */
+    r->in_bytes += left;
+    r->data_bytes += left;
+    return;
+  }
+  if (!r->streaming) {
+    memcpy(r->body + r->data_bytes, data, left);
+    taken = left;
+  } else {
+    taken = job_stream_write(&r->job, data, left);
+  }
+  r->in_bytes += taken;
+  r->data_bytes += taken;
+  if (taken < left) {
+    *n = left - taken;
+    r->suspended = 1;
+    MHD_suspend_connection(r->conn);
+  }
+}
+
 /* Loop thread: the job finished; wake the connection so that MHD re-enters
  * the handler, which queues the response. */
 static void
@@ -433,9 +699,7 @@ reduce_done_cb(struct job *j)
   if (r->orphaned) {
     /* Defensive: MHD never completes a suspended request, but if it did,
      * the context outlived it only for the job; free it now. */
-    job_release(&r->job);
-    free(r->body);
-    free(r);
+    req_free(r);
     return;
   }
   /* The body is no longer needed; free it before the response goes out. */
@@ -444,6 +708,72 @@ reduce_done_cb(struct job *j)
   r->state = RS_DONE;
   MHD_resume_connection(r->conn);
   run_mhd(s);   /* required in external mode after a resume */
+}
+
+/* Loop thread: a feed of a streamed body finished. */
+static void
+stream_wake_cb(struct job *j)
+{
+  struct req *r = container_of(j, struct req, job);
+
+  if (r->orphaned) {
+    /* The client went away mid-body; the last pool work frees. */
+    if (!job_busy(j))
+      req_free(r);
+    return;
+  }
+  if (r->suspended) {
+    r->suspended = 0;
+    MHD_resume_connection(r->conn);
+    run_mhd(r->srv);
+  }
+}
+
+/* Final call of a binary body. */
+static enum MHD_Result
+binary_submit(struct http_server *s, struct req *r)
+{
+  char shape[RD_MAX_RANK * 21 + 3];
+  int rc;
+
+  if (r->deferred)
+    return respond_rd_error(r, &r->derr);
+  if (!r->planned)
+    return respond_error(r, NULL, API_E_BAD_NPY, "the body ended after "
+                         "%llu bytes, inside the .npy header (truncated)",
+                         (unsigned long long)r->in_bytes);
+  if (r->data_bytes != r->data_need) {
+    in_shape_text(&r->job.lplan, shape, sizeof shape);
+    return respond_error(r, NULL, RD_E_STREAM, "shape %s of %s needs %llu "
+                         "bytes%s; received %llu",
+                         shape, rd_dtype_name(r->job.lplan.dtype),
+                         (unsigned long long)r->data_need,
+                         r->in_fmt == API_FMT_NPY ? " after the .npy header"
+                                                  : "",
+                         (unsigned long long)r->data_bytes);
+  }
+  if (r->streaming) {
+    if (job_busy(&r->job)) {
+      /* Wait for the last feed; stream_wake_cb resumes. */
+      r->suspended = 1;
+      MHD_suspend_connection(r->conn);
+      return MHD_YES;
+    }
+    rc = job_stream_close(&r->job, reduce_done_cb);
+  } else {
+    r->job.req.data = r->body;   /* the job owns it now */
+    r->job.req.data_bytes = (size_t)r->data_need;
+    r->body = NULL;
+    r->job.max_tasks = (unsigned)s->conf->threads;
+    rc = job_submit(s->loop, &r->job, reduce_done_cb);
+  }
+  if (rc != 0)
+    return respond_error(r, NULL, API_E_OVERLOADED,
+                         "cannot queue the work (%s); retry later",
+                         uv_strerror(rc));
+  r->state = RS_RUNNING;
+  MHD_suspend_connection(r->conn);
+  return MHD_YES;   /* never MHD_NO after suspending */
 }
 
 /* Final call: the body is complete. */
@@ -460,7 +790,10 @@ reduce_submit(struct http_server *s, struct req *r)
                          "the chunked body is above the limit of %llu bytes "
                          "(--max-body)",
                          (unsigned long long)s->conf->max_body);
+  if (r->in_fmt != API_FMT_JSON)
+    return binary_submit(s, r);
 
+  r->job.in_fmt = API_FMT_JSON;
   r->job.body = r->body;
   r->job.body_len = r->body_len;
   /* Every element takes at least two bytes of JSON ("0,"). */
@@ -490,7 +823,8 @@ reduce_answer(struct req *r)
     return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, fallback, len, 0, NULL);
   }
   j->reply = NULL;   /* MHD owns it now */
-  return respond(r, j->status, body, j->reply_len, 1, NULL);
+  return respond_as(r, j->status, body, j->reply_len, 1, NULL,
+                    j->status == MHD_HTTP_OK ? j : NULL);
 }
 
 /* GET /metrics: the exposition text (metrics.h). */
@@ -581,10 +915,14 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
   struct req *r = *con_cls;
 
   (void)version;
-  if (r == NULL) {
-    r = calloc(1, sizeof *r);
-    if (r == NULL)
-      return MHD_NO;
+  if (r == NULL || r->fresh) {
+    if (r == NULL) {
+      /* uri_log_cb ran out of memory: the query string is lost. */
+      if ((r = calloc(1, sizeof *r)) == NULL)
+        return MHD_NO;
+      r->query_lost = 1;
+    }
+    r->fresh = 0;
     r->srv = s;
     r->conn = conn;
     r->t0_ns = now_ns();
@@ -613,6 +951,10 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
       return reduce_submit(s, r);
     return MHD_YES;
   case RS_READING:
+    if (*upload_data_size > 0 && r->in_fmt != API_FMT_JSON) {
+      binary_upload(s, r, upload_data, upload_data_size);
+      return MHD_YES;   /* suspended if it left bytes unprocessed */
+    }
     if (*upload_data_size > 0) {
       reduce_upload(s, r, upload_data, *upload_data_size);
       *upload_data_size = 0;
@@ -645,6 +987,13 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r == NULL)
     return;
   *con_cls = NULL;
+  if (r->fresh) {
+    /* Refused by MHD before the handler ran (its own error page): never
+     * counted in flight, never logged. */
+    free(r->query);
+    free(r);
+    return;
+  }
   ns = now_ns() - r->t0_ns;
   obs.route = r->route;
   /* A running job may still write job.op: not read then. */
@@ -665,13 +1014,35 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r->admitted)
     s->pending--;
   s->inflight--;
-  if (r->state == RS_RUNNING) {
-    r->orphaned = 1;   /* the job still uses it: reduce_done_cb frees */
+  if (r->state == RS_RUNNING || job_busy(&r->job)) {
+    /* A pool work still uses it (a client gone mid-stream): the job's
+     * callback frees it. */
+    r->orphaned = 1;
     return;
   }
-  job_release(&r->job);
-  free(r->body);
-  free(r);
+  req_free(r);
+}
+
+/* Loop thread (inside MHD_run), before the headers are parsed: the only
+ * place MHD 0.9.75 shows the raw request target, so keep its query string
+ * (api_query_parse() decodes it).  The context starts here; the access
+ * handler completes it. */
+static void *
+uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+  struct req *r = calloc(1, sizeof *r);
+  const char *q = uri != NULL ? strchr(uri, '?') : NULL;
+
+  (void)cls;
+  (void)conn;
+  if (r == NULL)
+    return NULL;
+  r->fresh = 1;
+  if (q != NULL) {
+    r->query = strdup(q + 1);
+    r->query_lost = r->query == NULL;
+  }
+  return r;
 }
 
 /* MHD's own diagnostics (loop thread). */
@@ -850,6 +1221,7 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,
     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
     MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
+    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,
     MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
     MHD_OPTION_END);
   freeaddrinfo(ai);

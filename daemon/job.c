@@ -1,11 +1,17 @@
 /* job.c - the reduce computation, run on the libuv worker pool.
  *
- * Small plans: one work item does decode -> plan -> rd_execute -> encode.
+ * Small plans: one work item does decode -> plan -> rd_execute -> encode
+ * (a buffered binary body skips the decode: it was planned on the loop
+ * thread, and only its byte order is fixed here).
  * Large plans (plan.nparts > 1, big input, more than one pool thread):
  * the first work item decodes and plans, its after-callback queues up to
  * max_tasks part workers which take parts from a shared counter, and the
  * last worker to finish combines and encodes.  No pool thread ever waits
  * for another, so a busy pool cannot deadlock.
+ *
+ * Streams: each full buffer is one feed work (byte swap, rd_stream_feed);
+ * feeds of one job never overlap, so the library sees the bytes in order;
+ * the close work feeds the rest, finishes and encodes.
  */
 #include "config.h"   /* autoconf */
 
@@ -62,22 +68,61 @@ fail(struct job *j, int rc, struct rd_error *err)
   set_reply(j, api_http_status(err->code), &b);
 }
 
+/* Encodes j->out (in the order of j->plan) in the negotiated format. */
 static void
 encode_result(struct job *j)
 {
+  const struct rd_plan *lp = &j->lplan;
   struct api_buf b;
   struct rd_error err;
-  int rc;
+  void *c_order = NULL;
+  const void *out = j->out;
+  int rc, fmt;
 
-  api_buf_init(&b);
-  rc = api_json_encode_result(&j->plan, j->req.params.opset, j->out, &b);
+  memset(&err, 0, sizeof err);
+  rc = api_accept_pick(&j->accept, lp->dtype, &fmt, &err);
   if (rc != 0) {
-    api_buf_free(&b);
-    memset(&err, 0, sizeof err);
     fail(j, rc, &err);
     return;
   }
+  if (j->fortran && lp->out_rank > 1 && lp->out_count > 1) {
+    /* The plan ran over the reversed shape: its output is the logical
+     * output in Fortran order. */
+    c_order = malloc((size_t)lp->out_bytes);
+    if (c_order == NULL) {
+      fail(j, api_fail(&err, RD_E_NOMEM, "out of memory"), &err);
+      return;
+    }
+    api_fortran_to_c(j->out, c_order, lp->out_rank, lp->out_shape,
+                     lp->elem_size);
+    out = c_order;
+  }
+  api_buf_init(&b);
+  rc = api_encode_result(fmt, lp, j->req.params.opset, out, &b, &err);
+  free(c_order);
+  if (rc != 0) {
+    api_buf_free(&b);
+    fail(j, rc, &err);
+    return;
+  }
+  j->reply_fmt = fmt;
+  j->reply_dtype = rd_dtype_name(lp->dtype);
+  api_shape_header(lp, j->reply_shape);
   set_reply(j, 200, &b);
+}
+
+/* An input of no element can name a huge output of zeros from a few bytes
+ * of request; outputs never exceed the input otherwise. */
+static int
+check_empty_output(const struct rd_plan *plan, struct rd_error *err)
+{
+  if (plan->out_count > plan->in_count &&
+      plan->out_count > JOB_MAX_EMPTY_OUTPUT)
+    return api_fail(err, RD_E_TOO_LARGE, "the input is empty but the output "
+                    "would have %" PRIu64 " elements; at most %u are answered "
+                    "for an empty input", plan->out_count,
+                    (unsigned)JOB_MAX_EMPTY_OUTPUT);
+  return 0;
 }
 
 /* Frees the computation's memory as soon as the reply exists. */
@@ -132,6 +177,7 @@ part_after_cb(uv_work_t *w, int status)
   if (--j->tasks_running == 0) {
     free(j->tasks);
     j->tasks = NULL;
+    j->busy = 0;
     j->done_cb(j);
   }
 }
@@ -151,24 +197,29 @@ first_work_cb(uv_work_t *w)
   if (j->metrics != NULL)
     metrics_queued_add(j->metrics, -1);
   memset(&err, 0, sizeof err);
-  rc = api_json_decode(j->body, j->body_len, j->max_elements, &j->req, &err);
-  /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
-  j->op = j->req.params.op;
-  if (rc != 0) {
-    fail(j, rc, &err);
-    return;
-  }
-  rc = rd_plan_init(&j->plan, &j->req.params, &err);
-  if (rc == 0 && j->plan.out_count > j->plan.in_count &&
-      j->plan.out_count > JOB_MAX_EMPTY_OUTPUT)
-    rc = api_fail(&err, RD_E_TOO_LARGE, "the input is empty but the output "
-                  "would have %" PRIu64 " elements; at most %u are answered "
-                  "for an empty input", j->plan.out_count,
-                  (unsigned)JOB_MAX_EMPTY_OUTPUT);
-  if (rc != 0) {
-    fail(j, rc, &err);
-    drop_compute_state(j);
-    return;
+  if (j->in_fmt == API_FMT_RAW || j->in_fmt == API_FMT_NPY) {
+    /* Planned by job_binary_setup(); the data is the whole body. */
+    if (j->swap)
+      api_swap_bytes(j->req.data, j->req.data_bytes, j->plan.elem_size);
+  } else {
+    rc = api_json_decode(j->body, j->body_len, j->max_elements, &j->req,
+                         &err);
+    /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
+    j->op = j->req.params.op;
+    if (rc != 0) {
+      fail(j, rc, &err);
+      return;
+    }
+    rc = rd_plan_init(&j->plan, &j->req.params, &err);
+    if (rc == 0)
+      rc = check_empty_output(&j->plan, &err);
+    if (rc != 0) {
+      fail(j, rc, &err);
+      drop_compute_state(j);
+      return;
+    }
+    j->lplan = j->plan;
+    j->fortran = 0;
   }
   j->out = malloc(j->plan.out_bytes > 0 ? j->plan.out_bytes : 1);
   if (j->out == NULL) {
@@ -199,6 +250,7 @@ first_after_cb(uv_work_t *w, int status)
 
   (void)status;   /* never cancelled */
   if (j->ex == NULL) {
+    j->busy = 0;
     j->done_cb(j);
     return;
   }
@@ -212,6 +264,7 @@ first_after_cb(uv_work_t *w, int status)
     memset(&err, 0, sizeof err);
     fail(j, RD_E_NOMEM, &err);
     drop_compute_state(j);
+    j->busy = 0;
     j->done_cb(j);
     return;
   }
@@ -243,18 +296,207 @@ job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
   j->status = 0;
   j->reply = NULL;
   j->reply_len = 0;
+  j->reply_fmt = API_FMT_JSON;
   j->out = NULL;
   j->ex = NULL;
   j->tasks = NULL;
   j->ntasks = 0;
   j->tasks_running = 0;
-  j->op = 0;
-  memset(&j->req, 0, sizeof j->req);
+  if (j->in_fmt != API_FMT_RAW && j->in_fmt != API_FMT_NPY) {
+    memset(&j->req, 0, sizeof j->req);
+    j->op = 0;
+  }
   if (j->metrics != NULL)
     metrics_queued_add(j->metrics, 1);
   rc = uv_queue_work(loop, &j->work, first_work_cb, first_after_cb);
   if (rc != 0 && j->metrics != NULL)
     metrics_queued_add(j->metrics, -1);
+  j->busy = rc == 0;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Binary requests and streams                                        */
+/* ------------------------------------------------------------------ */
+
+int
+job_binary_setup(struct job *j, const struct api_request *req, int fortran,
+                 int swap, struct rd_error *err)
+{
+  int rc;
+
+  /* api_request points into itself: copy, then re-point. */
+  j->req = *req;
+  j->req.params.shape = j->req.shape;
+  j->req.params.axes = j->req.axes;
+  j->req.data = NULL;
+  j->req.data_bytes = 0;
+  j->swap = swap;
+  j->op = j->req.params.op;
+  rc = api_binary_plan(&j->req.params, fortran, &j->lplan, &j->plan, err);
+  if (rc == 0)
+    rc = check_empty_output(&j->lplan, err);
+  j->fortran = fortran && j->lplan.in_rank > 1;
+  return rc;
+}
+
+int
+job_busy(const struct job *j)
+{
+  return j->busy || j->srunning;
+}
+
+/* Pool thread: one full buffer into the library. */
+static void
+feed_work_cb(uv_work_t *w)
+{
+  struct job *j = container_of(w, struct job, feed_work);
+  unsigned char *p = j->sbuf[j->sfeed];
+  size_t n = j->slen[j->sfeed];
+
+  if (j->src != 0)
+    return;   /* an earlier feed failed: the close work reports it */
+  if (j->swap)
+    api_swap_bytes(p, n, j->plan.elem_size);
+  j->src = rd_stream_feed(j->st, p, n, &j->serr);
+}
+
+static void queue_feed(struct job *j);
+
+/* Loop thread: a buffer is free again; start the next full one. */
+static void
+feed_after_cb(uv_work_t *w, int status)
+{
+  struct job *j = container_of(w, struct job, feed_work);
+
+  (void)status;   /* never cancelled */
+  j->srunning = 0;
+  j->slen[j->sfeed] = 0;
+  if (j->slen[j->scur] == j->sbufsize)
+    queue_feed(j);
+  j->wake_cb(j);
+}
+
+/* Loop thread: feeds the current (full) buffer; fills the other next. */
+static void
+queue_feed(struct job *j)
+{
+  j->sfeed = j->scur;
+  j->scur ^= 1;
+  j->srunning = 1;
+  /* uv_queue_work only fails for a NULL callback. */
+  if (uv_queue_work(j->loop, &j->feed_work, feed_work_cb, feed_after_cb) != 0)
+    abort();
+}
+
+int
+job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
+                job_done_cb wake_cb)
+{
+  bufsize = bufsize < 8 ? 8 : bufsize / 8 * 8;
+  j->loop = loop;
+  j->wake_cb = wake_cb;
+  j->sbufsize = bufsize;
+  j->scur = 0;
+  j->slen[0] = j->slen[1] = 0;
+  j->src = 0;
+  if (rd_stream_create(&j->plan, &j->st) != 0)
+    return RD_E_NOMEM;
+  j->sbuf[0] = malloc(bufsize);
+  j->sbuf[1] = malloc(bufsize);
+  j->out = malloc(j->plan.out_bytes > 0 ? (size_t)j->plan.out_bytes : 1);
+  if (j->sbuf[0] == NULL || j->sbuf[1] == NULL || j->out == NULL)
+    return RD_E_NOMEM;
+  return 0;
+}
+
+size_t
+job_stream_write(struct job *j, const void *p, size_t n)
+{
+  const unsigned char *src = p;
+  size_t taken = 0;
+
+  while (taken < n) {
+    size_t room, c;
+    if (j->slen[j->scur] == j->sbufsize) {
+      if (j->srunning)
+        break;   /* both buffers busy: backpressure */
+      queue_feed(j);
+    }
+    room = j->sbufsize - j->slen[j->scur];
+    c = n - taken < room ? n - taken : room;
+    memcpy(j->sbuf[j->scur] + j->slen[j->scur], src + taken, c);
+    j->slen[j->scur] += c;
+    taken += c;
+  }
+  /* Start on a full buffer at once rather than at the next write. */
+  if (j->slen[j->scur] == j->sbufsize && !j->srunning)
+    queue_feed(j);
+  return taken;
+}
+
+/* Frees the stream's memory (not the reply). */
+static void
+drop_stream_state(struct job *j)
+{
+  rd_stream_destroy(j->st);
+  j->st = NULL;
+  free(j->sbuf[0]);
+  free(j->sbuf[1]);
+  j->sbuf[0] = j->sbuf[1] = NULL;
+  free(j->out);
+  j->out = NULL;
+}
+
+/* Pool thread: the rest of the body, finish, encode. */
+static void
+close_work_cb(uv_work_t *w)
+{
+  struct job *j = container_of(w, struct job, work);
+  unsigned char *p = j->sbuf[j->scur];
+  size_t n = j->slen[j->scur];
+  struct rd_error err;
+  int rc = j->src;
+
+  memset(&err, 0, sizeof err);
+  if (rc == 0 && n > 0) {
+    if (j->swap)
+      api_swap_bytes(p, n, j->plan.elem_size);
+    rc = rd_stream_feed(j->st, p, n, &j->serr);
+  }
+  if (rc != 0) {
+    fail(j, rc, &j->serr);
+  } else if ((rc = rd_stream_finish(j->st, j->out, &err)) != 0) {
+    fail(j, rc, &err);
+  } else {
+    encode_result(j);
+  }
+  drop_stream_state(j);
+}
+
+/* Loop thread. */
+static void
+close_after_cb(uv_work_t *w, int status)
+{
+  struct job *j = container_of(w, struct job, work);
+
+  (void)status;   /* never cancelled */
+  j->busy = 0;
+  j->done_cb(j);
+}
+
+int
+job_stream_close(struct job *j, job_done_cb done_cb)
+{
+  int rc;
+
+  j->done_cb = done_cb;
+  j->status = 0;
+  j->reply = NULL;
+  j->reply_len = 0;
+  j->reply_fmt = API_FMT_JSON;
+  rc = uv_queue_work(j->loop, &j->work, close_work_cb, close_after_cb);
+  j->busy = rc == 0;
   return rc;
 }
 
@@ -264,6 +506,8 @@ job_release(struct job *j)
   free(j->reply);
   j->reply = NULL;
   j->reply_len = 0;
+  drop_stream_state(j);
+  api_request_free(&j->req);
 }
 
 /* The fallback body for a job whose reply could not be allocated. */

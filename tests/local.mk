@@ -6,7 +6,8 @@ EXTRA_DIST += \
 	tests/integration/t_reduce.sh tests/integration/t_dtypes.sh \
 	tests/integration/t_errors.sh tests/integration/t_http.sh \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
-	tests/integration/t_shutdown.sh \
+	tests/integration/t_shutdown.sh tests/integration/t_binary.sh \
+	tests/integration/npytool.py \
 	tests/integration/t_metrics.sh tests/integration/promcheck.awk \
 	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
 	tests/integration/t_readme.sh \
@@ -17,6 +18,11 @@ check_PROGRAMS += tests/integration/jtool
 tests_integration_jtool_SOURCES = tests/integration/jtool.c
 tests_integration_jtool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_jtool_LDADD = $(JANSSON_LIBS) -lm
+
+# tgen: raw tensors generated on the fly for the streaming tests.
+check_PROGRAMS += tests/integration/tgen
+tests_integration_tgen_SOURCES = tests/integration/tgen.c
+tests_integration_tgen_LDADD = -lm
 
 check_PROGRAMS += tests/conformance/conformance
 tests_conformance_conformance_SOURCES = tests/conformance/conformance.c
