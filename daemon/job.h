@@ -29,6 +29,7 @@
 #include "api.h"
 #include "binary.h"
 #include "reduce.h"
+#include "v2.h"
 
 struct job;
 /* Runs on the loop thread when the job is finished. */
@@ -42,6 +43,11 @@ struct job {
   uint64_t max_elements;     /* bound passed to api_json_decode */
   unsigned max_tasks;        /* pool threads one job may use at once */
   struct api_accept accept;  /* response formats the client takes */
+  /* Open Inference Protocol (/v2 infer): decode and encode with api_v2_*;
+   * v2info.op/version come from the route, the rest from the request. */
+  int v2;
+  size_t v2_header_len;      /* Inference-Header-Content-Length; SIZE_MAX: none */
+  struct api_v2_info v2info;
 
   /* Outputs: valid in done_cb. */
   int status;                /* HTTP status */
@@ -50,6 +56,7 @@ struct job {
   int reply_fmt;             /* format of a 200 body; errors are JSON */
   const char *reply_dtype;   /* 200: output dtype name (Tensor-Dtype) */
   char reply_shape[API_SHAPE_HDR_MAX];   /* 200: Tensor-Shape */
+  size_t reply_json_len;     /* v2 200: the JSON part (binary output) */
 
   /* Private. */
   job_done_cb done_cb;
