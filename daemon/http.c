@@ -473,6 +473,8 @@ binary_ready(struct http_server *s, struct req *r, struct rd_error *err)
     return 0;
   }
   r->streaming = 1;
+  LOG_DEBUG("request id=%s: streaming %llu tensor bytes", r->id,
+            (unsigned long long)p->in_bytes);
   if (job_stream_open(&r->job, s->loop, HTTP_STREAM_BUF, stream_wake_cb) != 0)
     return api_fail(err, API_E_OVERLOADED, "cannot allocate the stream "
                     "buffers and the output; retry later");

@@ -6,9 +6,11 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# python3-numpy is a test dependency: tests/integration/t_binary.sh writes
+# real .npy files and np.load()s the responses with /usr/bin/python3.
 PKGS="build-essential autoconf automake libtool autoconf-archive pkg-config
 libmicrohttpd-dev libjansson-dev libuv1-dev libcmocka-dev libcurl4-openssl-dev
-curl ca-certificates"
+curl ca-certificates python3-numpy"
 
 missing=""
 for p in $PKGS; do

@@ -8,6 +8,7 @@ EXTRA_DIST += \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
 	tests/integration/t_shutdown.sh tests/integration/t_binary.sh \
 	tests/integration/t_readme.sh tests/integration/t_v2.sh \
+	tests/integration/npytool.py \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).
