@@ -5,7 +5,8 @@ api_libapi_a_SOURCES = \
 	api/buf.h api/buf.c \
 	api/numfmt.h api/numfmt.c \
 	api/json.c api/jsonfast.h api/jsonfast.c \
-	api/binary.h api/binary.c
+	api/binary.h api/binary.c \
+	api/v2.h api/v2.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
@@ -26,3 +27,9 @@ TESTS += tests/unit/test_binary
 tests_unit_test_binary_SOURCES = tests/unit/test_binary.c
 tests_unit_test_binary_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_binary_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+check_PROGRAMS += tests/unit/test_v2
+TESTS += tests/unit/test_v2
+tests_unit_test_v2_SOURCES = tests/unit/test_v2.c
+tests_unit_test_v2_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_v2_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

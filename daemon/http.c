@@ -51,6 +51,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "openapi.h"
+#include "v2.h"
 
 /* Per-connection memory: MHD reads at most this much at once, so it bounds
  * the size of each upload chunk (the default 32 KiB means many small
@@ -64,6 +65,10 @@
 /* Each of a stream's two buffers: bounds a streamed request's memory (with
  * the output) and sets how much work one feed hands to the pool. */
 #define HTTP_STREAM_BUF (4u << 20)
+/* /v2 infer: a JSON header up to this size is parsed on the loop thread as
+ * soon as it has arrived, so that the data blob after it can stream; a
+ * larger header means the whole body is buffered and decoded on the pool. */
+#define HTTP_V2_HEADER_MAX (64u * 1024)
 
 #ifdef WORDS_BIGENDIAN
 #define HOST_BIG 1
@@ -117,6 +122,14 @@ struct req {
   struct api_npy npy;
   int deferred;                    /* an error to answer at the final call */
   struct rd_error derr;
+  /* /v2 (Open Inference Protocol): errors in its form. */
+  int v2;
+  struct api_v2_route v2rt;
+  size_t v2_hdr_len;               /* Inference-Header-Content-Length */
+  int v2_parsed;                   /* the JSON header is decoded */
+  uint64_t v2_prefix;              /* bytes before the data blob */
+  unsigned char *v2_buf;           /* the header (and a leading axes blob) */
+  size_t v2_len;
   char id[HTTP_ID_MAX + 1];
   char method[16];
   char path[HTTP_LOG_PATH_MAX + 1];
@@ -149,6 +162,13 @@ static const char body_ready[] = "{\"status\":\"ready\"}";
 static const char body_draining[] =
   "{\"error\":{\"code\":\"DRAINING\",\"message\":\"the server is shutting "
   "down\"}}";
+
+static const char body_v2_live[] = "{\"live\":true}";
+static const char body_v2_ready[] = "{\"ready\":true}";
+static const char body_v2_draining[] =
+  "{\"error\":\"DRAINING: the server is shutting down\"}";
+static const char body_v2_nomem[] =
+  "{\"error\":\"OUT_OF_MEMORY: out of memory\"}";
 
 static void run_mhd(struct http_server *s);
 
@@ -226,9 +246,13 @@ respond_as(struct req *r, int status, const char *body, size_t len,
 {
   struct MHD_Response *resp;
   enum MHD_Result ret;
-  int binary = result != NULL && result->reply_fmt != API_FMT_JSON;
+  int binary = result != NULL && result->reply_fmt != API_FMT_JSON &&
+               !result->v2;
+  int v2bin = result != NULL && result->reply_fmt != API_FMT_JSON &&
+              result->v2;
   const char *ctype = result != NULL
                       ? api_format_media_type(result->reply_fmt) : NULL;
+  char ihcl[24];
 
   resp = MHD_create_response_from_buffer(len, (void *)body,
                                          must_free ? MHD_RESPMEM_MUST_FREE
@@ -239,11 +263,14 @@ respond_as(struct req *r, int status, const char *body, size_t len,
     LOG_ERROR("request id=%s: cannot create a response", r->id);
     return MHD_NO;   /* closes the connection */
   }
+  snprintf(ihcl, sizeof ihcl, "%zu", v2bin ? result->reply_json_len : 0);
   if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                               ctype != NULL ? ctype
                               : r->ctype != NULL ? r->ctype
                                                  : "application/json")
       != MHD_YES ||
+      (v2bin && MHD_add_response_header(resp, "Inference-Header-Content-"
+                                        "Length", ihcl) != MHD_YES) ||
       (binary &&
        (MHD_add_response_header(resp, "Tensor-Dtype",
                                 result->reply_dtype) != MHD_YES ||
@@ -300,9 +327,13 @@ respond_error(struct req *r, const char *allow, int code, const char *fmt, ...)
   va_end(ap);
 
   api_buf_init(&b);
-  if (api_json_encode_error(&err, &b) != 0) {
+  if ((r->v2 ? api_v2_encode_error(&err, &b)
+             : api_json_encode_error(&err, &b)) != 0) {
     const char *fallback;
     api_buf_free(&b);
+    if (r->v2)
+      return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_nomem,
+                     sizeof body_v2_nomem - 1, 0, NULL);
     fallback = job_nomem_body(&len);
     return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, fallback, len, 0, NULL);
   }
@@ -366,6 +397,7 @@ req_free(struct req *r)
   free(r->body);
   free(r->query);
   free(r->npy_hdr);
+  free(r->v2_buf);
   free(r);
 }
 
@@ -418,10 +450,12 @@ binary_ready(struct http_server *s, struct req *r, struct rd_error *err)
                     shape, rd_dtype_name(p->dtype),
                     (unsigned long long)p->in_bytes,
                     (unsigned long long)c->max_body);
-  if ((rc = api_accept_pick(&r->job.accept, p->dtype, &fmt, err)) != 0)
+  /* /v2 answers JSON or binary as the request says, not by Accept. */
+  if (!r->v2 && (rc = api_accept_pick(&r->job.accept, p->dtype, &fmt, err)))
     return rc;
   if (r->expect_len != UINT64_MAX) {
-    uint64_t hdr = r->in_fmt == API_FMT_NPY ? r->npy.header_len : 0;
+    uint64_t hdr = r->in_fmt == API_FMT_NPY ? r->npy.header_len
+                   : r->v2 ? r->v2_prefix : 0;
     if (r->expect_len - hdr != p->in_bytes) {
       if (r->in_fmt == API_FMT_NPY)
         return api_fail(err, RD_E_STREAM, "the .npy header declares shape %s "
@@ -648,6 +682,95 @@ npy_header_upload(struct http_server *s, struct req *r, const char *data,
   return taken;
 }
 
+/* Upload call of a /v2 body with blobs, before its data blob: collects the
+ * JSON header (and an axes blob that precedes the data), decodes it here
+ * on the loop thread (it is at most HTTP_V2_HEADER_MAX bytes), then plans
+ * as for raw.  A body whose data blob is not last cannot stream: it is
+ * switched to whole-body buffering (in_fmt JSON) and decoded on the pool.
+ * Returns the bytes it took from `data`. */
+static size_t
+v2_header_upload(struct http_server *s, struct req *r, const char *data,
+                 size_t n)
+{
+  struct api_v2_info *info = &r->job.v2info;
+  struct rd_error err;
+  size_t taken = 0, want, c;
+
+  memset(&err, 0, sizeof err);
+  want = r->v2_hdr_len + (r->v2_parsed && info->axes_blob
+                          ? (size_t)info->axes_size : 0);
+  c = want - r->v2_len < n ? want - r->v2_len : n;
+  memcpy(r->v2_buf + r->v2_len, data, c);
+  r->v2_len += c;
+  taken = c;
+  if (r->v2_len < want)
+    return taken;
+
+  if (!r->v2_parsed) {
+    if (api_v2_decode_header((const char *)r->v2_buf, r->v2_hdr_len, 1,
+                             r->v2_hdr_len / 2 + 1, &r->qreq, info,
+                             &err) != 0) {
+      defer_error(r, &err);
+      return taken;
+    }
+    r->v2_parsed = 1;
+    if (r->expect_len != UINT64_MAX &&
+        r->expect_len - r->v2_hdr_len != info->blob_total) {
+      api_fail(&err, RD_E_STREAM, "Content-Length %llu leaves %llu bytes "
+               "after the %zu-byte JSON header; the inputs' "
+               "binary_data_size add up to %llu",
+               (unsigned long long)r->expect_len,
+               (unsigned long long)(r->expect_len - r->v2_hdr_len),
+               r->v2_hdr_len, (unsigned long long)info->blob_total);
+      defer_error(r, &err);
+      return taken;
+    }
+    if (!api_v2_streamable(info)) {
+      size_t cap = r->expect_len != UINT64_MAX
+                   ? (size_t)r->expect_len
+                   : (size_t)(s->conf->max_body < HTTP_CHUNKED_START
+                              ? s->conf->max_body : HTTP_CHUNKED_START);
+      if (cap < r->v2_hdr_len)
+        cap = r->v2_hdr_len;
+      api_request_free(&r->qreq);
+      r->body = malloc(cap > 0 ? cap : 1);
+      if (r->body == NULL) {
+        api_fail(&err, API_E_OVERLOADED, "cannot allocate %zu bytes for the "
+                 "body; retry later", cap);
+        defer_error(r, &err);
+        return taken;
+      }
+      memcpy(r->body, r->v2_buf, r->v2_hdr_len);
+      r->body_len = r->v2_hdr_len;
+      r->body_cap = cap;
+      r->in_fmt = API_FMT_JSON;
+      return taken;
+    }
+    if (info->axes_blob) {
+      unsigned char *p = realloc(r->v2_buf, r->v2_hdr_len +
+                                 (size_t)info->axes_size + 1);
+      if (p == NULL) {
+        api_fail(&err, API_E_OVERLOADED, "out of memory while reading the "
+                 "axes blob; retry later");
+        defer_error(r, &err);
+        return taken;
+      }
+      r->v2_buf = p;
+      /* The axes blob may already be here. */
+      return taken + v2_header_upload(s, r, data + taken, n - taken);
+    }
+  } else if (api_v2_set_axes(&r->qreq, info, r->v2_buf + r->v2_hdr_len,
+                             &err) != 0) {
+    defer_error(r, &err);
+    return taken;
+  }
+  r->v2_prefix = r->v2_len;
+  if (job_binary_setup(&r->job, &r->qreq, 0, HOST_BIG, &err) != 0 ||
+      binary_ready(s, r, &err) != 0)
+    defer_error(r, &err);
+  return taken;
+}
+
 /* Upload call of a binary body.  Leaves in *n what it did not take; then
  * the connection is suspended until a feed frees a buffer. */
 static void
@@ -661,10 +784,17 @@ binary_upload(struct http_server *s, struct req *r, const char *data,
     r->too_large = 1;   /* only when chunked */
   }
   if (!r->planned && !r->deferred && !r->too_large) {
-    taken = npy_header_upload(s, r, data, left);
+    taken = r->v2 ? v2_header_upload(s, r, data, left)
+                  : npy_header_upload(s, r, data, left);
     r->in_bytes += taken;
     data += taken;
     left -= taken;
+    if (r->in_fmt == API_FMT_JSON) {
+      /* A /v2 body that cannot stream: buffered whole from here on. */
+      if (left > 0)
+        reduce_upload(s, r, data, left);
+      return;
+    }
   }
   if (r->deferred || r->too_large || !r->planned ||
       r->data_bytes + left > r->data_need) {
@@ -738,6 +868,12 @@ binary_submit(struct http_server *s, struct req *r)
 
   if (r->deferred)
     return respond_rd_error(r, &r->derr);
+  if (!r->planned && r->v2)
+    return respond_error(r, NULL, RD_E_STREAM, "the body ended after %llu "
+                         "bytes, before the JSON header "
+                         "(Inference-Header-Content-Length %zu) and the "
+                         "blobs before the data", (unsigned long long)
+                         r->in_bytes, r->v2_hdr_len);
   if (!r->planned)
     return respond_error(r, NULL, API_E_BAD_NPY, "the body ended after "
                          "%llu bytes, inside the .npy header (truncated)",
@@ -818,6 +954,9 @@ reduce_answer(struct req *r)
   char *body = j->reply;
   size_t len;
 
+  if (body == NULL && r->v2)
+    return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_nomem,
+                   sizeof body_v2_nomem - 1, 0, NULL);
   if (body == NULL) {
     const char *fallback = job_nomem_body(&len);
     return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, fallback, len, 0, NULL);
@@ -848,6 +987,180 @@ metrics_answer(struct http_server *s, struct req *r)
 }
 
 /* ------------------------------------------------------------------ */
+/* /v2: the Open Inference Protocol (loop thread)                     */
+/* ------------------------------------------------------------------ */
+
+/* Queues a built body, or 503 if building it ran out of memory. */
+static enum MHD_Result
+respond_built(struct req *r, int rc, struct api_buf *b)
+{
+  char *body;
+  size_t len;
+
+  if (rc != 0) {
+    api_buf_free(b);
+    return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_nomem,
+                   sizeof body_v2_nomem - 1, 0, NULL);
+  }
+  body = api_buf_steal(b, &len);
+  if (body == NULL)
+    return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_nomem,
+                   sizeof body_v2_nomem - 1, 0, NULL);
+  return respond(r, MHD_HTTP_OK, body, len, 1, NULL);
+}
+
+/* First call of POST .../infer: the checks of reduce_begin, plus the
+ * binary extension's Inference-Header-Content-Length.  The body's
+ * Content-Type is not consulted (tritonclient sends none); a
+ * Content-Encoding other than identity is 415. */
+static enum MHD_Result
+v2_infer_begin(struct http_server *s, struct req *r)
+{
+  const struct conf *c = s->conf;
+  const char *ce, *cl, *ih;
+  uint64_t len = 0, hl;
+  struct rd_error err;
+  int chunked;
+
+  ce = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_CONTENT_ENCODING);
+  if (ce != NULL && strcasecmp(ce, "identity") != 0)
+    return respond_error(r, NULL, API_E_MEDIA_TYPE, "Content-Encoding "
+                         "'%.64s' is not supported; send the body "
+                         "uncompressed", ce);
+  chunked = is_chunked(r->conn);
+  cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (!chunked) {
+    if (cl == NULL)
+      return respond_error(r, NULL, API_E_LENGTH_REQUIRED,
+                           "a POST body needs Content-Length or chunked "
+                           "Transfer-Encoding");
+    if (parse_length(cl, &len) != 0)
+      return respond_error(r, NULL, API_E_LENGTH_REQUIRED,
+                           "invalid Content-Length '%.32s'", cl);
+    if (len > c->max_body)
+      return respond_error(r, NULL, API_E_BODY_TOO_LARGE,
+                           "Content-Length %llu is above the limit of %llu "
+                           "bytes (--max-body)", (unsigned long long)len,
+                           (unsigned long long)c->max_body);
+  }
+  r->expect_len = chunked ? UINT64_MAX : len;
+
+  r->v2_hdr_len = SIZE_MAX;
+  ih = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   "Inference-Header-Content-Length");
+  if (ih != NULL) {
+    if (parse_length(ih, &hl) != 0)
+      return respond_error(r, NULL, API_E_INVALID_FIELD, "invalid "
+                           "Inference-Header-Content-Length '%.32s'", ih);
+    if (hl == 0)
+      return respond_error(r, NULL, API_E_INVALID_FIELD, "Inference-Header-"
+                           "Content-Length 0 (a raw binary request) is not "
+                           "supported: the shape of input \"data\" must come "
+                           "in a JSON header");
+    if (!chunked && hl > len)
+      return respond_error(r, NULL, API_E_INVALID_FIELD, "Inference-Header-"
+                           "Content-Length %llu is larger than the body "
+                           "(Content-Length %llu)", (unsigned long long)hl,
+                           (unsigned long long)len);
+    if (hl > c->max_body)
+      return respond_error(r, NULL, API_E_BODY_TOO_LARGE, "Inference-Header-"
+                           "Content-Length %llu is above the limit of %llu "
+                           "bytes (--max-body)", (unsigned long long)hl,
+                           (unsigned long long)c->max_body);
+    r->v2_hdr_len = (size_t)hl;
+  }
+
+  if (s->draining)
+    return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_draining,
+                   sizeof body_v2_draining - 1, 0, NULL);
+  if (s->pending >= c->max_pending)
+    return respond_error(r, NULL, API_E_OVERLOADED,
+                         "%zu requests are already in progress "
+                         "(--max-pending %llu); retry later", s->pending,
+                         (unsigned long long)c->max_pending);
+
+  r->job.v2 = 1;
+  r->job.v2_header_len = r->v2_hdr_len;
+  r->job.v2info.op = r->v2rt.op;
+  r->job.v2info.version = r->v2rt.version;
+  memset(&err, 0, sizeof err);
+  if (r->v2_hdr_len != SIZE_MAX && r->v2_hdr_len <= HTTP_V2_HEADER_MAX &&
+      (chunked || r->v2_hdr_len < len)) {
+    /* Blobs follow: read the header first, maybe stream the data. */
+    r->in_fmt = API_FMT_RAW;
+    r->v2_buf = malloc(r->v2_hdr_len);
+    if (r->v2_buf == NULL)
+      return respond_error(r, NULL, API_E_OVERLOADED, "cannot allocate %zu "
+                           "bytes for the JSON header; retry later",
+                           r->v2_hdr_len);
+  } else {
+    r->in_fmt = API_FMT_JSON;
+    r->body_cap = chunked ? (size_t)(c->max_body < HTTP_CHUNKED_START
+                                     ? c->max_body : HTTP_CHUNKED_START)
+                          : (size_t)len;
+    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+    if (r->body == NULL)
+      return respond_error(r, NULL, API_E_OVERLOADED,
+                           "cannot allocate %zu bytes for the body; retry "
+                           "later", r->body_cap);
+  }
+  r->admitted = 1;
+  s->pending++;
+  r->state = RS_READING;
+  return MHD_YES;
+}
+
+/* Every /v2 path: route, method, then answer or start an infer. */
+static enum MHD_Result
+v2_call(struct http_server *s, struct req *r, const char *url,
+        const char *method)
+{
+  struct rd_error err;
+  struct api_buf b;
+  const char *allow;
+  int is_get;
+
+  r->v2 = 1;
+  memset(&err, 0, sizeof err);
+  if (api_v2_route_parse(url, &r->v2rt, &err) != 0)
+    return respond_rd_error(r, &err);
+  allow = r->v2rt.kind == API_V2_INFER ? "POST" : "GET, HEAD";
+  is_get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+           strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+  if (r->v2rt.kind == API_V2_INFER
+      ? strcmp(method, MHD_HTTP_METHOD_POST) != 0 : !is_get)
+    return respond_error(r, allow, API_E_METHOD,
+                         "method %s is not allowed for %s (allowed: %s)",
+                         r->method, r->path, allow);
+  api_buf_init(&b);
+  switch (r->v2rt.kind) {
+  case API_V2_SERVER_META:
+    return respond_built(r, api_v2_encode_server_meta(PACKAGE_VERSION, &b),
+                         &b);
+  case API_V2_LIVE:
+    return respond(r, MHD_HTTP_OK, body_v2_live, sizeof body_v2_live - 1, 0,
+                   NULL);
+  case API_V2_READY:
+  case API_V2_MODEL_READY:
+    if (s->draining)
+      return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_draining,
+                     sizeof body_v2_draining - 1, 0, NULL);
+    if (r->v2rt.kind == API_V2_READY)
+      return respond(r, MHD_HTTP_OK, body_v2_ready, sizeof body_v2_ready - 1,
+                     0, NULL);
+    return respond_built(r, api_v2_encode_model_ready(r->v2rt.op, &b), &b);
+  case API_V2_MODEL_META:
+    return respond_built(r, api_v2_encode_model_meta(r->v2rt.op,
+                                                     r->v2rt.version, &b),
+                         &b);
+  default:
+    return v2_infer_begin(s, r);
+  }
+}
+
+/* ------------------------------------------------------------------ */
 /* The access handler (loop thread, inside MHD_run)                   */
 /* ------------------------------------------------------------------ */
 
@@ -858,6 +1171,8 @@ first_call(struct http_server *s, struct req *r, const char *url,
   const struct route *rt = NULL;
   int is_get;
 
+  if (strncmp(url, "/v2", 3) == 0 && (url[3] == '\0' || url[3] == '/'))
+    return v2_call(s, r, url, method);
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
     if (strcmp(url, routes[i].path) == 0) {
       rt = &routes[i];

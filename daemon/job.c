@@ -59,7 +59,8 @@ fail(struct job *j, int rc, struct rd_error *err)
     snprintf(err->msg, sizeof err->msg, "%s", api_errname(rc));
   }
   api_buf_init(&b);
-  if (api_json_encode_error(err, &b) != 0) {
+  if ((j->v2 ? api_v2_encode_error(err, &b)
+             : api_json_encode_error(err, &b)) != 0) {
     api_buf_free(&b);
     j->status = 503;   /* out of memory: retry later */
     j->reply = NULL;
@@ -80,6 +81,19 @@ encode_result(struct job *j)
   int rc, fmt;
 
   memset(&err, 0, sizeof err);
+  if (j->v2) {
+    /* The protocol chooses JSON or binary per output, not by Accept. */
+    api_buf_init(&b);
+    if (api_v2_encode_result(&j->v2info, lp, j->out, &b,
+                             &j->reply_json_len) != 0) {
+      api_buf_free(&b);
+      fail(j, api_fail(&err, RD_E_NOMEM, "out of memory"), &err);
+      return;
+    }
+    j->reply_fmt = j->v2info.binary_output ? API_FMT_RAW : API_FMT_JSON;
+    set_reply(j, 200, &b);
+    return;
+  }
   rc = api_accept_pick(&j->accept, lp->dtype, &fmt, &err);
   if (rc != 0) {
     fail(j, rc, &err);
@@ -202,8 +216,12 @@ first_work_cb(uv_work_t *w)
     if (j->swap)
       api_swap_bytes(j->req.data, j->req.data_bytes, j->plan.elem_size);
   } else {
-    rc = api_json_decode(j->body, j->body_len, j->max_elements, &j->req,
-                         &err);
+    if (j->v2)
+      rc = api_v2_decode(j->body, j->body_len, j->v2_header_len,
+                         j->max_elements, &j->req, &j->v2info, &err);
+    else
+      rc = api_json_decode(j->body, j->body_len, j->max_elements, &j->req,
+                           &err);
     /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
     j->op = j->req.params.op;
     if (rc != 0) {

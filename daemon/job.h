@@ -30,6 +30,7 @@
 #include "metrics.h"
 #include "binary.h"
 #include "reduce.h"
+#include "v2.h"
 
 struct job;
 /* Runs on the loop thread when the job is finished. */
@@ -45,6 +46,11 @@ struct job {
   struct metrics *metrics;   /* optional: counted in reduced_requests_queued
                               * until a pool thread takes the job up */
   struct api_accept accept;  /* response formats the client takes */
+  /* Open Inference Protocol (/v2 infer): decode and encode with api_v2_*;
+   * v2info.op/version come from the route, the rest from the request. */
+  int v2;
+  size_t v2_header_len;      /* Inference-Header-Content-Length; SIZE_MAX: none */
+  struct api_v2_info v2info;
 
   /* Outputs: valid in done_cb. */
   int status;                /* HTTP status */
@@ -54,6 +60,7 @@ struct job {
   int reply_fmt;             /* format of a 200 body; errors are JSON */
   const char *reply_dtype;   /* 200: output dtype name (Tensor-Dtype) */
   char reply_shape[API_SHAPE_HDR_MAX];   /* 200: Tensor-Shape */
+  size_t reply_json_len;     /* v2 200: the JSON part (binary output) */
 
   /* Private. */
   job_done_cb done_cb;

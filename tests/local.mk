@@ -7,10 +7,10 @@ EXTRA_DIST += \
 	tests/integration/t_errors.sh tests/integration/t_http.sh \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
 	tests/integration/t_shutdown.sh tests/integration/t_binary.sh \
+	tests/integration/t_readme.sh tests/integration/t_v2.sh \
 	tests/integration/npytool.py \
 	tests/integration/t_metrics.sh tests/integration/promcheck.awk \
 	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
-	tests/integration/t_readme.sh \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).

@@ -1,0 +1,1253 @@
+/* v2.c - the Open Inference Protocol (KServe v2 REST) and Triton's binary
+ * tensor data extension: routes, infer request decoding, response, error
+ * and metadata bodies.  Parsing and string escaping are jansson's. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api.h"
+#include "f16.h"
+#include "numfmt.h"
+#include "v2.h"
+
+/* ONNX opset 18 moved `axes` from an attribute to an input. */
+#define AXES_INPUT_VERSION 18
+/* Integral reals beyond this may have been rounded by the parser. */
+#define EXACT_REAL_MAX 9007199254740992.0 /* 2^53 */
+/* Bytes of a user string quoted in a message. */
+#define SHOW_CUT 64
+
+static const struct {
+  const char *name;
+  int dtype;
+} datatypes[] = {
+  { "FP32", RD_FLOAT32 }, { "FP64", RD_FLOAT64 }, { "FP16", RD_FLOAT16 },
+  { "BF16", RD_BFLOAT16 }, { "INT32", RD_INT32 }, { "INT64", RD_INT64 },
+  { "UINT32", RD_UINT32 }, { "UINT64", RD_UINT64 },
+};
+#define NDATATYPES (sizeof datatypes / sizeof datatypes[0])
+
+const char *
+api_v2_datatype_name(int dtype)
+{
+  for (size_t i = 0; i < NDATATYPES; i++)
+    if (datatypes[i].dtype == dtype)
+      return datatypes[i].name;
+  return NULL;
+}
+
+int
+api_v2_datatype_parse(const char *name, int *dtype)
+{
+  for (size_t i = 0; i < NDATATYPES; i++)
+    if (strcmp(datatypes[i].name, name) == 0) {
+      *dtype = datatypes[i].dtype;
+      return 0;
+    }
+  return RD_E_DTYPE;
+}
+
+static int
+host_is_big_endian(void)
+{
+  const uint16_t one = 1;
+  unsigned char b;
+
+  memcpy(&b, &one, 1);
+  return b == 0;
+}
+
+/* Reverses each `esize`-byte element in place (little-endian <-> host on a
+ * big-endian host). */
+static void
+swap_elems(unsigned char *p, size_t bytes, size_t esize)
+{
+  for (size_t i = 0; i + esize <= bytes; i += esize)
+    for (size_t a = i, b = i + esize - 1; a < b; a++, b--) {
+      unsigned char t = p[a];
+      p[a] = p[b];
+      p[b] = t;
+    }
+}
+
+/* User text for a message: printable ASCII kept, the rest '?', cut. */
+static void
+show(const char *s, char *out, size_t size)
+{
+  size_t i;
+
+  for (i = 0; s[i] != '\0' && i < SHOW_CUT && i + 4 < size; i++)
+    out[i] = (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"') ? s[i] : '?';
+  if (s[i] != '\0' && i + 4 <= size) {
+    memcpy(out + i, "...", 3);
+    i += 3;
+  }
+  out[i] = '\0';
+}
+
+static const char *
+type_name(const json_t *v)
+{
+  switch (json_typeof(v)) {
+  case JSON_OBJECT:
+    return "an object";
+  case JSON_ARRAY:
+    return "a list";
+  case JSON_STRING:
+    return "a string";
+  case JSON_INTEGER:
+  case JSON_REAL:
+    return "a number";
+  case JSON_TRUE:
+    return "true";
+  case JSON_FALSE:
+    return "false";
+  default:
+    return "null";
+  }
+}
+
+/* "1, 11, 13, 18" */
+static void
+list_versions(char *out, size_t size)
+{
+  size_t n = 0;
+
+  out[0] = '\0';
+  for (int i = 0; i < RD_NVERSIONS && n < size; i++)
+    n += (size_t)snprintf(out + n, size - n, "%s%d", i ? ", " : "",
+                          rd_versions[i]);
+}
+
+/* ================================================================== */
+/* Routes                                                             */
+/* ================================================================== */
+
+/* [1-9][0-9]{0,8}: 0 and the value, else -1. */
+static int
+parse_version(const char *s, size_t len, int *out)
+{
+  int v = 0;
+
+  if (len == 0 || len > 9 || s[0] == '0')
+    return -1;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+int
+api_v2_route_parse(const char *path, struct api_v2_route *rt,
+                   struct rd_error *err)
+{
+  static const char models[] = "/v2/models/", versions[] = "/versions/";
+  const char *name, *rest, *vs = NULL;
+  char shown[SHOW_CUT + 8], vlist[64];
+  size_t name_len, vs_len = 0;
+  char opname[32];
+  enum rd_op op;
+  int i;
+
+  memset(rt, 0, sizeof *rt);
+  if (strcmp(path, "/v2") == 0) {
+    rt->kind = API_V2_SERVER_META;
+    return 0;
+  }
+  if (strcmp(path, "/v2/health/live") == 0) {
+    rt->kind = API_V2_LIVE;
+    return 0;
+  }
+  if (strcmp(path, "/v2/health/ready") == 0) {
+    rt->kind = API_V2_READY;
+    return 0;
+  }
+  show(path, shown, sizeof shown);
+  if (strncmp(path, models, sizeof models - 1) != 0)
+    return api_fail(err, API_E_NOT_FOUND, "no such path: %s", shown);
+  name = path + sizeof models - 1;
+  name_len = strcspn(name, "/");
+  rest = name + name_len;
+  if (strncmp(rest, versions, sizeof versions - 1) == 0) {
+    vs = rest + sizeof versions - 1;
+    vs_len = strcspn(vs, "/");
+    rest = vs + vs_len;
+  }
+  if (strcmp(rest, "") == 0)
+    rt->kind = API_V2_MODEL_META;
+  else if (strcmp(rest, "/ready") == 0)
+    rt->kind = API_V2_MODEL_READY;
+  else if (strcmp(rest, "/infer") == 0)
+    rt->kind = API_V2_INFER;
+  else
+    return api_fail(err, API_E_NOT_FOUND, "no such path: %s", shown);
+  if (name_len == 0)
+    return api_fail(err, API_E_NOT_FOUND, "no such path: %s", shown);
+
+  /* Exact, case-sensitive model names (the protocol's rule). */
+  if (name_len < sizeof opname) {
+    memcpy(opname, name, name_len);
+    opname[name_len] = '\0';
+  }
+  if (name_len >= sizeof opname || rd_op_parse(opname, &op) != 0) {
+    char nm[SHOW_CUT + 8], cut[SHOW_CUT + 1];
+    size_t c = name_len < SHOW_CUT ? name_len : SHOW_CUT;
+    memcpy(cut, name, c);
+    cut[c] = '\0';
+    show(cut, nm, sizeof nm);
+    return api_fail(err, API_E_NOT_FOUND, "unknown model \"%s%s\"; models: "
+                    "ReduceL2, ReduceSumSquare", nm,
+                    name_len > SHOW_CUT ? "..." : "");
+  }
+  rt->op = op;
+  if (vs != NULL) {
+    int v;
+    char vtext[SHOW_CUT + 1], vshown[SHOW_CUT + 8];
+    size_t c = vs_len < SHOW_CUT ? vs_len : SHOW_CUT;
+    memcpy(vtext, vs, c);
+    vtext[c] = '\0';
+    show(vtext, vshown, sizeof vshown);
+    list_versions(vlist, sizeof vlist);
+    if (parse_version(vs, vs_len, &v) != 0)
+      return api_fail(err, API_E_INVALID_FIELD, "model version \"%s\" is not "
+                      "a version number; versions of %s: %s", vshown,
+                      rd_op_name(op), vlist);
+    for (i = 0; i < RD_NVERSIONS && rd_versions[i] != v; i++)
+      ;
+    if (i == RD_NVERSIONS)
+      return api_fail(err, API_E_NOT_FOUND, "model %s has no version %d; "
+                      "versions: %s", rd_op_name(op), v, vlist);
+    rt->version = v;
+  }
+  return 0;
+}
+
+/* ================================================================== */
+/* Request decoding                                                   */
+/* ================================================================== */
+
+/* One known key set: UNKNOWN_FIELD for any other key of `obj`. */
+static int
+check_keys(const json_t *obj, const char *const *known, const char *what,
+           struct rd_error *err)
+{
+  const char *key;
+  const json_t *val;
+  char shown[SHOW_CUT + 8];
+  size_t i;
+
+  json_object_foreach((json_t *)obj, key, val) {
+    for (i = 0; known[i] != NULL && strcmp(known[i], key) != 0; i++)
+      ;
+    if (known[i] == NULL) {
+      show(key, shown, sizeof shown);
+      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown %s \"%s\"", what,
+                      shown);
+    }
+  }
+  return 0;
+}
+
+/* 0 and the value; -1 if `v` is not an integer; -2 for an integral real
+ * too large to be exact. */
+static int
+as_int64(const json_t *v, int64_t *out)
+{
+  double r;
+
+  if (json_is_integer(v)) {
+    *out = json_integer_value(v);
+    return 0;
+  }
+  if (!json_is_real(v))
+    return -1;
+  r = json_real_value(v);
+  if (r != trunc(r))
+    return -1;
+  if (fabs(r) > EXACT_REAL_MAX)
+    return -2;
+  *out = (int64_t)r;
+  return 0;
+}
+
+/* keepdims / noop_with_empty_axes: an integer or true/false. */
+static int
+param_int(const json_t *v, const char *name, int64_t *out,
+          struct rd_error *err)
+{
+  if (json_is_boolean(v)) {
+    *out = json_is_true(v);
+    return 0;
+  }
+  if (as_int64(v, out) != 0)
+    return api_fail(err, API_E_INVALID_FIELD, "parameters.%s must be an "
+                    "integer or true/false, got %s", name, type_name(v));
+  return 0;
+}
+
+static int
+decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
+                  struct rd_error *err)
+{
+  static const char *const known[] = {
+    "keepdims", "noop_with_empty_axes", "overflow", "axes",
+    "binary_data_output", NULL
+  };
+  struct rd_params *p = &req->params;
+  const json_t *v;
+  char shown[SHOW_CUT + 8];
+  enum rd_overflow pol;
+  int rc;
+
+  if (ps == NULL)
+    return 0;
+  if (!json_is_object(ps))
+    return api_fail(err, API_E_INVALID_FIELD, "parameters must be an object, "
+                    "got %s", type_name(ps));
+  if ((rc = check_keys(ps, known, "parameter", err)) != 0)
+    return rc;
+  if ((v = json_object_get(ps, "keepdims")) != NULL &&
+      (rc = param_int(v, "keepdims", &p->keepdims, err)) != 0)
+    return rc;
+  if ((v = json_object_get(ps, "noop_with_empty_axes")) != NULL) {
+    if ((rc = param_int(v, "noop_with_empty_axes", &p->noop_with_empty_axes,
+                        err)) != 0)
+      return rc;
+    /* INT64_MIN is the library's "not given"; it must not pass as that. */
+    if (p->noop_with_empty_axes == RD_UNSET)
+      return api_fail(err, RD_E_NOOP, "noop_with_empty_axes must be 0 or 1, "
+                      "got %" PRId64, (int64_t)RD_UNSET);
+  }
+  if ((v = json_object_get(ps, "overflow")) != NULL) {
+    if (!json_is_string(v))
+      return api_fail(err, API_E_INVALID_FIELD, "parameters.overflow must "
+                      "be a string, got %s", type_name(v));
+    if (rd_overflow_parse(json_string_value(v), &pol) != 0) {
+      show(json_string_value(v), shown, sizeof shown);
+      return api_fail(err, RD_E_POLICY, "unknown overflow policy \"%s\"; "
+                      "valid policies: error, saturate, wrap", shown);
+    }
+    p->overflow = pol;
+  }
+  if ((v = json_object_get(ps, "binary_data_output")) != NULL) {
+    if (!json_is_boolean(v))
+      return api_fail(err, API_E_INVALID_FIELD, "parameters."
+                      "binary_data_output must be true or false, got %s",
+                      type_name(v));
+    *bdo = json_is_true(v);
+  }
+  if ((v = json_object_get(ps, "axes")) != NULL) {
+    size_t n;
+    if (p->opset >= AXES_INPUT_VERSION)
+      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes is for "
+                      "versions below 18; at version 18 axes is the input "
+                      "\"axes\" (INT64)");
+    if (!json_is_array(v))
+      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes must be a "
+                      "list of integers, got %s", type_name(v));
+    n = json_array_size(v);
+    if (n > RD_MAX_RANK)
+      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes has %zu "
+                      "entries; at most %d are possible", n, RD_MAX_RANK);
+    for (size_t i = 0; i < n; i++)
+      if (as_int64(json_array_get(v, i), &req->axes[i]) != 0)
+        return api_fail(err, API_E_INVALID_FIELD, "parameters.axes[%zu] "
+                        "must be an integer, got %s", i,
+                        type_name(json_array_get(v, i)));
+    p->naxes = n;
+  }
+  return 0;
+}
+
+/* Converting JSON elements. */
+struct conv {
+  int dtype;
+  size_t esize;
+  unsigned char *out;
+  uint64_t idx;
+  const char *input;     /* "data" or "axes" */
+  const char *dtname;    /* "FP32" */
+  size_t rank;
+  const int64_t *shape;
+};
+
+static int
+bad_elem(const struct conv *c, const json_t *v, const char *why,
+         struct rd_error *err)
+{
+  char shown[SHOW_CUT + 16];
+
+  if (json_is_string(v)) {
+    char q[SHOW_CUT + 8];
+    show(json_string_value(v), q, sizeof q);
+    snprintf(shown, sizeof shown, "\"%s\"", q);
+  } else if (json_is_integer(v)) {
+    snprintf(shown, sizeof shown, "%" JSON_INTEGER_FORMAT,
+             json_integer_value(v));
+  } else if (json_is_real(v)) {
+    double d = json_real_value(v);
+    api_format_elem(shown, RD_FLOAT64, &d);
+  } else {
+    snprintf(shown, sizeof shown, "%s", type_name(v));
+  }
+  return api_fail(err, API_E_INVALID_ELEMENT, "input \"%s\": data[%" PRIu64
+                  "] = %s %s (datatype %s)", c->input, c->idx, shown, why,
+                  c->dtname);
+}
+
+/* -?(0|[1-9][0-9]*) into sign and magnitude; -1 bad grammar, -2 > 2^64-1. */
+static int
+parse_decimal(const char *s, int *neg, uint64_t *mag)
+{
+  uint64_t m = 0;
+  size_t i;
+
+  *neg = s[0] == '-';
+  i = (size_t)*neg;
+  if (s[i] == '\0' || (s[i] == '0' && s[i + 1] != '\0'))
+    return -1;
+  for (size_t j = i; s[j] != '\0'; j++)
+    if (s[j] < '0' || s[j] > '9')
+      return -1;
+  for (; s[i] != '\0'; i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (m > (UINT64_MAX - d) / 10)
+      return -2;
+    m = m * 10 + d;
+  }
+  *mag = m;
+  return 0;
+}
+
+static int
+put_float(const struct conv *c, const json_t *v, unsigned char *dst,
+          struct rd_error *err)
+{
+  double d;
+  float x;
+  uint16_t h;
+
+  if (json_is_integer(v)) {
+    d = (double)json_integer_value(v);
+  } else if (json_is_real(v)) {
+    d = json_real_value(v);
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    if (strcmp(s, "NaN") == 0)
+      d = NAN;
+    else if (strcmp(s, "Infinity") == 0)
+      d = INFINITY;
+    else if (strcmp(s, "-Infinity") == 0)
+      d = -INFINITY;
+    else
+      return bad_elem(c, v, "is not a number (the strings allowed are "
+                      "\"NaN\", \"Infinity\" and \"-Infinity\")", err);
+  } else {
+    return bad_elem(c, v, "is not a number", err);
+  }
+  switch (c->dtype) {
+  case RD_FLOAT32:
+    x = (float)d;
+    memcpy(dst, &x, sizeof x);
+    break;
+  case RD_FLOAT16:
+    h = rd_f64_to_f16(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  case RD_BFLOAT16:
+    h = rd_f64_to_bf16(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  default:
+    memcpy(dst, &d, sizeof d);
+  }
+  return 0;
+}
+
+static int
+put_int(const struct conv *c, const json_t *v, unsigned char *dst,
+        struct rd_error *err)
+{
+  uint64_t mag = 0, max_pos, max_neg;
+  char range[96];
+  int64_t s = 0;
+  int neg = 0;
+
+  switch (c->dtype) {
+  case RD_INT32:
+    max_pos = INT32_MAX;
+    max_neg = (uint64_t)INT32_MAX + 1;
+    break;
+  case RD_INT64:
+    max_pos = INT64_MAX;
+    max_neg = (uint64_t)INT64_MAX + 1;
+    break;
+  case RD_UINT32:
+    max_pos = UINT32_MAX;
+    max_neg = 0;
+    break;
+  default:
+    max_pos = UINT64_MAX;
+    max_neg = 0;
+  }
+  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
+           "]", max_neg ? "-" : "", max_neg, max_pos);
+  if (json_is_string(v)) {
+    int rc = parse_decimal(json_string_value(v), &neg, &mag);
+    if (rc == -1 || strlen(json_string_value(v)) != json_string_length(v))
+      return bad_elem(c, v, "is not a decimal integer", err);
+    if (rc == -2)
+      return bad_elem(c, v, range, err);
+  } else {
+    switch (as_int64(v, &s)) {
+    case 0:
+      break;
+    case -2:
+      return bad_elem(c, v, "is not exact as a JSON real; write it as an "
+                      "integer or a decimal string", err);
+    default:
+      return bad_elem(c, v, json_is_number(v) ? "is not an integer"
+                                              : "is not a number", err);
+    }
+    neg = s < 0;
+    mag = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+  }
+  if (mag > (neg ? max_neg : max_pos))
+    return bad_elem(c, v, range, err);
+  if (c->dtype == RD_INT32) {
+    int32_t i32 = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
+    memcpy(dst, &i32, sizeof i32);
+  } else if (c->dtype == RD_UINT32) {
+    uint32_t u32 = (uint32_t)mag;
+    memcpy(dst, &u32, sizeof u32);
+  } else if (c->dtype == RD_INT64) {
+    /* -(2^63) has no positive int64 counterpart to negate. */
+    s = !neg ? (int64_t)mag : -(int64_t)(mag - 1) - 1;
+    memcpy(dst, &s, sizeof s);
+  } else {
+    memcpy(dst, &mag, sizeof mag);
+  }
+  return 0;
+}
+
+static int
+put_elem(struct conv *c, const json_t *v, struct rd_error *err)
+{
+  unsigned char *dst = c->out + c->idx * c->esize;
+  int rc;
+
+  if (c->dtype == RD_FLOAT32 || c->dtype == RD_FLOAT64 ||
+      c->dtype == RD_FLOAT16 || c->dtype == RD_BFLOAT16)
+    rc = put_float(c, v, dst, err);
+  else
+    rc = put_int(c, v, dst, err);
+  c->idx++;
+  return rc;
+}
+
+static void
+shape_text(const int64_t *shape, size_t rank, char *out, size_t size)
+{
+  size_t n = (size_t)snprintf(out, size, "[");
+  for (size_t i = 0; i < rank && n < size; i++)
+    n += (size_t)snprintf(out + n, size - n, "%s%" PRId64, i ? "," : "",
+                          shape[i]);
+  if (n < size)
+    snprintf(out + n, size - n, "]");
+}
+
+/* Nested data: every list at depth d has shape[d] entries and elements sit
+ * exactly at depth rank.  Lengths are checked before descending, so at most
+ * prod(shape) elements are written.  Depth <= RD_MAX_RANK. */
+static int
+walk_nested(struct conv *c, const json_t *v, size_t depth,
+            struct rd_error *err)
+{
+  char s[RD_MAX_RANK * 21 + 3];
+  size_t n;
+  int rc;
+
+  if (depth == c->rank) {
+    if (json_is_array(v)) {
+      shape_text(c->shape, c->rank, s, sizeof s);
+      return api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": data is "
+                      "nested deeper than its shape %s", c->input, s);
+    }
+    return put_elem(c, v, err);
+  }
+  n = json_is_array(v) ? json_array_size(v) : 0;
+  if (!json_is_array(v) || (int64_t)n != c->shape[depth]) {
+    shape_text(c->shape, c->rank, s, sizeof s);
+    return api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": nested data "
+                    "does not match its shape %s (at depth %zu: %s of %zu, "
+                    "expected a list of %" PRId64 ")", c->input, s, depth,
+                    json_is_array(v) ? "a list" : "an element", n,
+                    c->shape[depth]);
+  }
+  for (size_t i = 0; i < n; i++)
+    if ((rc = walk_nested(c, json_array_get(v, i), depth + 1, err)) != 0)
+      return rc;
+  return 0;
+}
+
+/* Converts `data` (flat, or nested as the shape) into a new buffer. */
+static int
+convert_data(struct conv *c, const json_t *data, uint64_t count,
+             struct rd_error *err)
+{
+  char s[RD_MAX_RANK * 21 + 3];
+  uint64_t bytes = count * c->esize;   /* rd_shape_count checked it */
+  size_t n;
+  int rc;
+
+  if (!json_is_array(data))
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": data must be a "
+                    "list, got %s", c->input, type_name(data));
+  n = json_array_size(data);
+  if (bytes > SIZE_MAX - 1)
+    return api_fail(err, RD_E_TOO_LARGE, "input \"%s\" of %" PRIu64 " bytes "
+                    "does not fit in memory", c->input, bytes);
+  c->out = malloc(bytes ? (size_t)bytes : 1);
+  if (c->out == NULL)
+    return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64 " bytes "
+                    "of input \"%s\"", bytes, c->input);
+  c->idx = 0;
+  if (n > 0 && json_is_array(json_array_get(data, 0)) && c->rank > 1) {
+    rc = walk_nested(c, data, 0, err);
+  } else if ((uint64_t)n != count) {
+    shape_text(c->shape, c->rank, s, sizeof s);
+    rc = api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": data has %zu "
+                  "elements; shape %s needs %" PRIu64, c->input, n, s, count);
+  } else {
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+      if (json_is_array(json_array_get(data, i))) {
+        shape_text(c->shape, c->rank, s, sizeof s);
+        rc = api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": data[%zu] "
+                      "is a list, but flat data was expected for shape %s",
+                      c->input, i, s);
+      } else {
+        rc = put_elem(c, json_array_get(data, i), err);
+      }
+    }
+  }
+  if (rc != 0) {
+    free(c->out);
+    c->out = NULL;
+  }
+  return rc;
+}
+
+/* One entry of "inputs": name, shape, datatype, parameters, data. */
+struct v2_input {
+  const json_t *obj;
+  const json_t *data;
+  int dtype;
+  size_t rank;
+  int64_t shape[RD_MAX_RANK];
+  uint64_t count;
+  int blob;
+  uint64_t blob_size;
+};
+
+static int
+decode_input(const json_t *in, size_t idx, const char *name, int blobs,
+             struct v2_input *t, struct rd_error *err)
+{
+  static const char *const known[] = {
+    "name", "shape", "datatype", "parameters", "data", NULL
+  };
+  static const char *const pknown[] = { "binary_data_size", NULL };
+  const json_t *v, *ps;
+  char what[64], shown[SHOW_CUT + 8];
+  int64_t size;
+  int rc;
+
+  snprintf(what, sizeof what, "field of input \"%s\":", name);
+  if ((rc = check_keys(in, known, what, err)) != 0)
+    return rc;
+  t->obj = in;
+  v = json_object_get(in, "datatype");
+  if (v == NULL)
+    return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu] (\"%s\"): missing "
+                    "\"datatype\"", idx, name);
+  if (!json_is_string(v))
+    return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu] (\"%s\"): "
+                    "datatype must be a string, got %s", idx, name,
+                    type_name(v));
+  if (api_v2_datatype_parse(json_string_value(v), &t->dtype) != 0) {
+    show(json_string_value(v), shown, sizeof shown);
+    return api_fail(err, RD_E_DTYPE, "input \"%s\": unsupported datatype "
+                    "\"%s\"; supported: FP32, FP64, FP16, BF16, INT32, INT64, "
+                    "UINT32, UINT64", name, shown);
+  }
+  v = json_object_get(in, "shape");
+  if (v == NULL)
+    return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu] (\"%s\"): missing "
+                    "\"shape\"", idx, name);
+  if (!json_is_array(v))
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": shape must be a "
+                    "list of integers, got %s", name, type_name(v));
+  if (json_array_size(v) > RD_MAX_RANK)
+    return api_fail(err, RD_E_RANK, "input \"%s\": shape has %zu dimensions; "
+                    "at most %d are supported", name, json_array_size(v),
+                    RD_MAX_RANK);
+  t->rank = json_array_size(v);
+  for (size_t i = 0; i < t->rank; i++)
+    if (as_int64(json_array_get(v, i), &t->shape[i]) != 0)
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": shape[%zu] "
+                      "must be an integer, got %s", name, i,
+                      type_name(json_array_get(v, i)));
+  if ((rc = rd_shape_count(t->rank, t->shape, t->dtype, &t->count, err)))
+    return rc;
+
+  ps = json_object_get(in, "parameters");
+  if (ps != NULL) {
+    if (!json_is_object(ps))
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": parameters "
+                      "must be an object, got %s", name, type_name(ps));
+    snprintf(what, sizeof what, "parameter of input \"%s\":", name);
+    if ((rc = check_keys(ps, pknown, what, err)) != 0)
+      return rc;
+  }
+  t->data = json_object_get(in, "data");
+  v = ps != NULL ? json_object_get(ps, "binary_data_size") : NULL;
+  if (v != NULL) {
+    if (as_int64(v, &size) != 0 || size < 0)
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": "
+                      "binary_data_size must be an integer >= 0", name);
+    if (t->data != NULL)
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has both "
+                      "\"data\" and parameters.binary_data_size; send one",
+                      name);
+    if (!blobs)
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has "
+                      "binary_data_size but the request has no "
+                      "Inference-Header-Content-Length header; set both",
+                      name);
+    if ((uint64_t)size != t->count * rd_dtype_size(t->dtype))
+      return api_fail(err, RD_E_STREAM, "input \"%s\": binary_data_size is "
+                      "%" PRId64 " but shape and datatype %s need %" PRIu64
+                      " bytes", name, size, json_string_value(
+                        json_object_get(in, "datatype")),
+                      t->count * rd_dtype_size(t->dtype));
+    t->blob = 1;
+    t->blob_size = (uint64_t)size;
+  } else if (t->data == NULL) {
+    return api_fail(err, API_E_MISSING_FIELD, "input \"%s\" has neither "
+                    "\"data\" nor parameters.binary_data_size", name);
+  }
+  return 0;
+}
+
+static int
+decode_outputs(const json_t *outs, int *bd, struct rd_error *err)
+{
+  static const char *const known[] = { "name", "parameters", NULL };
+  static const char *const pknown[] = { "binary_data", NULL };
+  const json_t *o, *v, *ps;
+  char shown[SHOW_CUT + 8];
+  size_t i;
+  int rc;
+
+  if (outs == NULL)
+    return 0;
+  if (!json_is_array(outs))
+    return api_fail(err, API_E_INVALID_FIELD, "outputs must be a list, got "
+                    "%s", type_name(outs));
+  if (json_array_size(outs) > 1)
+    return api_fail(err, API_E_INVALID_FIELD, "outputs has %zu entries; the "
+                    "model has one output, \"reduced\"",
+                    json_array_size(outs));
+  json_array_foreach(outs, i, o) {
+    if (!json_is_object(o))
+      return api_fail(err, API_E_INVALID_FIELD, "outputs[%zu] must be an "
+                      "object, got %s", i, type_name(o));
+    if ((rc = check_keys(o, known, "field of outputs[0]:", err)) != 0)
+      return rc;
+    v = json_object_get(o, "name");
+    if (v == NULL)
+      return api_fail(err, API_E_MISSING_FIELD, "outputs[%zu]: missing "
+                      "\"name\"", i);
+    if (!json_is_string(v))
+      return api_fail(err, API_E_INVALID_FIELD, "outputs[%zu]: name must be "
+                      "a string, got %s", i, type_name(v));
+    if (strcmp(json_string_value(v), "reduced") != 0) {
+      show(json_string_value(v), shown, sizeof shown);
+      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown output \"%s\"; the "
+                      "model's output is \"reduced\"", shown);
+    }
+    ps = json_object_get(o, "parameters");
+    if (ps == NULL)
+      continue;
+    if (!json_is_object(ps))
+      return api_fail(err, API_E_INVALID_FIELD, "output \"reduced\": "
+                      "parameters must be an object, got %s", type_name(ps));
+    if ((rc = check_keys(ps, pknown, "parameter of output \"reduced\":",
+                         err)) != 0)
+      return rc;
+    v = json_object_get(ps, "binary_data");
+    if (v != NULL) {
+      if (!json_is_boolean(v))
+        return api_fail(err, API_E_INVALID_FIELD, "output \"reduced\": "
+                        "binary_data must be true or false, got %s",
+                        type_name(v));
+      *bd = json_is_true(v);
+    }
+  }
+  return 0;
+}
+
+/* The axes input: rank 1, INT64, at most RD_MAX_RANK entries. */
+static int
+check_axes_input(const struct v2_input *t, struct rd_error *err)
+{
+  if (t->dtype != RD_INT64)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"axes\" must have "
+                    "datatype INT64, got %s", api_v2_datatype_name(t->dtype));
+  if (t->rank != 1)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"axes\" must have "
+                    "rank 1, got rank %zu", t->rank);
+  if (t->count > RD_MAX_RANK)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"axes\" has %" PRIu64
+                    " entries; at most %d are possible", t->count,
+                    RD_MAX_RANK);
+  return 0;
+}
+
+static int
+decode_root(const json_t *root, int blobs, uint64_t max_elements,
+            struct api_request *req, struct api_v2_info *info,
+            struct rd_error *err)
+{
+  static const char *const known[] = {
+    "id", "parameters", "inputs", "outputs", NULL
+  };
+  struct rd_params *p = &req->params;
+  struct v2_input tin[2];      /* [0] data, [1] axes */
+  int have[2] = { 0, 0 }, bdo = -1, bd = -1, rc, ti, pos[2] = { 0, 0 };
+  const json_t *v, *inputs, *in;
+  char shown[SHOW_CUT + 8];
+  struct conv c;
+  size_t i;
+
+  if (!json_is_object(root))
+    return api_fail(err, API_E_BAD_JSON, "the request must be a JSON object, "
+                    "got %s", type_name(root));
+  if ((rc = check_keys(root, known, "field", err)) != 0)
+    return rc;
+  if ((v = json_object_get(root, "id")) != NULL) {
+    if (!json_is_string(v))
+      return api_fail(err, API_E_INVALID_FIELD, "id must be a string, got %s",
+                      type_name(v));
+    if (json_string_length(v) > API_V2_ID_MAX ||
+        strlen(json_string_value(v)) != json_string_length(v))
+      return api_fail(err, API_E_INVALID_FIELD, "id must be at most %d "
+                      "bytes, without NUL", API_V2_ID_MAX);
+    memcpy(info->id, json_string_value(v), json_string_length(v) + 1);
+    info->has_id = 1;
+  }
+  if ((rc = decode_parameters(json_object_get(root, "parameters"), req, &bdo,
+                              err)) != 0)
+    return rc;
+  if ((rc = decode_outputs(json_object_get(root, "outputs"), &bd, err)) != 0)
+    return rc;
+  info->binary_output = bd >= 0 ? bd : bdo > 0;
+
+  inputs = json_object_get(root, "inputs");
+  if (inputs == NULL)
+    return api_fail(err, API_E_MISSING_FIELD, "missing required field "
+                    "\"inputs\"");
+  if (!json_is_array(inputs))
+    return api_fail(err, API_E_INVALID_FIELD, "inputs must be a list, got %s",
+                    type_name(inputs));
+  json_array_foreach(inputs, i, in) {
+    const char *name;
+    if (!json_is_object(in))
+      return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu] must be an "
+                      "object, got %s", i, type_name(in));
+    v = json_object_get(in, "name");
+    if (v == NULL)
+      return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu]: missing "
+                      "\"name\"", i);
+    if (!json_is_string(v))
+      return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu]: name must be a "
+                      "string, got %s", i, type_name(v));
+    name = json_string_value(v);
+    if (strcmp(name, "data") == 0) {
+      ti = 0;
+    } else if (strcmp(name, "axes") == 0) {
+      if (p->opset < AXES_INPUT_VERSION)
+        return api_fail(err, API_E_UNKNOWN_FIELD, "input \"axes\" exists at "
+                        "version 18 only; at version %d use parameters.axes",
+                        (int)p->opset);
+      ti = 1;
+    } else {
+      show(name, shown, sizeof shown);
+      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown input \"%s\"; the "
+                      "inputs are \"data\"%s", shown,
+                      p->opset >= AXES_INPUT_VERSION ? " and \"axes\"" : "");
+    }
+    if (have[ti])
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" is given twice",
+                      name);
+    memset(&tin[ti], 0, sizeof tin[ti]);
+    if ((rc = decode_input(in, i, name, blobs, &tin[ti], err)) != 0)
+      return rc;
+    have[ti] = 1;
+    pos[ti] = (int)i;
+  }
+  if (!have[0])
+    return api_fail(err, API_E_MISSING_FIELD, "missing input \"data\"");
+
+  /* Data. */
+  p->dtype = tin[0].dtype;
+  p->rank = tin[0].rank;
+  memcpy(req->shape, tin[0].shape, sizeof tin[0].shape);
+  info->data_blob = tin[0].blob;
+  info->data_size = tin[0].blob_size;
+  info->blob_total = tin[0].blob_size;
+  if (have[1]) {
+    if ((rc = check_axes_input(&tin[1], err)) != 0)
+      return rc;
+    p->naxes = (size_t)tin[1].count;
+    info->axes_blob = tin[1].blob;
+    info->axes_size = tin[1].blob_size;
+    info->axes_first = pos[1] < pos[0];
+    info->blob_total += tin[1].blob_size;
+    if (!tin[1].blob) {
+      memset(&c, 0, sizeof c);
+      c.dtype = RD_INT64;
+      c.esize = 8;
+      c.input = "axes";
+      c.dtname = "INT64";
+      c.rank = 1;
+      c.shape = tin[1].shape;
+      if ((rc = convert_data(&c, tin[1].data, tin[1].count, err)) != 0)
+        return rc;
+      memcpy(req->axes, c.out, (size_t)tin[1].count * 8);
+      free(c.out);
+    }
+  }
+  if (!tin[0].blob) {
+    if (max_elements != 0 && tin[0].count > max_elements)
+      return api_fail(err, RD_E_TOO_LARGE, "input \"data\" has %" PRIu64
+                      " elements; the limit is %" PRIu64, tin[0].count,
+                      max_elements);
+    memset(&c, 0, sizeof c);
+    c.dtype = tin[0].dtype;
+    c.esize = rd_dtype_size(c.dtype);
+    c.input = "data";
+    c.dtname = api_v2_datatype_name(c.dtype);
+    c.rank = tin[0].rank;
+    c.shape = req->shape;
+    if ((rc = convert_data(&c, tin[0].data, tin[0].count, err)) != 0)
+      return rc;
+    req->data = c.out;
+    req->data_bytes = (size_t)(tin[0].count * c.esize);
+  }
+  return 0;
+}
+
+/* Empties `req` and `info` (keeping the route's op and version). */
+static void
+reset(struct api_request *req, struct api_v2_info *info,
+      struct rd_error *err)
+{
+  int op = info->op, version = info->version;
+
+  memset(req, 0, sizeof *req);
+  rd_params_init(&req->params);
+  req->params.shape = req->shape;
+  req->params.axes = req->axes;
+  req->params.op = op;
+  req->params.opset = version != 0 ? version : AXES_INPUT_VERSION;
+  memset(info, 0, sizeof *info);
+  info->op = op;
+  info->version = version;
+  if (err != NULL) {
+    err->code = RD_OK;
+    err->msg[0] = '\0';
+  }
+}
+
+int
+api_v2_decode_header(const char *json, size_t len, int blobs,
+                     uint64_t max_elements, struct api_request *req,
+                     struct api_v2_info *info, struct rd_error *err)
+{
+  json_error_t jerr;
+  json_t *root;
+  int rc;
+
+  reset(req, info, err);
+  root = json_loadb(json != NULL ? json : "", json != NULL ? len : 0,
+                    JSON_REJECT_DUPLICATES, &jerr);
+  if (root == NULL)
+    return api_fail(err, API_E_BAD_JSON, "invalid JSON%s at line %d, column "
+                    "%d: %s", blobs ? " header" : "", jerr.line, jerr.column,
+                    jerr.text);
+  rc = decode_root(root, blobs, max_elements, req, info, err);
+  json_decref(root);
+  if (rc != 0)
+    api_request_free(req);
+  return rc;
+}
+
+int
+api_v2_set_axes(struct api_request *req, const struct api_v2_info *info,
+                const void *p, struct rd_error *err)
+{
+  const unsigned char *b = p;
+  size_t n = (size_t)(info->axes_size / 8);
+
+  if (n != req->params.naxes || n > RD_MAX_RANK)
+    return api_fail(err, API_E_INTERNAL, "axes blob of %zu entries for %zu "
+                    "axes", n, req->params.naxes);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t u = 0;
+    for (int k = 7; k >= 0; k--)
+      u = (u << 8) | b[i * 8 + (size_t)k];
+    req->axes[i] = (int64_t)u;
+  }
+  return 0;
+}
+
+int
+api_v2_streamable(const struct api_v2_info *info)
+{
+  return info->data_blob && (!info->axes_blob || info->axes_first);
+}
+
+int
+api_v2_decode(const char *body, size_t len, size_t header_len,
+              uint64_t max_elements, struct api_request *req,
+              struct api_v2_info *info, struct rd_error *err)
+{
+  const unsigned char *blob;
+  uint64_t rest, data_off, axes_off;
+  int blobs = header_len != SIZE_MAX;
+  int rc;
+
+  if (!blobs)
+    header_len = len;
+  if (header_len > len) {
+    reset(req, info, err);
+    return api_fail(err, API_E_INVALID_FIELD, "Inference-Header-Content-"
+                    "Length %zu is larger than the body (%zu bytes)",
+                    header_len, len);
+  }
+  rc = api_v2_decode_header(body, header_len, blobs, max_elements, req, info,
+                            err);
+  if (rc != 0)
+    return rc;
+  rest = (uint64_t)(len - header_len);
+  if (rest != info->blob_total) {
+    api_request_free(req);
+    return api_fail(err, RD_E_STREAM, "the body has %" PRIu64 " bytes after "
+                    "the %zu-byte JSON header; the inputs' binary_data_size "
+                    "add up to %" PRIu64, rest, header_len, info->blob_total);
+  }
+  blob = (const unsigned char *)body + header_len;
+  data_off = info->axes_blob && info->axes_first ? info->axes_size : 0;
+  axes_off = info->data_blob && !info->axes_first ? info->data_size : 0;
+  if (info->axes_blob &&
+      (rc = api_v2_set_axes(req, info, blob + axes_off, err)) != 0) {
+    api_request_free(req);
+    return rc;
+  }
+  if (info->data_blob) {
+    req->data = malloc(info->data_size ? (size_t)info->data_size : 1);
+    if (req->data == NULL)
+      return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64 " bytes "
+                      "of input \"data\"", info->data_size);
+    memcpy(req->data, blob + data_off, (size_t)info->data_size);
+    req->data_bytes = (size_t)info->data_size;
+    if (host_is_big_endian())
+      swap_elems(req->data, req->data_bytes,
+                 rd_dtype_size(req->params.dtype));
+  }
+  return 0;
+}
+
+/* ================================================================== */
+/* Responses                                                          */
+/* ================================================================== */
+
+int
+api_v2_encode_result(const struct api_v2_info *info,
+                     const struct rd_plan *plan, const void *out,
+                     struct api_buf *b, size_t *json_len)
+{
+  const unsigned char *p = out;
+  const char *op = rd_op_name(plan->op);
+  const char *dt = api_v2_datatype_name(plan->dtype);
+  size_t start = b->len, i;
+  char *id = NULL;
+  uint64_t k;
+
+  if (op == NULL || dt == NULL)
+    return RD_E_INVALID;
+  if (info->has_id) {
+    json_t *s = json_string(info->id);
+    id = s != NULL ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    json_decref(s);
+    if (id == NULL)
+      return RD_E_NOMEM;
+  }
+  if (api_buf_printf(b, "{\"model_name\":\"%s\",\"model_version\":\"%d\"%s%s"
+                     ",\"outputs\":[{\"name\":\"reduced\",\"datatype\":\"%s\","
+                     "\"shape\":[", op, plan->version, id ? ",\"id\":" : "",
+                     id ? id : "", dt) != 0)
+    goto nomem;
+  for (i = 0; i < plan->out_rank; i++)
+    if (api_buf_printf(b, "%s%" PRId64, i ? "," : "", plan->out_shape[i]))
+      goto nomem;
+  if (info->binary_output) {
+    size_t at;
+    if (api_buf_printf(b, "],\"parameters\":{\"binary_data_size\":%" PRIu64
+                       "}}]}", plan->out_bytes) != 0)
+      goto nomem;
+    *json_len = b->len - start;
+    at = b->len;
+    if (api_buf_append(b, out, (size_t)plan->out_bytes) != 0)
+      goto nomem;
+    if (host_is_big_endian())
+      swap_elems((unsigned char *)b->data + at, (size_t)plan->out_bytes,
+                 plan->elem_size);
+  } else {
+    if (api_buf_puts(b, "],\"data\":[") != 0)
+      goto nomem;
+    for (k = 0; k < plan->out_count; k++) {
+      /* Formats in place: room for a comma and the longest number. */
+      if (api_buf_reserve(b, API_NUMFMT_MAX + 1) != 0)
+        goto nomem;
+      if (k != 0)
+        b->data[b->len++] = ',';
+      b->len += api_format_elem(b->data + b->len, plan->dtype,
+                                p + k * plan->elem_size);
+    }
+    if (api_buf_puts(b, "]}]}") != 0)
+      goto nomem;
+    *json_len = b->len - start;
+  }
+  free(id);
+  return 0;
+
+nomem:
+  free(id);
+  b->len = start;
+  if (b->data != NULL)
+    b->data[start] = '\0';
+  return RD_E_NOMEM;
+}
+
+/* Appends the compact text of `j` and drops the reference. */
+static int
+append_json(struct api_buf *b, json_t *j)
+{
+  char *s;
+  int rc;
+
+  if (j == NULL)
+    return RD_E_NOMEM;
+  s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  if (s == NULL)
+    return RD_E_NOMEM;
+  rc = api_buf_puts(b, s);
+  free(s);
+  return rc;
+}
+
+int
+api_v2_encode_error(const struct rd_error *err, struct api_buf *b)
+{
+  char msg[RD_ERRMSG_MAX], text[RD_ERRMSG_MAX + 40];
+  int code = err != NULL ? err->code : API_E_INTERNAL;
+
+  if (err != NULL)
+    memcpy(msg, err->msg, sizeof msg);
+  else
+    msg[0] = '\0';
+  msg[sizeof msg - 1] = '\0';
+  api_utf8_sanitize(msg);
+  if (msg[0] == '\0')
+    snprintf(msg, sizeof msg, "%s", code > API_E_BAD_JSON ? rd_strerror(code)
+                                                          : api_errname(code));
+  snprintf(text, sizeof text, "%s: %s", api_errname(code), msg);
+  return append_json(b, json_pack("{s:s}", "error", text));
+}
+
+int
+api_v2_encode_server_meta(const char *version, struct api_buf *b)
+{
+  return append_json(b, json_pack("{s:s,s:s,s:[s]}", "name", "reduced",
+                                  "version", version, "extensions",
+                                  "binary_tensor_data"));
+}
+
+/* {"name":..,"datatype":..,"shape":[-1]} plus the datatypes of `version`
+ * (any rank: the protocol has no way to say it, -1 is the closest). */
+static json_t *
+tensor_meta(const char *name, int version, int axes)
+{
+  json_t *o, *dts = json_array();
+  int failed = 0;
+
+  for (size_t i = 0; i < NDATATYPES && dts != NULL; i++)
+    if (axes ? datatypes[i].dtype == RD_INT64
+             : rd_dtype_in_version(datatypes[i].dtype, version))
+      failed |= json_array_append_new(dts, json_string(datatypes[i].name));
+  o = json_pack("{s:s,s:s,s:[i],s:o}", "name", name, "datatype",
+                axes ? "INT64" : "FP32", "shape", -1, "datatypes", dts);
+  if (o != NULL && axes)
+    failed |= json_object_set_new(o, "optional", json_true());
+  if (failed) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+int
+api_v2_encode_model_meta(int op, int version, struct api_buf *b)
+{
+  int v = version != 0 ? version : AXES_INPUT_VERSION, failed = 0;
+  json_t *root, *versions = json_array(), *inputs = json_array();
+  char num[16];
+
+  for (int i = 0; i < RD_NVERSIONS; i++) {
+    snprintf(num, sizeof num, "%d", rd_versions[i]);
+    failed |= json_array_append_new(versions, json_string(num));
+  }
+  failed |= json_array_append_new(inputs, tensor_meta("data", v, 0));
+  if (v >= AXES_INPUT_VERSION)
+    failed |= json_array_append_new(inputs, tensor_meta("axes", v, 1));
+  if (failed || rd_op_name(op) == NULL) {
+    json_decref(versions);
+    json_decref(inputs);
+    return RD_E_NOMEM;
+  }
+  root = json_pack("{s:s,s:o,s:s,s:o,s:[o]}", "name", rd_op_name(op),
+                   "versions", versions, "platform", "onnx_reduce",
+                   "inputs", inputs, "outputs",
+                   tensor_meta("reduced", v, 0));
+  return append_json(b, root);
+}
+
+int
+api_v2_encode_model_ready(int op, struct api_buf *b)
+{
+  if (rd_op_name(op) == NULL)
+    return RD_E_INVALID;
+  return append_json(b, json_pack("{s:s,s:b}", "name", rd_op_name(op),
+                                  "ready", 1));
+}
