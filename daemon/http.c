@@ -136,25 +136,44 @@ struct req {
   const char *ctype;               /* Content-Type; NULL: application/json */
   unsigned route;                  /* index in routes[], METRICS_ROUTE_NONE */
   int format;                      /* enum metrics_format of the body */
+  int route_op;                    /* enum rd_op a /v2 model path names */
 };
 
 enum route_kind {
-  RT_REDUCE, RT_OPS, RT_HEALTHZ, RT_READYZ, RT_METRICS, RT_OPENAPI
+  RT_REDUCE, RT_OPS, RT_HEALTHZ, RT_READYZ, RT_METRICS, RT_OPENAPI, RT_V2
 };
 
+/* Every route the daemon serves, as its path or (/v2) path template: the
+ * metrics' route label values, and the list tests/integration/t_openapi.sh
+ * checks against api/openapi.yaml both ways. */
 struct route {
   const char *path;
   enum route_kind kind;
   const char *allow;               /* the Allow header of a 405 */
+  int v2kind;                      /* RT_V2: enum api_v2_kind */
+  int v2versioned;                 /* RT_V2: has /versions/{version} */
 };
 
 static const struct route routes[] = {
-  { "/v1/reduce", RT_REDUCE, "POST" },
-  { "/v1/ops", RT_OPS, "GET, HEAD" },
-  { "/healthz", RT_HEALTHZ, "GET, HEAD" },
-  { "/readyz", RT_READYZ, "GET, HEAD" },
-  { "/metrics", RT_METRICS, "GET, HEAD" },
-  { "/openapi.yaml", RT_OPENAPI, "GET, HEAD" },
+  { "/v1/reduce", RT_REDUCE, "POST", 0, 0 },
+  { "/v1/ops", RT_OPS, "GET, HEAD", 0, 0 },
+  { "/healthz", RT_HEALTHZ, "GET, HEAD", 0, 0 },
+  { "/readyz", RT_READYZ, "GET, HEAD", 0, 0 },
+  { "/metrics", RT_METRICS, "GET, HEAD", 0, 0 },
+  { "/openapi.yaml", RT_OPENAPI, "GET, HEAD", 0, 0 },
+  /* Matched by api_v2_route_parse(), then found here by kind. */
+  { "/v2", RT_V2, "GET, HEAD", API_V2_SERVER_META, 0 },
+  { "/v2/health/live", RT_V2, "GET, HEAD", API_V2_LIVE, 0 },
+  { "/v2/health/ready", RT_V2, "GET, HEAD", API_V2_READY, 0 },
+  { "/v2/models/{model}", RT_V2, "GET, HEAD", API_V2_MODEL_META, 0 },
+  { "/v2/models/{model}/versions/{version}", RT_V2, "GET, HEAD",
+    API_V2_MODEL_META, 1 },
+  { "/v2/models/{model}/ready", RT_V2, "GET, HEAD", API_V2_MODEL_READY, 0 },
+  { "/v2/models/{model}/versions/{version}/ready", RT_V2, "GET, HEAD",
+    API_V2_MODEL_READY, 1 },
+  { "/v2/models/{model}/infer", RT_V2, "POST", API_V2_INFER, 0 },
+  { "/v2/models/{model}/versions/{version}/infer", RT_V2, "POST",
+    API_V2_INFER, 1 },
 };
 
 static const char body_health[] = "{\"status\":\"ok\"}";
@@ -1028,6 +1047,10 @@ v2_infer_begin(struct http_server *s, struct req *r)
     return respond_error(r, NULL, API_E_MEDIA_TYPE, "Content-Encoding "
                          "'%.64s' is not supported; send the body "
                          "uncompressed", ce);
+  ih = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   "Inference-Header-Content-Length");
+  /* Like /v1's Content-Type: the body format is known from here on. */
+  r->format = ih != NULL ? METRICS_FMT_BINARY : METRICS_FMT_JSON;
   chunked = is_chunked(r->conn);
   cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                    MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1048,8 +1071,6 @@ v2_infer_begin(struct http_server *s, struct req *r)
   r->expect_len = chunked ? UINT64_MAX : len;
 
   r->v2_hdr_len = SIZE_MAX;
-  ih = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                   "Inference-Header-Content-Length");
   if (ih != NULL) {
     if (parse_length(ih, &hl) != 0)
       return respond_error(r, NULL, API_E_INVALID_FIELD, "invalid "
@@ -1112,11 +1133,23 @@ v2_infer_begin(struct http_server *s, struct req *r)
   return MHD_YES;
 }
 
+/* The routes[] entry of a parsed /v2 path (its template). */
+static const struct route *
+v2_route_find(const struct api_v2_route *v)
+{
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+    if (routes[i].kind == RT_V2 && routes[i].v2kind == v->kind &&
+        routes[i].v2versioned == (v->version != 0))
+      return &routes[i];
+  return NULL;
+}
+
 /* Every /v2 path: route, method, then answer or start an infer. */
 static enum MHD_Result
 v2_call(struct http_server *s, struct req *r, const char *url,
         const char *method)
 {
+  const struct route *rt;
   struct rd_error err;
   struct api_buf b;
   const char *allow;
@@ -1125,8 +1158,15 @@ v2_call(struct http_server *s, struct req *r, const char *url,
   r->v2 = 1;
   memset(&err, 0, sizeof err);
   if (api_v2_route_parse(url, &r->v2rt, &err) != 0)
-    return respond_rd_error(r, &err);
-  allow = r->v2rt.kind == API_V2_INFER ? "POST" : "GET, HEAD";
+    return respond_rd_error(r, &err);   /* route label "none" */
+  rt = v2_route_find(&r->v2rt);
+  if (rt == NULL)   /* routes[] lacks a kind api_v2_route_parse() knows */
+    return respond_error(r, NULL, API_E_NOT_FOUND, "no such path: %.200s",
+                         r->path);
+  r->route = (unsigned)(rt - routes);
+  /* The model is the operator: counted under it whatever the body says. */
+  r->route_op = r->v2rt.op;
+  allow = rt->allow;
   is_get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
            strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
   if (r->v2rt.kind == API_V2_INFER
@@ -1174,7 +1214,7 @@ first_call(struct http_server *s, struct req *r, const char *url,
   if (strncmp(url, "/v2", 3) == 0 && (url[3] == '\0' || url[3] == '/'))
     return v2_call(s, r, url, method);
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-    if (strcmp(url, routes[i].path) == 0) {
+    if (routes[i].kind != RT_V2 && strcmp(url, routes[i].path) == 0) {
       rt = &routes[i];
       break;
     }
@@ -1216,6 +1256,7 @@ first_call(struct http_server *s, struct req *r, const char *url,
     r->ctype = OPENAPI_CONTENT_TYPE;
     return respond(r, MHD_HTTP_OK, openapi_yaml, openapi_yaml_len, 0, NULL);
   case RT_REDUCE:
+  case RT_V2:
     break;
   }
   return MHD_NO;
@@ -1312,7 +1353,9 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   ns = now_ns() - r->t0_ns;
   obs.route = r->route;
   /* A running job may still write job.op: not read then. */
-  obs.op = r->state == RS_RUNNING ? 0 : r->job.op;
+  obs.op = r->route_op != 0          ? r->route_op
+           : r->state == RS_RUNNING ? 0
+                                    : r->job.op;
   obs.format = r->format;
   obs.status = r->status;
   obs.duration_ns = ns;

@@ -20,7 +20,7 @@
 /* Route slots: the registered patterns, then "none". */
 #define NROUTE (METRICS_MAX_ROUTES + 1)
 #define NOP 3        /* ReduceL2, ReduceSumSquare, none */
-#define NFMT 4       /* json, raw, npy, none */
+#define NFMT 5       /* json, raw, npy, binary, none */
 #define MAX_BUCKETS 20
 
 /* Statuses with their own label value; then "other", then "none". */
@@ -36,7 +36,9 @@ static const int statuses[] = {
 static const char *const op_labels[NOP] = {
   "ReduceL2", "ReduceSumSquare", "none"
 };
-static const char *const fmt_labels[NFMT] = { "json", "raw", "npy", "none" };
+static const char *const fmt_labels[NFMT] = {
+  "json", "raw", "npy", "binary", "none"
+};
 
 /* Bucket upper bounds: the value compared (ns or bytes) and its label. */
 struct bucket_def {
@@ -146,7 +148,8 @@ fmt_slot(int format)
   case METRICS_FMT_JSON: return 0;
   case METRICS_FMT_RAW: return 1;
   case METRICS_FMT_NPY: return 2;
-  default: return 3;
+  case METRICS_FMT_BINARY: return 3;
+  default: return 4;
   }
 }
 

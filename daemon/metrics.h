@@ -4,7 +4,8 @@
  *
  * Label values are bounded: `route` is a route pattern registered with
  * metrics_route_add() (or "none" for a request that matched no route), `op`
- * is ReduceL2, ReduceSumSquare or none, `format` is json, raw, npy or none,
+ * is ReduceL2, ReduceSumSquare or none, `format` is json, raw, npy, binary
+ * (the /v2 binary tensor data extension) or none,
  * `status` is one of a fixed list of HTTP statuses (others count as
  * "other"; a request that ended without a response counts as "none").
  *
@@ -36,7 +37,9 @@ enum metrics_format {
   METRICS_FMT_NONE = 0,   /* no body format was accepted */
   METRICS_FMT_JSON,
   METRICS_FMT_RAW,        /* application/octet-stream */
-  METRICS_FMT_NPY         /* application/x-npy */
+  METRICS_FMT_NPY,        /* application/x-npy */
+  METRICS_FMT_BINARY      /* /v2 binary tensor data extension (a JSON header
+                           * and blobs: Inference-Header-Content-Length) */
 };
 
 /* One finished request. */

@@ -8,6 +8,11 @@
 //     validates the JSON in FILE against the schema DOC gives for that
 //     response; exit 0 if valid, 1 with the errors, 2 if DOC describes no
 //     such response
+//   node openapi-tool.cjs schema DOC NAME FILE
+//     validates the JSON in FILE against components/schemas/NAME (the JSON
+//     part of a binary /v2 answer); exit 0 if valid, 1 with the errors
+//   node openapi-tool.cjs media DOC PATH METHOD STATUS MEDIA-TYPE
+//     exit 0 if DOC documents that media type for that response, else 2
 'use strict';
 const fs = require('fs');
 const yaml = require('js-yaml');
@@ -35,15 +40,23 @@ function paths(doc) {
   }
 }
 
-function body(doc, path, method, status, mediaType, file) {
+function mediaOf(doc, path, method, status, mediaType) {
   const item = (doc.paths || {})[path];
   const op = item && item[method.toLowerCase()];
   const resp = op && deref(doc, (op.responses || {})[status]);
-  const media = resp && resp.content && resp.content[mediaType];
+  return resp && resp.content && resp.content[mediaType];
+}
+
+function body(doc, path, method, status, mediaType, file) {
+  const media = mediaOf(doc, path, method, status, mediaType);
   if (!media || !media.schema) {
     console.log(`no schema for ${method} ${path} ${status} ${mediaType}`);
     return 2;
   }
+  return validateFile(doc, media.schema, file);
+}
+
+function validateFile(doc, schemaIn, file) {
   const Ajv2020 = require('ajv/dist/2020');
   // strict off: OpenAPI adds keywords (example, contentMediaType...) that
   // plain JSON Schema validators do not know.
@@ -51,7 +64,7 @@ function body(doc, path, method, status, mediaType, file) {
   // The whole document under one id, so that "#/components/..." refs in
   // the response schema resolve against it.
   ajv.addSchema({ $id: 'openapi:doc', components: doc.components });
-  const schema = JSON.parse(JSON.stringify(media.schema).replace(
+  const schema = JSON.parse(JSON.stringify(schemaIn).replace(
     /"\$ref":"#\//g, '"$ref":"openapi:doc#/'));
   const validate = ajv.compile(schema);
   let value;
@@ -72,7 +85,18 @@ if (cmd === 'paths') {
   paths(doc);
 } else if (cmd === 'body' && rest.length === 5) {
   process.exitCode = body(doc, ...rest);
+} else if (cmd === 'schema' && rest.length === 2) {
+  const [name, f] = rest;
+  if (!(doc.components && doc.components.schemas && doc.components.schemas[name])) {
+    console.log(`no schema ${name}`);
+    process.exitCode = 2;
+  } else {
+    process.exitCode = validateFile(doc, { $ref: '#/components/schemas/' + name }, f);
+  }
+} else if (cmd === 'media' && rest.length === 4) {
+  process.exitCode = mediaOf(doc, ...rest) ? 0 : 2;
 } else {
-  console.error('usage: openapi-tool.cjs paths DOC | body DOC PATH METHOD STATUS MEDIA-TYPE FILE');
+  console.error('usage: openapi-tool.cjs paths DOC | body DOC PATH METHOD STATUS MEDIA-TYPE FILE' +
+                ' | schema DOC NAME FILE | media DOC PATH METHOD STATUS MEDIA-TYPE');
   process.exitCode = 2;
 }

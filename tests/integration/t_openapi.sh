@@ -2,23 +2,19 @@
 # t_openapi.sh - api/openapi.yaml: valid OpenAPI 3.1 (Redocly's linter,
 # recommended rules, no error and no warning), served byte for byte at
 # GET /openapi.yaml, and in step with the daemon both ways:
-#   - every route of the daemon's table (routes[] in daemon/http.c) is a
-#     path of the document, not marked planned;
-#   - every path of the document is served (does not answer 404) and its
+#   - every route of the daemon's table (routes[] in daemon/http.c: paths,
+#     and the /v2 path templates) is a path of the document;
+#   - every path of the document is in that table, is served (a request
+#     with example values for its parameters does not answer 404) and its
 #     methods are exactly the daemon's Allow list;
-#   - paths marked `x-reduced-planned: true` must match PLANNED below and
-#     must still answer 404: once the daemon serves one, this test fails
-#     until the marker is removed.  When the KServe routes exist, delete
-#     the markers and this exception.
-#   - real responses (200s and errors) validate against the documented
-#     schemas (ajv, JSON Schema 2020-12).
+#   - no path is marked `x-reduced-planned` (documented but not served);
+#   - real responses of /v1, /v2 and the service routes (200s and errors,
+#     JSON and the JSON part of binary /v2 answers) validate against the
+#     documented schemas (ajv, JSON Schema 2020-12).
 # Needs Node and npm (installs Debian's nodejs and npm when missing and
 # root) and the npm registry the first time: the tools go to a build-local
 # node_modules, pinned.
 . "$(dirname "$0")/lib.sh"
-
-# The only paths allowed to be documented but not served yet.
-PLANNED='^/v2(/|$)'
 
 DOC=$top_srcdir/api/openapi.yaml
 TOOL=$here/openapi-tool.cjs
@@ -85,32 +81,27 @@ if ! node "$TOOL" paths "$DOC" >"$TMP/paths" 2>"$TMP/paths.err" || [ ! -s "$TMP/
   fail "read the document's paths" "$(head -5 "$TMP/paths.err")"
   finish; exit 1
 fi
-sed -n 's/^ *{ *"\(\/[^"]*\)", *RT_[A-Z_]*,.*/\1/p' "$top_srcdir/daemon/http.c" >"$TMP/routes"
-check "daemon/http.c route table read (at least 6 routes)" test "$(wc -l <"$TMP/routes")" -ge 6
+sed -n 's/^ *{ *"\(\/[^"]*\)", *RT_[A-Z0-9_]*,.*/\1/p' "$top_srcdir/daemon/http.c" >"$TMP/routes"
+check "daemon/http.c route table read (at least 15 routes)" test "$(wc -l <"$TMP/routes")" -ge 15
+check "daemon/http.c route table has the /v2 templates" grep -qxF '/v2/models/{model}/versions/{version}/infer' "$TMP/routes"
+check "as many documented paths as daemon routes" test "$(wc -l <"$TMP/paths")" = "$(wc -l <"$TMP/routes")"
 
 while read -r route; do
   line=$(awk -F'\t' -v p="$route" '$1 == p' "$TMP/paths")
   if [ -z "$line" ]; then fail "daemon route $route is in the document"
-  elif [ "$(printf '%s' "$line" | cut -f2)" != served ]; then fail "daemon route $route is in the document" "it is marked x-reduced-planned"
+  elif [ "$(printf '%s' "$line" | cut -f2)" != served ]; then fail "daemon route $route is in the document" "it is marked x-reduced-planned: remove the marker"
   else ok "daemon route $route is in the document"; fi
 done <"$TMP/routes"
 
 # A path template with example values, so that it can be requested.
-concrete() { printf '%s' "$1" | sed -e 's/{model}/reduce_l2/g' -e 's/{version}/18/g' -e 's/{[^}]*}/x/g'; }
+concrete() { printf '%s' "$1" | sed -e 's/{model}/ReduceL2/g' -e 's/{version}/13/g' -e 's/{[^}]*}/x/g'; }
 
 while IFS=$'\t' read -r path kind methods; do
   url=$(concrete "$path")
   first=${methods%%,*}
   http "$first" "$url"
   if [ "$kind" = planned ]; then
-    if ! printf '%s\n' "$path" | grep -Eq "$PLANNED"; then
-      fail "planned path $path is allowed to be unserved" "only paths matching $PLANNED may be x-reduced-planned"
-    elif [ "$ST" = 404 ]; then
-      ok "planned path $path: not served yet ($first -> 404)"
-    else
-      fail "planned path $path: not served yet" "$first $url -> $ST: it is served now; remove x-reduced-planned from api/openapi.yaml"
-    fi
-    continue
+    fail "documented path $path is not marked x-reduced-planned" "every documented path must be served"
   fi
   if [ "$ST" = 404 ] || [ "$ST" = "${ST#[0-9]}" ]; then
     fail "documented path $path is served" "$first $url -> $ST"
@@ -152,10 +143,71 @@ http GET /v1/reduce
 body_ok "GET /v1/reduce 405 matches schema Error" /v1/reduce POST 405
 http POST /v1/reduce -H 'Content-Type: application/json' -H "Content-Length: 999999999999" --data-binary x
 body_ok "POST /v1/reduce 413 matches schema Error" /v1/reduce POST 413
+
+# /v2: every route's 200 and the protocol's error form
+V2M=/v2/models/{model} V2MV=/v2/models/{model}/versions/{version}
+http GET /v2;               body_ok "GET /v2 200 matches schema V2ServerMetadata" /v2 GET 200
+http GET /v2/health/live;   body_ok "GET /v2/health/live 200 matches schema V2Live" /v2/health/live GET 200
+http GET /v2/health/ready;  body_ok "GET /v2/health/ready 200 matches schema V2Ready" /v2/health/ready GET 200
+http GET /v2/models/ReduceL2
+body_ok "GET $V2M 200 matches schema V2ModelMetadata" "$V2M" GET 200
+http GET /v2/models/ReduceSumSquare/versions/11
+body_ok "GET $V2MV (11) 200 matches schema V2ModelMetadata" "$V2MV" GET 200
+http GET /v2/models/ReduceSumSquare/ready
+body_ok "GET $V2M/ready 200 matches schema V2ModelReady" "$V2M/ready" GET 200
+http GET /v2/models/ReduceL2/versions/13/ready
+body_ok "GET $V2MV/ready 200 matches schema V2ModelReady" "$V2MV/ready" GET 200
+http GET /v2/models/reduce_l2
+body_ok "GET $V2M unknown model 404 matches schema V2Error" "$V2M" GET 404
+http GET /v2/models/ReduceL2/versions/013
+body_ok "GET $V2MV version 013 400 matches schema V2Error" "$V2MV" GET 400
+http GET /v2/models/ReduceL2/versions/12/ready
+body_ok "GET $V2MV/ready version 12 404 matches schema V2Error" "$V2MV/ready" GET 404
+v2post() { local p=$1 b=$2; shift 2; printf '%s' "$b" >"$TMP/req"; http POST "$p" --data-binary @"$TMP/req" "$@"; }
+v2post /v2/models/ReduceL2/infer '{"id":"r1","inputs":[{"name":"data","shape":[3,2,2],"datatype":"FP32","data":[1,2,3,4,5,6,7,8,9,10,11,12]},{"name":"axes","shape":[1],"datatype":"INT64","data":[2]}],"parameters":{"keepdims":0}}'
+body_ok "POST $V2M/infer 200 matches schema V2InferenceResponse" "$V2M/infer" POST 200
+v2post /v2/models/ReduceSumSquare/versions/11/infer '{"inputs":[{"name":"data","shape":[2,2],"datatype":"UINT64","data":[[1,"18446744073709551615"],[3,4]]}],"parameters":{"axes":[1],"overflow":"wrap"}}'
+body_ok "POST $V2MV/infer (11, UINT64) 200 matches schema V2InferenceResponse" "$V2MV/infer" POST 200
+# Binary: FP32 [3,4] as a blob, the answer as a blob (5 = 00 00 a0 40)
+hdr_json='{"inputs":[{"name":"data","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}}],"parameters":{"keepdims":0,"binary_data_output":true}}'
+{ printf '%s' "$hdr_json"; printf '\000\000\100\100\000\000\200\100'; } >"$TMP/req"
+http POST /v2/models/ReduceL2/infer --data-binary @"$TMP/req" -H "Inference-Header-Content-Length: ${#hdr_json}"
+ihcl=$(hdr Inference-Header-Content-Length)
+if [ "$ST" = 200 ] && [ "$(hdr Content-Type)" = application/octet-stream ] && [ -n "$ihcl" ] &&
+   node "$TOOL" media "$DOC" "$V2M/infer" POST 200 application/octet-stream; then
+  ok "POST $V2M/infer binary 200: a documented media type (application/octet-stream)"
+else fail "POST $V2M/infer binary 200: a documented media type" "status $ST, Content-Type '$(hdr Content-Type)', Inference-Header-Content-Length '$ihcl'"; fi
+head -c "${ihcl:-0}" "$B" >"$TMP/json_part"
+if why=$(node "$TOOL" schema "$DOC" V2InferenceResponse "$TMP/json_part" 2>&1); then
+  ok "POST $V2M/infer binary 200: its JSON part matches schema V2InferenceResponse"
+else fail "POST $V2M/infer binary 200: its JSON part matches schema V2InferenceResponse" "$why"; fi
+check "POST $V2M/infer binary 200: the blob after the JSON part is float32 5" \
+  test "$(tail -c +$((${ihcl:-0} + 1)) "$B" | od -An -tx1 | tr -d ' \n')" = 0000a040
+v2post /v2/models/ReduceL2/infer '{"inputs":[{"name":"data","shape":[1],"datatype":"FP32","data":[1]}],"parameters":{"keepdims":2}}'
+body_ok "POST $V2M/infer keepdims 2: 400 matches schema V2Error" "$V2M/infer" POST 400
+v2post /v2/models/ReduceL2/infer '{}' -H 'Inference-Header-Content-Length: x'
+body_ok "POST $V2M/infer Inference-Header-Content-Length x: 400 matches schema V2Error" "$V2M/infer" POST 400
+v2post /v2/models/ReduceSumSquare/infer '{"inputs":[{"name":"data","shape":[1],"datatype":"INT32","data":[50000]}]}'
+body_ok "POST $V2M/infer INT32 overflow: 422 matches schema V2Error" "$V2M/infer" POST 422
+v2post /v2/models/ReduceL2/infer '{}' -H 'Content-Encoding: gzip'
+body_ok "POST $V2M/infer Content-Encoding gzip: 415 matches schema V2Error" "$V2M/infer" POST 415
+http POST /v2/models/ReduceL2/versions/18/infer -H "Content-Length: 999999999999" --data-binary x
+body_ok "POST $V2MV/infer Content-Length 999999999999: 413 matches schema V2Error" "$V2MV/infer" POST 413
+http GET /v2/models/ReduceL2/infer
+body_ok "GET $V2M/infer 405 matches schema V2Error" "$V2M/infer" POST 405
+check "GET $V2M/infer 405: Allow: POST" test "$(hdr Allow)" = POST
+http POST /v2/health/live
+body_ok "POST /v2/health/live 405 matches schema V2Error" /v2/health/live GET 405
+
 # The schema checks must be able to fail: a body with an extra member.
 printf '{"status":"ok","extra":1}' >"$B"
 if node "$TOOL" body "$DOC" /healthz GET 200 application/json "$B" >/dev/null 2>&1; then
   fail "schema check rejects {\"status\":\"ok\",\"extra\":1} for /healthz"
 else ok "schema check rejects {\"status\":\"ok\",\"extra\":1} for /healthz"; fi
+# ...and the /v1 error form where /v2 documents its own.
+printf '{"error":{"code":"NOT_FOUND","message":"x"}}' >"$B"
+if node "$TOOL" body "$DOC" "$V2M" GET 404 application/json "$B" >/dev/null 2>&1; then
+  fail "schema check rejects the /v1 error form for a /v2 404"
+else ok "schema check rejects the /v1 error form for a /v2 404"; fi
 
 finish

@@ -317,6 +317,43 @@ test_known_state(void **state)
   metrics_destroy(m);
 }
 
+/* Every format label, in output order: json, raw, npy, binary (the /v2
+ * binary tensor data extension), none. */
+static void
+test_format_labels(void **state)
+{
+  struct metrics *m = metrics_create(1, 1, &start);
+  char *t;
+  const char *p[5];
+  static const char *const want[5] = {
+    "{route=\"/v2/x\",op=\"ReduceL2\",format=\"json\",status=\"200\"} 1\n",
+    "{route=\"/v2/x\",op=\"ReduceL2\",format=\"raw\",status=\"200\"} 2\n",
+    "{route=\"/v2/x\",op=\"ReduceL2\",format=\"npy\",status=\"200\"} 3\n",
+    "{route=\"/v2/x\",op=\"ReduceL2\",format=\"binary\",status=\"200\"} 4\n",
+    "{route=\"/v2/x\",op=\"ReduceL2\",format=\"none\",status=\"200\"} 5\n",
+  };
+  static const int fmts[5] = {
+    METRICS_FMT_JSON, METRICS_FMT_RAW, METRICS_FMT_NPY, METRICS_FMT_BINARY,
+    METRICS_FMT_NONE
+  };
+
+  (void)state;
+  assert_non_null(m);
+  assert_int_equal(metrics_route_add(m, "/v2/x"), 0);
+  for (int f = 0; f < 5; f++)
+    for (int i = 0; i <= f; i++)
+      obs(m, 0, RD_OP_L2, fmts[f], 200, 1, 0, 0);
+  t = render(m);
+  for (int f = 0; f < 5; f++) {
+    p[f] = strstr(t, want[f]);
+    assert_non_null(p[f]);
+    if (f > 0)
+      assert_true(p[f - 1] < p[f]);
+  }
+  free(t);
+  metrics_destroy(m);
+}
+
 static void
 test_route_limit(void **state)
 {
@@ -389,6 +426,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_empty),
     cmocka_unit_test(test_known_state),
+    cmocka_unit_test(test_format_labels),
     cmocka_unit_test(test_route_limit),
     cmocka_unit_test(test_concurrent),
   };
