@@ -1,7 +1,9 @@
 #!/bin/bash
 # t_metrics.sh - GET /metrics against a known request mix sent by 8
-# parallel clients (xargs -P) to a fresh daemon: exact counter deltas per
-# route/op/format/status, histogram counts and sums, bytes in and out
+# parallel clients (xargs -P) to a fresh daemon (/v1 JSON, raw and .npy,
+# /v2 JSON and binary, errors, probes): exact counter deltas per
+# route/op/format/status (route patterns such as /v2/models/{model}/infer,
+# never raw URLs), histogram counts and sums, bytes in and out
 # (against what curl itself sent and received), gauges, and a strict
 # format check (promcheck.awk, and promtool when Debian's prometheus
 # package is installed or installable).
@@ -33,7 +35,15 @@ m0_bytes=$(wc -c <"$TMP/m0")
 
 # ---- the mix: one line per request, "KIND"; run by 8 parallel workers.
 N_L2=40 N_SSQ=30 N_400=20 N_404=10 N_415=10 N_405=10 N_HEALTH=10
+N_RAW=12 N_NPY=12 N_V2J=12 N_V2B=12 N_V2E400=6 N_V2E404=6 N_V2READY=6
 {
+  for ((i = 0; i < N_RAW; i++)); do echo raw; done
+  for ((i = 0; i < N_NPY; i++)); do echo npy; done
+  for ((i = 0; i < N_V2J; i++)); do echo v2json; done
+  for ((i = 0; i < N_V2B; i++)); do echo v2bin; done
+  for ((i = 0; i < N_V2E400; i++)); do echo v2e400; done
+  for ((i = 0; i < N_V2E404; i++)); do echo v2e404; done
+  for ((i = 0; i < N_V2READY; i++)); do echo v2ready; done
   for ((i = 0; i < N_L2; i++)); do echo l2; done
   for ((i = 0; i < N_SSQ; i++)); do echo ssq; done
   for ((i = 0; i < N_400; i++)); do echo e400; done
@@ -44,13 +54,34 @@ N_L2=40 N_SSQ=30 N_400=20 N_404=10 N_415=10 N_405=10 N_HEALTH=10
 } | shuf --random-source=<(yes) >"$TMP/mix"
 NTOTAL=$(wc -l <"$TMP/mix")
 
+# Binary bodies: float32 [3,4] raw (little-endian); int32 [3,4] as a
+# version 1.0 .npy (magic, version, header length 118 = 0x76, the header
+# dict padded with spaces to a 128-byte preamble, newline, data); the /v2
+# binary extension: a JSON header, then the float32 [3,4] blob.
+printf '\000\000\100\100\000\000\200\100' >"$TMP/x.raw"
+printf '\223NUMPY\001\000\166\000%s%60s\n\003\000\000\000\004\000\000\000' \
+  "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }" '' >"$TMP/x.npy"
+check ".npy body is 128 + 8 bytes" test "$(wc -c <"$TMP/x.npy")" = 136
+v2hdr='{"inputs":[{"name":"data","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}}],"parameters":{"binary_data_output":true}}'
+{ printf '%s' "$v2hdr"; cat "$TMP/x.raw"; } >"$TMP/x.v2bin"
+echo "${#v2hdr}" >"$TMP/x.v2hdrlen"
+
+# Requests refused before their body is read (404, 415, ...) carry no body:
+# libmicrohttpd discards such a body unread, so it is not "received".
 # One request; prints "KIND STATUS BYTES_UP BYTES_DOWN" (curl's own counts
 # of body bytes sent and received).
 cat >"$TMP/one.sh" <<'EOF'
 #!/bin/bash
-url=$1 kind=$2
+url=$1 dir=$2 kind=$3
 ct=(-H 'Content-Type: application/json')
 case $kind in
+  raw)    args=(-H 'Content-Type: application/octet-stream' --data-binary @"$dir/x.raw" "$url/v1/reduce?op=ReduceL2&dtype=float32&shape=2") ;;
+  npy)    args=(-H 'Content-Type: application/x-npy' --data-binary @"$dir/x.npy" "$url/v1/reduce?op=ReduceSumSquare") ;;
+  v2json) args=(--data-binary '{"inputs":[{"name":"data","shape":[2],"datatype":"INT32","data":[3,4]}]}' "$url/v2/models/ReduceSumSquare/infer") ;;
+  v2bin)  args=(-H "Inference-Header-Content-Length: $(cat "$dir/x.v2hdrlen")" --data-binary @"$dir/x.v2bin" "$url/v2/models/ReduceL2/versions/13/infer") ;;
+  v2e400) args=(--data-binary '{"inputs":[{"name":"data","shape":[1],"datatype":"FP32","data":[1]}],"parameters":{"keepdims":2}}' "$url/v2/models/ReduceL2/infer") ;;
+  v2e404) args=("$url/v2/models/ReduceMax/ready") ;;   # no body, as e415
+  v2ready) args=("$url/v2/models/ReduceSumSquare/ready") ;;
   l2)     args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceL2","keepdims":0,"input":{"dtype":"float32","data":[3,4]}}' "$url/v1/reduce") ;;
   ssq)    args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceSumSquare","axes":[1],"input":{"dtype":"int64","shape":[2,2],"data":[1,2,3,4]}}' "$url/v1/reduce") ;;
   e400)   args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceL2","axes":[3],"input":{"dtype":"float32","data":[1,2]}}' "$url/v1/reduce") ;;
@@ -62,13 +93,14 @@ esac
 out=$(curl -sS --max-time 60 -o /dev/null -w '%{http_code} %{size_upload} %{size_download}' "${args[@]}") || out="curl-failed 0 0"
 echo "$kind $out"
 EOF
-xargs -P 8 -n 1 bash "$TMP/one.sh" "$URL" <"$TMP/mix" >"$TMP/results"
+xargs -P 8 -n 1 bash "$TMP/one.sh" "$URL" "$TMP" <"$TMP/mix" >"$TMP/results"
 scrape "$TMP/m1"
 
 check "all $NTOTAL requests answered" test "$(wc -l <"$TMP/results")" = "$NTOTAL"
 # Statuses as the clients saw them (the daemon's own numbers must match).
 status_ok=1
-for kv in l2:200 ssq:200 e400:400 e404:404 e415:415 e405:405 health:200; do
+for kv in l2:200 ssq:200 e400:400 e404:404 e415:415 e405:405 health:200 \
+          raw:200 npy:200 v2json:200 v2bin:200 v2e400:400 v2e404:404 v2ready:200; do
   k=${kv%%:*} s=${kv#*:}
   n=$(awk -v k="$k" -v s="$s" '$1 == k && $2 == s' "$TMP/results" | wc -l)
   all=$(awk -v k="$k" '$1 == k' "$TMP/results" | wc -l)
@@ -96,11 +128,21 @@ R=reduced_requests_total
 expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceL2\",format=\"json\",status=\"200\"}" "$N_L2"
 expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceSumSquare\",format=\"json\",status=\"200\"}" "$N_SSQ"
 expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceL2\",format=\"json\",status=\"400\"}" "$N_400"
-expect_delta "$R{route=\"none\",op=\"none\",format=\"none\",status=\"404\"}" "$N_404"
+expect_delta "$R{route=\"none\",op=\"none\",format=\"none\",status=\"404\"}" $((N_404 + N_V2E404))
 expect_delta "$R{route=\"/v1/reduce\",op=\"none\",format=\"none\",status=\"415\"}" "$N_415"
 expect_delta "$R{route=\"/healthz\",op=\"none\",format=\"none\",status=\"405\"}" "$N_405"
 expect_delta "$R{route=\"/healthz\",op=\"none\",format=\"none\",status=\"200\"}" "$N_HEALTH"
 expect_delta "$R{route=\"/metrics\",op=\"none\",format=\"none\",status=\"200\"}" 1
+expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceL2\",format=\"raw\",status=\"200\"}" "$N_RAW"
+expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceSumSquare\",format=\"npy\",status=\"200\"}" "$N_NPY"
+V2I=/v2/models/{model}/infer V2VI=/v2/models/{model}/versions/{version}/infer
+expect_delta "$R{route=\"$V2I\",op=\"ReduceSumSquare\",format=\"json\",status=\"200\"}" "$N_V2J"
+expect_delta "$R{route=\"$V2VI\",op=\"ReduceL2\",format=\"binary\",status=\"200\"}" "$N_V2B"
+expect_delta "$R{route=\"$V2I\",op=\"ReduceL2\",format=\"json\",status=\"400\"}" "$N_V2E400"
+expect_delta "$R{route=\"/v2/models/{model}/ready\",op=\"ReduceSumSquare\",format=\"none\",status=\"200\"}" "$N_V2READY"
+if grep -E '^reduced_[a-z_]*\{route="/v2/models/[^{]' "$TMP/m1" >"$TMP/rawurls"; then
+  fail "no raw /v2 URL as a route label" "$(head -3 "$TMP/rawurls")"
+else ok "no raw /v2 URL as a route label"; fi
 # ...and nothing else moved: the sum of all request counters.
 total() { awk '/^reduced_requests_total\{/ { s += $NF } END { print s + 0 }' "$1"; }
 d=$(( $(total "$TMP/m1") - $(total "$TMP/m0") ))
@@ -109,21 +151,27 @@ else fail "reduced_requests_total: $((NTOTAL + 1)) new requests in all" "got $d"
 
 # ---- histograms: counts per route; +Inf = count (the checker); sums
 H=reduced_request_duration_seconds
-expect_delta "${H}_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415))
+expect_delta "${H}_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415 + N_RAW + N_NPY))
 expect_delta "${H}_count{route=\"/healthz\"}" $((N_405 + N_HEALTH))
-expect_delta "${H}_count{route=\"none\"}" "$N_404"
-expect_delta "${H}_bucket{route=\"none\",le=\"+Inf\"}" "$N_404"
-reduce_up=$(sum_col 3 '^(l2|ssq|e400|e415)$')
-reduce_down=$(sum_col 4 '^(l2|ssq|e400|e415)$')
-expect_delta "reduced_request_size_bytes_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415))
+expect_delta "${H}_count{route=\"none\"}" $((N_404 + N_V2E404))
+expect_delta "${H}_bucket{route=\"none\",le=\"+Inf\"}" $((N_404 + N_V2E404))
+expect_delta "${H}_count{route=\"$V2I\"}" $((N_V2J + N_V2E400))
+expect_delta "${H}_count{route=\"$V2VI\"}" "$N_V2B"
+reduce_up=$(sum_col 3 '^(l2|ssq|e400|e415|raw|npy)$')
+reduce_down=$(sum_col 4 '^(l2|ssq|e400|e415|raw|npy)$')
+expect_delta "reduced_request_size_bytes_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415 + N_RAW + N_NPY))
 expect_delta "reduced_request_size_bytes_sum{route=\"/v1/reduce\"}" "$reduce_up"
 expect_delta "reduced_response_size_bytes_sum{route=\"/v1/reduce\"}" "$reduce_down"
+expect_delta "reduced_request_size_bytes_sum{route=\"$V2I\"}" "$(sum_col 3 '^(v2json|v2e400)$')"
+expect_delta "reduced_request_size_bytes_sum{route=\"$V2VI\"}" "$(sum_col 3 '^v2bin$')"
+expect_delta "reduced_response_size_bytes_sum{route=\"$V2VI\"}" "$(sum_col 4 '^v2bin$')"
 expect_delta "reduced_response_size_bytes_count{route=\"/healthz\"}" $((N_405 + N_HEALTH))
 expect_delta "reduced_response_size_bytes_sum{route=\"/healthz\"}" "$(sum_col 4 '^(e405|health)$')"
 # Small bodies: every reduce request and response is below 1024 bytes, so
 # all of them are in the le="1024" bucket.
-expect_delta "reduced_request_size_bytes_bucket{route=\"/v1/reduce\",le=\"1024\"}" $((N_L2 + N_SSQ + N_400 + N_415))
-expect_delta "reduced_request_size_bytes_bucket{route=\"/v1/reduce\",le=\"64\"}" "$N_415"
+expect_delta "reduced_request_size_bytes_bucket{route=\"/v1/reduce\",le=\"1024\"}" $((N_L2 + N_SSQ + N_400 + N_415 + N_RAW + N_NPY))
+# 64 B or less: the empty 415 bodies and the 8-byte raw bodies (.npy: 136 B)
+expect_delta "reduced_request_size_bytes_bucket{route=\"/v1/reduce\",le=\"64\"}" $((N_415 + N_RAW))
 
 # ---- bytes in and out: what curl sent and received, plus the first scrape
 expect_delta reduced_bytes_received_total "$(sum_col 3 .)"
