@@ -10,8 +10,10 @@ use_daemon
 readme=$top_srcdir/README.md
 
 n=0 cmd= exp= inblock=0 incmd=0
+: >"$TMP/ran"
 run_example() {
   n=$((n + 1))
+  printf '%s\n' "$cmd" | tr '\n' ' ' >>"$TMP/ran"; echo >>"$TMP/ran"
   local got
   got=$(bash -c "${cmd//http:\/\/127.0.0.1:8080/$URL}" 2>&1)
   if [ "$got" = "$exp" ]; then ok "README example $n: ${cmd:0:70}"
@@ -40,6 +42,17 @@ while IFS= read -r line; do
   fi
 done <"$readme"
 check "README has examples (found $n)" test "$n" -ge 3
+# One example (at least) of each way to call the daemon is among them
+# ($TMP/ran: one line per example command).
+has_example() { # NAME PATTERN [EXCLUDED-PATTERN]
+  if grep -E -- "$2" "$TMP/ran" | grep -vE -- "${3:-^\$}" | grep -q .; then ok "README runs a $1 example"
+  else fail "README runs a $1 example" "no example command matches '$2'"; fi
+}
+has_example "/v1 JSON" "/v1/reduce.*Content-Type: application/json"
+has_example "/v1 binary (raw)" "/v1/reduce.*Content-Type: application/octet-stream"
+has_example "/v1 .npy" "/v1/reduce.*Content-Type: application/x-npy"
+has_example "/v2 JSON" "/v2/models/[^ ]*/infer" "Inference-Header-Content-Length"
+has_example "/v2 binary" "Inference-Header-Content-Length.*/v2/models/[^ ]*/infer|/v2/models/[^ ]*/infer.*Inference-Header-Content-Length"
 
 # The quick start: the second command is the one CI runs.
 testcmd=$(grep -A2 '^Build and run the whole test suite' "$readme" | sed -n 's/^    //p' | head -n 1)
