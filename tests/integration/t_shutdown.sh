@@ -1,7 +1,8 @@
 #!/bin/bash
 # t_shutdown.sh - SIGTERM with requests in flight: each gets its full,
 # correct answer, new connections are refused, /healthz and /readyz on an
-# open connection say ok / DRAINING, exit 0; exit 1 when --grace runs out;
+# open connection say ok / DRAINING (also /v2/health/live, /v2/health/ready,
+# /v2/models/{model}/ready and infer), exit 0; exit 1 when --grace runs out;
 # SIGPIPE is ignored.
 #
 # No sleeps decide anything: the in-flight requests are held half-sent by
@@ -59,11 +60,17 @@ hold_raw() {
 }
 release() { echo go >"$TMP/$1.go"; }
 
-# readyz over one kept-alive connection (fd 5): prints the status line and body
-ka_get() { # ka_get PATH FD
-  local fd=${2:-5}
+# A request over one kept-alive connection (fd 5): prints the status line,
+# the headers and the body.  With BODY: a POST of it.
+ka_get() { # ka_get PATH FD [BODY]
+  local fd=${2:-5} req
+  if [ $# -ge 3 ]; then
+    printf -v req 'POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n\r\n%s' "$1" "${#3}" "$3"
+  else
+    printf -v req 'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' "$1"
+  fi
   # a subshell ignoring SIGPIPE: the daemon may have closed the connection
-  ( trap '' PIPE; printf 'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' "$1" >&"$fd" ) 2>/dev/null || return 1
+  ( trap '' PIPE; printf '%s' "$req" >&"$fd" ) 2>/dev/null || return 1
   local line len=0 body=
   IFS= read -r -t 20 line <&"$fd" || return 1
   printf '%s\n' "${line%$'\r'}"
@@ -93,8 +100,21 @@ if start_daemon --grace 60; then
   check "readyz on a kept-alive connection before the signal: 200" grep -q '^HTTP/1.1 200' "$TMP/ka0"
   ka_get /healthz 6 >"$TMP/ka0"
   check "healthz on a kept-alive connection before the signal: 200" grep -q '^HTTP/1.1 200' "$TMP/ka0"
-  poll 30 eval '[ "$(accepted)" -ge 5 ]'
-  check "daemon holds the 5 connections ($(accepted) accepted)" test "$(accepted)" -ge 5
+  # /v2 on four more: server readiness, model readiness, liveness, infer
+  exec 7<>"/dev/tcp/127.0.0.1/$PORT" 8<>"/dev/tcp/127.0.0.1/$PORT" \
+       9<>"/dev/tcp/127.0.0.1/$PORT" 4<>"/dev/tcp/127.0.0.1/$PORT"
+  v2infer='{"inputs":[{"name":"data","shape":[2],"datatype":"INT32","data":[3,4]}]}'
+  ka_get /v2/health/ready 7 >"$TMP/kv7"
+  check "/v2/health/ready on a kept-alive connection before the signal: 200" grep -q '^HTTP/1.1 200' "$TMP/kv7"
+  ka_get /v2/models/ReduceL2/ready 8 >"$TMP/kv8"
+  check "/v2/models/ReduceL2/ready on a kept-alive connection before the signal: 200" grep -q '^HTTP/1.1 200' "$TMP/kv8"
+  ka_get /v2/health/live 9 >"$TMP/kv9"
+  check "/v2/health/live on a kept-alive connection before the signal: 200" grep -q '^HTTP/1.1 200' "$TMP/kv9"
+  ka_get /v2/models/ReduceSumSquare/infer 4 "$v2infer" >"$TMP/kv4"
+  check "/v2 infer on a kept-alive connection before the signal: 200, 25" \
+    eval 'grep -q "^HTTP/1.1 200" "$TMP/kv4" && grep -q "\"data\":\[25\]" "$TMP/kv4"'
+  poll 30 eval '[ "$(accepted)" -ge 9 ]'
+  check "daemon holds the 9 connections ($(accepted) accepted)" test "$(accepted)" -ge 9
   kill -TERM "$DPID"
   poll 20 refused
   check "after SIGTERM new connections are refused" refused
@@ -111,7 +131,26 @@ if start_daemon --grace 60; then
   else
     skip "healthz while draining" "the daemon closed the idle kept-alive connection, so it cannot be reached"
   fi
-  exec 5<&- 5>&- 6<&- 6>&-
+  # /v2 while draining (the uploads above keep the daemon draining)
+  v2_draining() { # NAME FILE: 503, Retry-After, {"error":"DRAINING: ..."}
+    if grep -q '^HTTP/1.1 503' "$2" && grep -qi '^Retry-After: *[0-9]' "$2" &&
+       grep -q '^{"error":"DRAINING: [^"]*"}$' "$2"; then ok "$1"
+    else fail "$1" "$(head -c 400 "$2")"; fi
+  }
+  if ka_get /v2/health/ready 7 >"$TMP/kv7"; then
+    v2_draining "/v2/health/ready while draining: 503 DRAINING in the /v2 error form + Retry-After" "$TMP/kv7"
+  else fail "/v2/health/ready while draining" "the kept-alive connection was closed"; fi
+  if ka_get /v2/models/ReduceL2/ready 8 >"$TMP/kv8"; then
+    v2_draining "/v2/models/ReduceL2/ready while draining: 503 DRAINING in the /v2 error form + Retry-After" "$TMP/kv8"
+  else fail "/v2/models/ReduceL2/ready while draining" "the kept-alive connection was closed"; fi
+  if ka_get /v2/health/live 9 >"$TMP/kv9"; then
+    check "/v2/health/live while draining: 200 {\"live\":true}" \
+      eval 'grep -q "^HTTP/1.1 200" "$TMP/kv9" && grep -qx "{\"live\":true}" "$TMP/kv9"'
+  else fail "/v2/health/live while draining" "the kept-alive connection was closed"; fi
+  if ka_get /v2/models/ReduceSumSquare/infer 4 "$v2infer" >"$TMP/kv4"; then
+    v2_draining "/v2 infer while draining: 503 DRAINING in the /v2 error form + Retry-After" "$TMP/kv4"
+  else fail "/v2 infer while draining" "the kept-alive connection was closed"; fi
+  exec 5<&- 5>&- 6<&- 6>&- 7<&- 7>&- 8<&- 8>&- 9<&- 9>&- 4<&- 4>&-
   release h1; release h2; release h3
   for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
   BG_PIDS=()
