@@ -51,6 +51,10 @@ static const struct conf_opt options[] = {
     "1048576", NULL, F(buffer_max), "BYTES",
     "binary tensors (raw, .npy) up to this size are read whole; larger ones "
     "are reduced as they stream in (0: always stream)" },
+  { "inline-max", "REDUCED_INLINE_MAX", CT_UINT, 0, 1048576, "4096", NULL,
+    F(inline_max), "BYTES",
+    "JSON bodies up to this size are computed on the I/O thread, without a "
+    "pool hand-off (0: every request goes to the pool)" },
   { "max-pending", "REDUCED_MAX_PENDING", CT_UINT, 1, 1000000, "64", NULL,
     F(max_pending), "N", "requests admitted to the pool at once; more get 503" },
   { "max-connections", "REDUCED_MAX_CONNECTIONS", CT_UINT, 1, 1000000, "1024",

@@ -20,6 +20,7 @@ struct conf {
   uint64_t threads;          /* worker pool size (UV_THREADPOOL_SIZE) */
   uint64_t max_body;         /* largest request body, bytes */
   uint64_t buffer_max;       /* binary bodies above this stream; 0: all */
+  uint64_t inline_max;       /* JSON bodies up to this run inline; 0: none */
   uint64_t max_pending;      /* reduce requests admitted at once */
   uint64_t max_connections;  /* open connections (MHD limit) */
   uint64_t timeout;          /* idle connection timeout, seconds */

@@ -200,7 +200,9 @@ part_after_cb(uv_work_t *w, int status)
 /* Stage 1: decode and plan (pool thread, then the loop thread)       */
 /* ------------------------------------------------------------------ */
 
-/* Pool thread. */
+static void reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb);
+
+/* Pool thread (or the loop thread, from job_run_inline). */
 static void
 first_work_cb(uv_work_t *w)
 {
@@ -309,6 +311,32 @@ job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
 {
   int rc;
 
+  reset_run(j, loop, done_cb);
+  if (j->metrics != NULL)
+    metrics_queued_add(j->metrics, 1);
+  rc = uv_queue_work(loop, &j->work, first_work_cb, first_after_cb);
+  if (rc != 0 && j->metrics != NULL)
+    metrics_queued_add(j->metrics, -1);
+  j->busy = rc == 0;
+  return rc;
+}
+
+void
+job_run_inline(uv_loop_t *loop, struct job *j)
+{
+  struct metrics *m = j->metrics;
+
+  reset_run(j, loop, NULL);
+  j->max_tasks = 1;    /* never fans out: the reply is ready on return */
+  j->metrics = NULL;   /* never queued */
+  first_work_cb(&j->work);
+  j->metrics = m;
+}
+
+/* Loop thread: the state every run starts from. */
+static void
+reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb)
+{
   j->loop = loop;
   j->done_cb = done_cb;
   j->status = 0;
@@ -324,13 +352,6 @@ job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
     memset(&j->req, 0, sizeof j->req);
     j->op = 0;
   }
-  if (j->metrics != NULL)
-    metrics_queued_add(j->metrics, 1);
-  rc = uv_queue_work(loop, &j->work, first_work_cb, first_after_cb);
-  if (rc != 0 && j->metrics != NULL)
-    metrics_queued_add(j->metrics, -1);
-  j->busy = rc == 0;
-  return rc;
 }
 
 /* ------------------------------------------------------------------ */

@@ -97,6 +97,13 @@ struct job {
  * done_cb will not run. */
 int job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb);
 
+/* Runs a small JSON job to completion on the calling (loop) thread, with no
+ * pool hand-off: a thread switch costs more than decoding, reducing and
+ * encoding a few KiB (the daemon bounds the body with --inline-max, so the
+ * loop thread never does more than that much CPU work per request).  The
+ * reply is ready on return; done_cb is not called. */
+void job_run_inline(uv_loop_t *loop, struct job *j);
+
 /* Loop thread, before the body: validates a binary request into the job:
  * `req` (params from the query string, or .npy dtype/shape added; copied),
  * `fortran` and `swap` as the body says.  Plans (api_binary_plan) and

@@ -105,6 +105,20 @@ check "one log line per request (3 more requests, $(($(grep -c ' info request ' 
 stop_daemon
 check "SIGTERM on an idle daemon -> exit 0" test "$DRC" = 0
 
+# ---- --inline-max: small requests computed on the I/O thread or on the pool
+# give the same answers (the default inlines bodies up to 4096 bytes).
+small='{"op":"ReduceL2","axes":[1],"input":{"dtype":"float32","shape":[3,2,2],"data":[1,2,3,4,5,6,7,8,9,10,11,12]}}'
+start_daemon --inline-max 0
+post "$small"; cp "$B" "$TMP/pool.json"; st_pool=$ST
+stop_daemon
+start_daemon --inline-max 4096
+post "$small"; cp "$B" "$TMP/inline.json"; st_inline=$ST
+stop_daemon
+check "--inline-max 0 (pool) answers 200" test "$st_pool" = 200
+check "inline and pool answers are identical" cmp -s "$TMP/pool.json" "$TMP/inline.json"
+check "the small request's answer is right" "$JTOOL" eq "$TMP/inline.json" \
+  '{"op":"ReduceL2","opset":18,"op_version":18,"output":{"dtype":"float32","shape":[3,1,2],"data":[3.1622776601683795,4.47213595499958,8.602325267042627,10,14.212670403551895,15.620499351813308]}}' float32
+
 start_daemon
 stop_daemon INT
 check "SIGINT on an idle daemon -> exit 0" test "$DRC" = 0
