@@ -832,9 +832,22 @@ run_mhd(struct http_server *s)
 {
   MHD_UNSIGNED_LONG_LONG ms;
 
+  const union MHD_DaemonInfo *info;
+
   if (s->closed)
     return;
   MHD_run(s->mhd);
+  /* At --max-connections MHD stops watching the listen socket, and only
+   * watches it again at the start of a later MHD_run().  When a run freed
+   * a slot, run again at once, or a client waiting in the backlog would
+   * wait for an unrelated event (up to --timeout). */
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  if (info != NULL) {
+    unsigned int now = info->num_connections;
+    if (s->at_limit && now < s->conf->max_connections)
+      MHD_run(s->mhd);
+    s->at_limit = now >= s->conf->max_connections;
+  }
   if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
     uv_timer_start(&s->timer, timer_cb, (uint64_t)ms, 0);
   else

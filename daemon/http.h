@@ -34,6 +34,7 @@ struct http_server {
   int draining;
   int closed;
   int handles;               /* poll and timer initialised */
+  int at_limit;              /* --max-connections open after the last run */
   http_idle_cb idle_cb;
   void *idle_arg;
   char *ops_body;            /* GET /v1/ops, built once */

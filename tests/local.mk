@@ -7,7 +7,7 @@ EXTRA_DIST += \
 	tests/integration/t_errors.sh tests/integration/t_http.sh \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
 	tests/integration/t_shutdown.sh \
-	tests/integration/t_readme.sh \
+	tests/integration/t_readme.sh tests/integration/t_security.sh tests/integration/t_limits.sh \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).
