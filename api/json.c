@@ -1,6 +1,8 @@
 /* json.c - the JSON wire format: POST /v1/reduce bodies in; result, error
- * and operator-table bodies out.  Parsing and string escaping are jansson's;
- * result data is written straight into an api_buf (no node per element). */
+ * and operator-table bodies out.  Parsing and string escaping are jansson's,
+ * except the elements of a large flat input.data array of numbers, which
+ * jsonfast.c reads from the text (see there); result data is written
+ * straight into an api_buf (no node per element). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "api.h"
 #include "f16.h"
+#include "jsonfast.h"
 #include "numfmt.h"
 
 /* Integral reals beyond this may have been rounded by the parser. */
@@ -452,14 +455,37 @@ bad_elem(const struct fill *f, const json_t *v, const char *why,
                   shown, why, f->dtname);
 }
 
+/* The element of a float dtype for the double the parser produced. */
+static void
+store_float(int dtype, double d, unsigned char *dst)
+{
+  float x;
+  uint16_t h;
+
+  switch (dtype) {
+  case RD_FLOAT32:
+    x = (float)d;     /* IEEE conversion (Annex F): rounds, overflows to inf */
+    memcpy(dst, &x, sizeof x);
+    break;
+  case RD_FLOAT16:
+    h = rd_f64_to_f16(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  case RD_BFLOAT16:
+    h = rd_f64_to_bf16(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  default:
+    memcpy(dst, &d, sizeof d);
+  }
+}
+
 static int
 put_float(const struct fill *f, const json_t *v, unsigned char *dst,
           struct rd_error *err)
 {
   const char *s;
   double d;
-  float x;
-  uint16_t h;
 
   if (json_is_integer(v)) {
     d = (double)json_integer_value(v);
@@ -479,22 +505,7 @@ put_float(const struct fill *f, const json_t *v, unsigned char *dst,
   } else {
     return bad_elem(f, v, "is not a number", err);
   }
-  switch (f->dtype) {
-  case RD_FLOAT32:
-    x = (float)d;     /* IEEE conversion (Annex F): rounds, overflows to inf */
-    memcpy(dst, &x, sizeof x);
-    break;
-  case RD_FLOAT16:
-    h = rd_f64_to_f16(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  case RD_BFLOAT16:
-    h = rd_f64_to_bf16(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  default:
-    memcpy(dst, &d, sizeof d);
-  }
+  store_float(f->dtype, d, dst);
   return 0;
 }
 
@@ -634,13 +645,81 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
                     f->dims[depth], shape);
   }
   for (i = 0; i < n; i++) {
+    const json_t *e = json_array_get(v, i);
+    if (depth + 1 == f->rank && !json_is_array(e)) {
+      /* An element: its message names the flat index, not the path, so
+       * the path is only formatted for lists (per element it cost more
+       * than the conversion). */
+      if ((rc = put_elem(f, e, err)) != 0)
+        return rc;
+      continue;
+    }
     snprintf(path + plen, PATH_MAX_LEN - plen, "[%zu]", i);
-    rc = walk(f, json_array_get(v, i), depth + 1, path,
-              plen + strlen(path + plen), err);
+    rc = walk(f, e, depth + 1, path, plen + strlen(path + plen), err);
     if (rc != 0)
       return rc;
   }
   path[plen] = '\0';
+  return 0;
+}
+
+/* Converts the elements of a flat array found by jf_find() (json.c's
+ * f->out is allocated, f->idx is 0).  The common elements are stored
+ * directly; any other (a real for an integer dtype, a value out of the
+ * dtype's range) goes through put_elem() on a jansson value of what the
+ * parser would have made, for the same checks and messages.  1 means the
+ * fast path cannot convert exactly: the caller decodes again with jansson. */
+static int
+fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
+          struct rd_error *err)
+{
+  size_t pos = fl->open;
+  int is_float = f->dtype == RD_FLOAT32 || f->dtype == RD_FLOAT64 ||
+                 f->dtype == RD_FLOAT16 || f->dtype == RD_BFLOAT16;
+  int64_t lo = f->dtype == RD_INT32 ? INT32_MIN
+               : f->dtype == RD_INT64 ? INT64_MIN : 0;
+  int64_t hi = f->dtype == RD_INT32 ? INT32_MAX
+               : f->dtype == RD_UINT32 ? (int64_t)UINT32_MAX : INT64_MAX;
+  struct jf_num n;
+  json_t *v;
+  int rc;
+
+  for (uint64_t k = 0; k < fl->count; k++) {
+    unsigned char *dst = f->out + f->idx * f->esize;
+    if (jf_next(body, &pos, &n) != 0)
+      return 1;
+    if (is_float) {
+      store_float(f->dtype, n.kind == JF_INT ? (double)n.i : n.d, dst);
+      f->idx++;
+      continue;
+    }
+    if (n.kind == JF_INT && n.i >= lo && n.i <= hi) {
+      switch (f->dtype) {
+      case RD_INT32: {
+        int32_t x = (int32_t)n.i;
+        memcpy(dst, &x, sizeof x);
+        break;
+      }
+      case RD_UINT32: {
+        uint32_t x = (uint32_t)n.i;
+        memcpy(dst, &x, sizeof x);
+        break;
+      }
+      default: { /* int64, and uint64 for the non-negative int64 range */
+        memcpy(dst, &n.i, sizeof n.i);
+      }
+      }
+      f->idx++;
+      continue;
+    }
+    v = n.kind == JF_INT ? json_integer(n.i) : json_real(n.d);
+    if (v == NULL)
+      return api_fail(err, RD_E_NOMEM, "out of memory decoding input.data");
+    rc = put_elem(f, v, err);
+    json_decref(v);
+    if (rc != 0)
+      return rc;
+  }
   return 0;
 }
 
@@ -665,9 +744,13 @@ nesting(const json_t *data, int64_t *dims, size_t *rank, struct rd_error *err)
   return 0;
 }
 
+/* `fl`: input.data was parsed as "[]" and its elements are the flat array
+ * `fl` of `body` (the fast path); NULL: jansson's tree has them.  Returns
+ * 1 if the fast path gives up (nothing is left allocated). */
 static int
 decode_input(const json_t *root, uint64_t max_elements,
-             struct api_request *req, struct rd_error *err)
+             struct api_request *req, struct rd_error *err,
+             const char *body, const struct jf_flat *fl)
 {
   struct rd_params *p = &req->params;
   const json_t *input, *data, *shape_v;
@@ -697,8 +780,14 @@ decode_input(const json_t *root, uint64_t max_elements,
     return api_fail(err, API_E_INVALID_FIELD,
                     "input.data must be a list or a single element, got an "
                     "object");
-  if ((rc = nesting(data, nest, &nrank, err)) != 0)
+  if (fl != NULL) {
+    if (!json_is_array(data) || json_array_size(data) != 0)
+      return 1; /* cannot happen when jf_find() located it; be safe */
+    nest[0] = (int64_t)fl->count;
+    nrank = 1;
+  } else if ((rc = nesting(data, nest, &nrank, err)) != 0) {
     return rc;
+  }
 
   memset(&f, 0, sizeof f);
   f.scalar = nrank == 0;
@@ -753,7 +842,8 @@ decode_input(const json_t *root, uint64_t max_elements,
   f.rank = nrank;
   f.dims = nest;
   snprintf(path, sizeof path, "input.data");
-  if ((rc = walk(&f, data, 0, path, strlen(path), err)) != 0)
+  /* A flat array from jf_find() has numbers only: nothing to check. */
+  if (fl == NULL && (rc = walk(&f, data, 0, path, strlen(path), err)) != 0)
     return rc;
   bytes = count * f.esize;    /* rd_shape_count checked it fits in int64 */
   if (bytes > SIZE_MAX - 1)
@@ -765,7 +855,9 @@ decode_input(const json_t *root, uint64_t max_elements,
     return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64
                     " bytes of input", bytes);
   f.idx = 0;
-  if ((rc = walk(&f, data, 0, path, strlen(path), err)) != 0) {
+  rc = fl != NULL ? fill_flat(&f, body, fl, err)
+                  : walk(&f, data, 0, path, strlen(path), err);
+  if (rc != 0) {
     free(f.out);
     return rc;
   }
@@ -774,9 +866,12 @@ decode_input(const json_t *root, uint64_t max_elements,
   return 0;
 }
 
-int
-api_json_decode(const char *body, size_t len, uint64_t max_elements,
-                struct api_request *req, struct rd_error *err)
+/* Parses `text` and decodes the request; `fl` as in decode_input().  1:
+ * the fast path gave up (or its document did not parse): decode again. */
+static int
+decode_doc(const char *text, size_t len, uint64_t max_elements,
+           struct api_request *req, struct rd_error *err, const char *body,
+           const struct jf_flat *fl)
 {
   json_error_t jerr;
   json_t *root;
@@ -791,19 +886,71 @@ api_json_decode(const char *body, size_t len, uint64_t max_elements,
     err->msg[0] = '\0';
   }
 
-  root = json_loadb(body != NULL ? body : "", body != NULL ? len : 0,
-                    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-  if (root == NULL)
+  root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+                    &jerr);
+  if (root == NULL) {
+    if (fl != NULL)
+      return 1; /* the ordinary path reports it, positions in the body */
     return api_fail(err, API_E_BAD_JSON, "invalid JSON at line %d, column "
                     "%d: %s", jerr.line, jerr.column, jerr.text);
+  }
   if (!json_is_object(root))
     rc = api_fail(err, API_E_BAD_JSON, "the body must be a JSON object, got "
                   "%s", type_name(root));
   else if ((rc = check_fields(root, top_fields, "", err)) == 0 &&
            (rc = decode_attrs(root, req, err)) == 0)
-    rc = decode_input(root, max_elements, req, err);
+    rc = decode_input(root, max_elements, req, err, body, fl);
   json_decref(root);
   return rc;
+}
+
+/* The fast path (jsonfast.c): jansson parses the body with the flat
+ * input.data array cut out as "[]", and the elements are converted from
+ * the text.  1: not taken. */
+static int
+decode_fast(const char *body, size_t len, uint64_t max_elements,
+            struct api_request *req, struct rd_error *err)
+{
+  struct jf_flat fl;
+  char *doc;
+  size_t head, tail;
+  int rc;
+
+  if (!jf_find(body, len, &fl))
+    return 1;
+  head = fl.open;
+  tail = len - fl.close - 1;
+  if ((doc = malloc(head + 2 + tail)) == NULL)
+    return 1;
+  memcpy(doc, body, head);
+  memcpy(doc + head, "[]", 2);
+  memcpy(doc + head + 2, body + fl.close + 1, tail);
+  rc = decode_doc(doc, head + 2 + tail, max_elements, req, err, body, &fl);
+  free(doc);
+  return rc;
+}
+
+int
+api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
+                     struct api_request *req, struct rd_error *err, int fast)
+{
+  int rc;
+
+  /* An error of the fast path is final: it saw the same document and made
+   * the same checks in the same order (element errors go through
+   * put_elem() on the value jansson would have made). */
+  if (body != NULL && (fast == 2 || (fast == 1 && len >= JF_MIN_BODY)) &&
+      (rc = decode_fast(body, len, max_elements, req, err)) != 1)
+    return rc;
+  return decode_doc(body != NULL ? body : "", body != NULL ? len : 0,
+                    max_elements, req, err, NULL, NULL);
+}
+
+int
+api_json_decode(const char *body, size_t len, uint64_t max_elements,
+                struct api_request *req, struct rd_error *err)
+{
+  return api_json_decode_path(body, len, max_elements, req, err, 1);
 }
 
 void

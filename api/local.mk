@@ -4,7 +4,7 @@ api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
 	api/numfmt.h api/numfmt.c \
-	api/json.c
+	api/json.c api/jsonfast.h api/jsonfast.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
@@ -12,3 +12,10 @@ TESTS += tests/unit/test_api
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_api_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The fast path of the decoder against jansson's path (differential).
+check_PROGRAMS += tests/unit/test_jsonfast
+TESTS += tests/unit/test_jsonfast
+tests_unit_test_jsonfast_SOURCES = tests/unit/test_jsonfast.c
+tests_unit_test_jsonfast_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_jsonfast_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

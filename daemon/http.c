@@ -37,6 +37,8 @@
 #include "http.h"
 #include "job.h"
 #include "log.h"
+#include "metrics.h"
+#include "openapi.h"
 
 /* Per-connection memory: MHD reads at most this much at once, so it bounds
  * the size of each upload chunk (the default 32 KiB means many small
@@ -84,9 +86,14 @@ struct req {
   char id[HTTP_ID_MAX + 1];
   char method[16];
   char path[HTTP_LOG_PATH_MAX + 1];
+  const char *ctype;               /* Content-Type; NULL: application/json */
+  unsigned route;                  /* index in routes[], METRICS_ROUTE_NONE */
+  int format;                      /* enum metrics_format of the body */
 };
 
-enum route_kind { RT_REDUCE, RT_OPS, RT_HEALTHZ, RT_READYZ };
+enum route_kind {
+  RT_REDUCE, RT_OPS, RT_HEALTHZ, RT_READYZ, RT_METRICS, RT_OPENAPI
+};
 
 struct route {
   const char *path;
@@ -99,6 +106,8 @@ static const struct route routes[] = {
   { "/v1/ops", RT_OPS, "GET, HEAD" },
   { "/healthz", RT_HEALTHZ, "GET, HEAD" },
   { "/readyz", RT_READYZ, "GET, HEAD" },
+  { "/metrics", RT_METRICS, "GET, HEAD" },
+  { "/openapi.yaml", RT_OPENAPI, "GET, HEAD" },
 };
 
 static const char body_health[] = "{\"status\":\"ok\"}";
@@ -194,7 +203,8 @@ respond(struct req *r, int status, const char *body, size_t len,
     return MHD_NO;   /* closes the connection */
   }
   if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                              "application/json") != MHD_YES ||
+                              r->ctype != NULL ? r->ctype
+                                               : "application/json") != MHD_YES ||
       MHD_add_response_header(resp, "X-Request-Id", r->id) != MHD_YES ||
       (allow != NULL &&
        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES) ||
@@ -334,6 +344,7 @@ reduce_begin(struct http_server *s, struct req *r)
     return respond_error(r, NULL, API_E_MEDIA_TYPE,
                          "Content-Type must be application/json, not '%.64s'",
                          ct ? ct : "(none)");
+  r->format = METRICS_FMT_JSON;
 
   chunked = is_chunked(r->conn);
   cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
@@ -461,6 +472,7 @@ reduce_submit(struct http_server *s, struct req *r)
   /* Every element takes at least two bytes of JSON ("0,"). */
   r->job.max_elements = (uint64_t)r->body_len / 2 + 1;
   r->job.max_tasks = (unsigned)s->conf->threads;
+  r->job.metrics = s->metrics;
   rc = job_submit(s->loop, &r->job, reduce_done_cb);
   if (rc != 0)
     return respond_error(r, NULL, API_E_OVERLOADED,
@@ -485,6 +497,26 @@ reduce_answer(struct req *r)
   }
   j->reply = NULL;   /* MHD owns it now */
   return respond(r, j->status, body, j->reply_len, 1, NULL);
+}
+
+/* GET /metrics: the exposition text (metrics.h). */
+static enum MHD_Result
+metrics_answer(struct http_server *s, struct req *r)
+{
+  struct api_buf b;
+  char *body;
+  size_t len;
+
+  api_buf_init(&b);
+  if (metrics_render(s->metrics, &b) != 0) {
+    api_buf_free(&b);
+    return respond_error(r, NULL, API_E_OVERLOADED,
+                         "out of memory while rendering the metrics; retry "
+                         "later");
+  }
+  body = api_buf_steal(&b, &len);
+  r->ctype = METRICS_CONTENT_TYPE;
+  return respond(r, MHD_HTTP_OK, body, len, 1, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -678,6 +710,7 @@ first_call(struct http_server *s, struct req *r, const char *url,
   if (rt == NULL)
     return respond_error(r, NULL, API_E_NOT_FOUND, "no such path: %.200s",
                          r->path);
+  r->route = (unsigned)(rt - routes);
 
   if (rt->kind == RT_REDUCE) {
     if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
@@ -705,6 +738,11 @@ first_call(struct http_server *s, struct req *r, const char *url,
       return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_draining,
                      sizeof body_draining - 1, 0, NULL);
     return respond(r, MHD_HTTP_OK, body_ready, sizeof body_ready - 1, 0, NULL);
+  case RT_METRICS:
+    return metrics_answer(s, r);
+  case RT_OPENAPI:
+    r->ctype = OPENAPI_CONTENT_TYPE;
+    return respond(r, MHD_HTTP_OK, openapi_yaml, openapi_yaml_len, 0, NULL);
   case RT_REDUCE:
     break;
   }
@@ -727,11 +765,13 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
     r->srv = s;
     r->conn = conn;
     r->t0_ns = now_ns();
+    r->route = METRICS_ROUTE_NONE;
     copy_printable(r->method, sizeof r->method, method);
     copy_printable(r->path, sizeof r->path, url);
     set_request_id(s, r);
     *con_cls = r;
     s->inflight++;
+    metrics_inflight_add(s->metrics, 1);
     if (!authorized(s, conn, url))
       return respond_error(r, NULL, API_E_UNAUTHORIZED,
                            "this route needs 'Authorization: Bearer <key>' "
@@ -779,15 +819,28 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
   struct http_server *s = cls;
   struct req *r = *con_cls;
+  struct metrics_obs obs;
+  uint64_t ns;
 
   (void)conn;
   if (r == NULL)
     return;
   *con_cls = NULL;
+  ns = now_ns() - r->t0_ns;
+  obs.route = r->route;
+  /* A running job may still write job.op: not read then. */
+  obs.op = r->state == RS_RUNNING ? 0 : r->job.op;
+  obs.format = r->format;
+  obs.status = r->status;
+  obs.duration_ns = ns;
+  obs.in_bytes = r->in_bytes;
+  obs.out_bytes = r->out_bytes;
+  metrics_observe(s->metrics, &obs);
+  metrics_inflight_add(s->metrics, -1);
   LOG_INFO("request id=%s method=%s path=%s status=%d in=%llu out=%zu "
            "ms=%.3f", r->id, r->method, r->path, r->status,
            (unsigned long long)r->in_bytes, r->out_bytes,
-           (double)(now_ns() - r->t0_ns) / 1e6);
+           (double)ns / 1e6);
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
     LOG_DEBUG("request id=%s ended early (MHD reason %d)", r->id, (int)toe);
   if (r->admitted)
@@ -921,6 +974,28 @@ write_port_file(const char *path, unsigned port)
   return 0;
 }
 
+/* The metrics, with every route pattern of routes[] as a label value (the
+ * route index of a request is its index there). */
+static int
+metrics_setup(struct http_server *s)
+{
+  struct timespec start;
+
+  clock_gettime(CLOCK_REALTIME, &start);
+  s->metrics = metrics_create((unsigned)s->conf->threads,
+                              (uint64_t)s->conf->max_pending, &start);
+  if (s->metrics == NULL) {
+    LOG_ERROR("cannot allocate the metrics: out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+    if (metrics_route_add(s->metrics, routes[i].path) != (int)i) {
+      LOG_ERROR("more routes than METRICS_MAX_ROUTES");
+      return -1;
+    }
+  return 0;
+}
+
 int
 http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
 {
@@ -929,7 +1004,7 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
   struct api_buf b;
   char portstr[8];
   unsigned int flags;
-  int rc, fd;
+  int rc = -1, fd;
 
   memset(s, 0, sizeof *s);
   s->conf = c;
@@ -960,9 +1035,14 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
   if (api_json_encode_ops(&b) != 0) {
     api_buf_free(&b);
     LOG_ERROR("cannot build the /v1/ops body: out of memory");
-    return -1;
+    goto fail;
   }
   s->ops_body = api_buf_steal(&b, &s->ops_len);
+
+  if (metrics_setup(s) != 0) {
+    rc = -1;
+    goto fail;
+  }
 
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
@@ -1046,6 +1126,8 @@ fail:
   free(s->ops_body);
   s->ops_body = NULL;
   free_secrets(s);
+  metrics_destroy(s->metrics);
+  s->metrics = NULL;
   s->closed = 1;   /* nothing left for http_close() */
   return rc;
 }
@@ -1089,4 +1171,7 @@ http_close(struct http_server *s)
   free(s->ops_body);
   s->ops_body = NULL;
   free_secrets(s);
+  /* After MHD_stop_daemon: its completion callbacks still count requests. */
+  metrics_destroy(s->metrics);
+  s->metrics = NULL;
 }

@@ -17,6 +17,7 @@
 #include "conf.h"
 
 struct MHD_Daemon;
+struct metrics;
 
 /* Called on the loop thread, once, when a draining server has no request
  * left in flight.  Outside any MHD call, so it may call http_close(). */
@@ -46,6 +47,7 @@ struct http_server {
   size_t nkeys;
   char *tls_cert;            /* PEM text of --tls-cert / --tls-key */
   char *tls_key;
+  struct metrics *metrics;   /* GET /metrics (metrics.h) */
 };
 
 /* Binds conf->host:conf->port, starts MHD and watches it on `loop`, logs

@@ -148,8 +148,12 @@ first_work_cb(uv_work_t *w)
   struct rd_error err;
   int rc;
 
+  if (j->metrics != NULL)
+    metrics_queued_add(j->metrics, -1);
   memset(&err, 0, sizeof err);
   rc = api_json_decode(j->body, j->body_len, j->max_elements, &j->req, &err);
+  /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
+  j->op = j->req.params.op;
   if (rc != 0) {
     fail(j, rc, &err);
     return;
@@ -232,6 +236,8 @@ first_after_cb(uv_work_t *w, int status)
 int
 job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
 {
+  int rc;
+
   j->loop = loop;
   j->done_cb = done_cb;
   j->status = 0;
@@ -242,8 +248,14 @@ job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
   j->tasks = NULL;
   j->ntasks = 0;
   j->tasks_running = 0;
+  j->op = 0;
   memset(&j->req, 0, sizeof j->req);
-  return uv_queue_work(loop, &j->work, first_work_cb, first_after_cb);
+  if (j->metrics != NULL)
+    metrics_queued_add(j->metrics, 1);
+  rc = uv_queue_work(loop, &j->work, first_work_cb, first_after_cb);
+  if (rc != 0 && j->metrics != NULL)
+    metrics_queued_add(j->metrics, -1);
+  return rc;
 }
 
 void

@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "api.h"
+#include "metrics.h"
 #include "reduce.h"
 
 struct job;
@@ -31,11 +32,14 @@ struct job {
   size_t body_len;
   uint64_t max_elements;     /* bound passed to api_json_decode */
   unsigned max_tasks;        /* pool threads one job may use at once */
+  struct metrics *metrics;   /* optional: counted in reduced_requests_queued
+                              * until a pool thread takes the job up */
 
   /* Outputs: valid in done_cb. */
   int status;                /* HTTP status */
   char *reply;               /* malloc'ed JSON body, or NULL if out of memory */
   size_t reply_len;
+  int op;                    /* enum rd_op the body named, 0 if not read */
 
   /* Private. */
   job_done_cb done_cb;

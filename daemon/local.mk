@@ -7,7 +7,10 @@ daemon_reduced_SOURCES = \
 	daemon/conf.h daemon/conf.c \
 	daemon/log.h daemon/log.c \
 	daemon/http.h daemon/http.c \
-	daemon/job.h daemon/job.c
+	daemon/job.h daemon/job.c \
+	daemon/metrics.h daemon/metrics.c \
+	daemon/openapi.h
+nodist_daemon_reduced_SOURCES = daemon/openapi_yaml.c
 daemon_reduced_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(UV_CFLAGS) $(JANSSON_CFLAGS)
 daemon_reduced_LDADD = api/libapi.a lib/libreduce.a $(MHD_LIBS) $(UV_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm
 
@@ -17,3 +20,20 @@ TESTS += tests/unit/test_conf
 tests_unit_test_conf_SOURCES = tests/unit/test_conf.c daemon/conf.c daemon/log.c
 tests_unit_test_conf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_conf_LDADD = $(CMOCKA_LIBS)
+
+# api/openapi.yaml compiled in as a C string (daemon/openapi.h).  awk rather
+# than xxd (not installed everywhere) or `ld -r -b binary` (GNU ld only, and
+# symbol names that depend on the path).
+daemon/openapi_yaml.c: $(top_srcdir)/api/openapi.yaml $(top_srcdir)/daemon/embed.awk
+	$(AM_V_GEN)$(MKDIR_P) daemon && \
+	LC_ALL=C $(AWK) -v name=openapi_yaml -f $(top_srcdir)/daemon/embed.awk \
+	  $(top_srcdir)/api/openapi.yaml >$@.tmp && mv $@.tmp $@
+CLEANFILES += daemon/openapi_yaml.c
+EXTRA_DIST += api/openapi.yaml daemon/embed.awk
+
+# Unit test of the metrics text (compiles the real metrics.c).
+check_PROGRAMS += tests/unit/test_metrics
+TESTS += tests/unit/test_metrics
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c daemon/metrics.c
+tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_metrics_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) $(PTHREAD_LIBS) -lm

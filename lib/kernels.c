@@ -479,6 +479,32 @@ void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src)
   }
 }
 
+void rd__acc_merge_n(enum rd__acc_class cls, void *dst, const void *src,
+                     size_t count)
+{
+  size_t sz = cls == RD__ACC_F64    ? 8
+              : cls == RD__ACC_U128 ? 16
+              : cls == RD__ACC_BLUE ? sizeof(struct rd__blue)
+                                    : sizeof(struct rd__u192);
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  if (cls == RD__ACC_BLUE) {
+    /* Inlined so the independent accumulators overlap in the pipeline. */
+    for (size_t i = 0; i < count; i++) {
+      struct rd__blue *a = (struct rd__blue *)(void *)(d + i * sz);
+      const struct rd__blue *b =
+          (const struct rd__blue *)(const void *)(s + i * sz);
+      kahan(&a->bs, &a->bc, b->bs - b->bc);
+      kahan(&a->ms, &a->mc, b->ms - b->mc);
+      kahan(&a->ss, &a->sc, b->ss - b->sc);
+      a->sp += b->sp;
+    }
+    return;
+  }
+  for (size_t i = 0; i < count; i++)
+    rd__acc_merge(cls, d + i * sz, s + i * sz);
+}
+
 /* Sum B*2^1200 + M + S*2^-1200 (or its square root) without overflow or
  * underflow in an intermediate; only the final result may overflow (sum of
  * squares) or round into the subnormal range. */

@@ -132,6 +132,9 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
 
 /* dst += src for one accumulator of the class. */
 void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src);
+/* rd__acc_merge() on `count` consecutive accumulators (same bits). */
+void rd__acc_merge_n(enum rd__acc_class cls, void *dst, const void *src,
+                     size_t count);
 
 /* Final double value of a float accumulator: the sum of squares, or for
  * `l2` its square root, without spurious overflow/underflow (BLUE). */

@@ -242,6 +242,40 @@ TGT static inline void kahan4(__m256d *s, __m256d *c, __m256d v)
   *s = t;
 }
 
+/* Cheap sufficient test that four vectors of |x| are all mid-range and
+ * nonzero: their sum is <= 2^480 (an ordered compare, so false for NaN and
+ * inf; rounding is monotone, so any |x| > 2^480 makes the sum > 2^480) and
+ * their minimum is >= 2^-480.  A miss is only a slower path: blocks with
+ * zeros or values near the thresholds fall back to mid_mask(). */
+TGT static inline int all_mid_fast(__m256d a0, __m256d a1, __m256d a2,
+                                   __m256d a3)
+{
+  __m256d sum = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+  __m256d mn = _mm256_min_pd(_mm256_min_pd(a0, a1), _mm256_min_pd(a2, a3));
+  __m256d ok = _mm256_and_pd(
+      _mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
+      _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ));
+  return _mm256_movemask_pd(ok) == 0xf;
+}
+
+/* The exact test (zeros count as mid), on values already made absolute. */
+TGT static inline __m256d mid_mask_abs(__m256d a)
+{
+  __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL),
+                                           _CMP_GE_OQ),
+                             _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG),
+                                           _CMP_LE_OQ));
+  return _mm256_or_pd(in, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
+}
+
+TGT static inline __m256d abs4(__m256d v)
+{
+  return _mm256_and_pd(v, _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX)));
+}
+
+/* The 16 lanes live in named registers (s0..s3, c0..c3): arrays of vectors
+ * indexed in loops were kept on the stack by GCC at -O2, which put store
+ * forwarding into every Kahan step. */
 TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
                         uint64_t pos)
 {
@@ -249,40 +283,58 @@ TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     lane_blue_add(ln, k, ld_f64(x + i * 8));
   if (i + L <= n) {
-    __m256d s[4], c[4];
-    for (size_t q = 0; q < 4; q++) {
-      s[q] = _mm256_loadu_pd(ln->b.ms + 4 * q);
-      c[q] = _mm256_loadu_pd(ln->b.mc + 4 * q);
-    }
+    __m256d s0 = _mm256_loadu_pd(ln->b.ms), c0 = _mm256_loadu_pd(ln->b.mc);
+    __m256d s1 = _mm256_loadu_pd(ln->b.ms + 4);
+    __m256d c1 = _mm256_loadu_pd(ln->b.mc + 4);
+    __m256d s2 = _mm256_loadu_pd(ln->b.ms + 8);
+    __m256d c2 = _mm256_loadu_pd(ln->b.mc + 8);
+    __m256d s3 = _mm256_loadu_pd(ln->b.ms + 12);
+    __m256d c3 = _mm256_loadu_pd(ln->b.mc + 12);
     for (; i + L <= n; i += L) {
-      __m256d v[4], ok;
-      PF(x + i * 8);
-      PF(x + i * 8 + 64);
-      for (size_t q = 0; q < 4; q++)
-        v[q] = _mm256_loadu_pd((const double *)(const void *)(x + (i + 4 * q) * 8));
-      ok = _mm256_and_pd(_mm256_and_pd(mid_mask(v[0]), mid_mask(v[1])),
-                         _mm256_and_pd(mid_mask(v[2]), mid_mask(v[3])));
-      if (_mm256_movemask_pd(ok) == 0xf) {
-        for (size_t q = 0; q < 4; q++)
-          kahan4(&s[q], &c[q], v[q]);
+      const double *p = (const double *)(const void *)(x + i * 8);
+      __m256d v0 = _mm256_loadu_pd(p), v1 = _mm256_loadu_pd(p + 4);
+      __m256d v2 = _mm256_loadu_pd(p + 8), v3 = _mm256_loadu_pd(p + 12);
+      __m256d a0 = abs4(v0), a1 = abs4(v1), a2 = abs4(v2), a3 = abs4(v3);
+      PF(p);
+      PF(p + 8);
+      if (all_mid_fast(a0, a1, a2, a3) ||
+          _mm256_movemask_pd(_mm256_and_pd(
+              _mm256_and_pd(mid_mask_abs(a0), mid_mask_abs(a1)),
+              _mm256_and_pd(mid_mask_abs(a2), mid_mask_abs(a3)))) == 0xf) {
+        kahan4(&s0, &c0, v0);
+        kahan4(&s1, &c1, v1);
+        kahan4(&s2, &c2, v2);
+        kahan4(&s3, &c3, v3);
       } else {
         /* Rare: the scalar classification, lanes in order. */
-        for (size_t q = 0; q < 4; q++) {
-          _mm256_storeu_pd(ln->b.ms + 4 * q, s[q]);
-          _mm256_storeu_pd(ln->b.mc + 4 * q, c[q]);
-        }
+        _mm256_storeu_pd(ln->b.ms, s0);
+        _mm256_storeu_pd(ln->b.mc, c0);
+        _mm256_storeu_pd(ln->b.ms + 4, s1);
+        _mm256_storeu_pd(ln->b.mc + 4, c1);
+        _mm256_storeu_pd(ln->b.ms + 8, s2);
+        _mm256_storeu_pd(ln->b.mc + 8, c2);
+        _mm256_storeu_pd(ln->b.ms + 12, s3);
+        _mm256_storeu_pd(ln->b.mc + 12, c3);
         for (size_t l = 0; l < L; l++)
           lane_blue_add(ln, l, ld_f64(x + (i + l) * 8));
-        for (size_t q = 0; q < 4; q++) {
-          s[q] = _mm256_loadu_pd(ln->b.ms + 4 * q);
-          c[q] = _mm256_loadu_pd(ln->b.mc + 4 * q);
-        }
+        s0 = _mm256_loadu_pd(ln->b.ms);
+        c0 = _mm256_loadu_pd(ln->b.mc);
+        s1 = _mm256_loadu_pd(ln->b.ms + 4);
+        c1 = _mm256_loadu_pd(ln->b.mc + 4);
+        s2 = _mm256_loadu_pd(ln->b.ms + 8);
+        c2 = _mm256_loadu_pd(ln->b.mc + 8);
+        s3 = _mm256_loadu_pd(ln->b.ms + 12);
+        c3 = _mm256_loadu_pd(ln->b.mc + 12);
       }
     }
-    for (size_t q = 0; q < 4; q++) {
-      _mm256_storeu_pd(ln->b.ms + 4 * q, s[q]);
-      _mm256_storeu_pd(ln->b.mc + 4 * q, c[q]);
-    }
+    _mm256_storeu_pd(ln->b.ms, s0);
+    _mm256_storeu_pd(ln->b.mc, c0);
+    _mm256_storeu_pd(ln->b.ms + 4, s1);
+    _mm256_storeu_pd(ln->b.mc + 4, c1);
+    _mm256_storeu_pd(ln->b.ms + 8, s2);
+    _mm256_storeu_pd(ln->b.mc + 8, c2);
+    _mm256_storeu_pd(ln->b.ms + 12, s3);
+    _mm256_storeu_pd(ln->b.mc + 12, c3);
   }
   for (size_t l = 0; i < n; i++, l++)
     lane_blue_add(ln, l, ld_f64(x + i * 8));
@@ -295,10 +347,59 @@ static inline double *blue_mid(struct rd__blue *o)
                             offsetof(struct rd__blue, ms));
 }
 
-/* Blocks of 4 columns x up to 4 rows: when all 16 values are mid-range the
- * four (ms, mc) pairs are transposed into two vectors, updated row by row
- * and transposed back; otherwise the scalar path, each column's rows in
+/* Rows per block of cols_f64: each accumulator is read and written once per
+ * block, so a longer block means less cache traffic on the accumulators
+ * (64 bytes each) per input byte. */
+#define COLS_F64_ROWS 8
+
+/* Columns j..j+3 (accumulators o[0..3]) over nr <= COLS_F64_ROWS rows at p,
+ * row stride rs.  The four (ms, mc) pairs are transposed into two vectors
+ * and updated row by row, speculatively: the result is stored only if every
+ * value was mid-range (the cheap test, then the exact one); otherwise the
+ * scalar path runs from the untouched accumulators, each column's rows in
  * order. */
+TGT static inline void cols4_f64(struct rd__blue *o, const unsigned char *p,
+                                 size_t rs, size_t nr)
+{
+  __m256d a = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[2])),
+                               _mm_loadu_pd(blue_mid(&o[0])));
+  __m256d b = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[3])),
+                               _mm_loadu_pd(blue_mid(&o[1])));
+  __m256d s = _mm256_unpacklo_pd(a, b), c = _mm256_unpackhi_pd(a, b);
+  __m256d sum = _mm256_setzero_pd(), mn = _mm256_set1_pd(BLUE_BIG);
+  int ok;
+  for (size_t q = 0; q < nr; q++) {
+    __m256d v = _mm256_loadu_pd((const double *)(const void *)(p + q * rs));
+    __m256d av = abs4(v);
+    sum = _mm256_add_pd(sum, av);
+    mn = _mm256_min_pd(mn, av);
+    kahan4(&s, &c, v);
+  }
+  /* The sum/min test of all_mid_fast(), over the rows of the block. */
+  ok = _mm256_movemask_pd(_mm256_and_pd(
+           _mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
+           _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ))) == 0xf;
+  if (!ok) {
+    __m256d m = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+    for (size_t q = 0; q < nr; q++)
+      m = _mm256_and_pd(m, mid_mask_abs(abs4(_mm256_loadu_pd(
+                               (const double *)(const void *)(p + q * rs)))));
+    ok = _mm256_movemask_pd(m) == 0xf;
+  }
+  if (ok) {
+    a = _mm256_unpacklo_pd(s, c);
+    b = _mm256_unpackhi_pd(s, c);
+    _mm_storeu_pd(blue_mid(&o[0]), _mm256_castpd256_pd128(a));
+    _mm_storeu_pd(blue_mid(&o[2]), _mm256_extractf128_pd(a, 1));
+    _mm_storeu_pd(blue_mid(&o[1]), _mm256_castpd256_pd128(b));
+    _mm_storeu_pd(blue_mid(&o[3]), _mm256_extractf128_pd(b, 1));
+  } else {
+    for (size_t jj = 0; jj < 4; jj++)
+      for (size_t q = 0; q < nr; q++)
+        acc_blue_add(&o[jj], ld_f64(p + q * rs + jj * 8));
+  }
+}
+
 TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
                          size_t nrows)
 {
@@ -306,33 +407,16 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   const size_t rs = n * 8;
   size_t r = 0;
   while (r < nrows) {
-    size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;
-    for (; j + 4 <= n; j += 4) {
-      __m256d v[4], ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-      for (size_t q = 0; q < nr; q++) {
+    size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
+    for (; j + 8 <= n; j += 8) {
+      for (size_t q = 0; q < nr; q++)
         PF(x + q * rs + j * 8);
-        v[q] = _mm256_loadu_pd((const double *)(const void *)(x + q * rs + j * 8));
-        ok = _mm256_and_pd(ok, mid_mask(v[q]));
-      }
-      if (_mm256_movemask_pd(ok) == 0xf) {
-        __m256d a = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[j + 2])),
-                                     _mm_loadu_pd(blue_mid(&o[j])));
-        __m256d b = _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[j + 3])),
-                                     _mm_loadu_pd(blue_mid(&o[j + 1])));
-        __m256d s = _mm256_unpacklo_pd(a, b), c = _mm256_unpackhi_pd(a, b);
-        for (size_t q = 0; q < nr; q++)
-          kahan4(&s, &c, v[q]);
-        a = _mm256_unpacklo_pd(s, c);
-        b = _mm256_unpackhi_pd(s, c);
-        _mm_storeu_pd(blue_mid(&o[j]), _mm256_castpd256_pd128(a));
-        _mm_storeu_pd(blue_mid(&o[j + 2]), _mm256_extractf128_pd(a, 1));
-        _mm_storeu_pd(blue_mid(&o[j + 1]), _mm256_castpd256_pd128(b));
-        _mm_storeu_pd(blue_mid(&o[j + 3]), _mm256_extractf128_pd(b, 1));
-      } else {
-        for (size_t jj = j; jj < j + 4; jj++)
-          for (size_t q = 0; q < nr; q++)
-            acc_blue_add(&o[jj], ld_f64(x + q * rs + jj * 8));
-      }
+      cols4_f64(&o[j], x + j * 8, rs, nr);
+      cols4_f64(&o[j + 4], x + (j + 4) * 8, rs, nr);
+    }
+    if (j + 4 <= n) {
+      cols4_f64(&o[j], x + j * 8, rs, nr);
+      j += 4;
     }
     for (; j < n; j++)
       for (size_t q = 0; q < nr; q++)
@@ -359,6 +443,89 @@ TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
 }
 
 /* ------------------------------------------------------------------ */
+/* 32-bit integers                                                    */
+/* ------------------------------------------------------------------ */
+
+/* cols() for 32-bit integers.  Sums are exact, so only overflow matters:
+ * each square (< 2^64) is split into 32-bit halves, which are summed in
+ * 64-bit lanes over a block of COLS_I32_ROWS rows (< 2^36, far from
+ * overflow), and only then folded into the 128-bit accumulators, once per
+ * column per block instead of once per element. */
+#define COLS_I32_ROWS 8
+
+TGT static inline __m256i abs_i32(__m256i v)
+{
+  return _mm256_abs_epi32(v); /* |INT32_MIN| = 0x80000000 read unsigned */
+}
+
+TGT static inline __m256i id_u32(__m256i v)
+{
+  return v;
+}
+
+/* Eight columns at p over nr rows (stride rs) into o[0..7]: pmuludq
+ * squares the even 32-bit lanes, so the odd columns are shifted down. */
+#define DEF_AVX_I32_COLS(name, absf, sq)                                       \
+  TGT static inline void cols8_##name(u128 *o, const unsigned char *p,         \
+                                      size_t rs, size_t nr)                    \
+  {                                                                            \
+    const __m256i m32 = _mm256_set1_epi64x(0xffffffff);                        \
+    __m256i le = _mm256_setzero_si256(), he = le, lo = le, ho = le;            \
+    uint64_t t[16];                                                            \
+    for (size_t q = 0; q < nr; q++) {                                          \
+      __m256i v = absf(                                                        \
+          _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));    \
+      __m256i e = _mm256_mul_epu32(v, v);                                      \
+      __m256i d = _mm256_srli_epi64(v, 32);                                    \
+      d = _mm256_mul_epu32(d, d);                                              \
+      le = _mm256_add_epi64(le, _mm256_and_si256(e, m32));                     \
+      he = _mm256_add_epi64(he, _mm256_srli_epi64(e, 32));                     \
+      lo = _mm256_add_epi64(lo, _mm256_and_si256(d, m32));                     \
+      ho = _mm256_add_epi64(ho, _mm256_srli_epi64(d, 32));                     \
+    }                                                                          \
+    _mm256_storeu_si256((__m256i *)(void *)t, le);                             \
+    _mm256_storeu_si256((__m256i *)(void *)(t + 4), he);                       \
+    _mm256_storeu_si256((__m256i *)(void *)(t + 8), lo);                       \
+    _mm256_storeu_si256((__m256i *)(void *)(t + 12), ho);                      \
+    for (size_t k = 0; k < 4; k++) {                                           \
+      o[2 * k] += ((u128)t[4 + k] << 32) + t[k];                               \
+      o[2 * k + 1] += ((u128)t[12 + k] << 32) + t[8 + k];                      \
+    }                                                                          \
+  }                                                                            \
+  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
+                              size_t nrows)                                    \
+  {                                                                            \
+    u128 *o = acc;                                                             \
+    const size_t rs = n * 4;                                                   \
+    size_t r = 0;                                                              \
+    while (r < nrows) {                                                        \
+      size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;       \
+      size_t j = 0;                                                            \
+      for (; j + 16 <= n; j += 16) {                                           \
+        for (size_t q = 0; q < nr; q++)                                        \
+          PF(x + q * rs + j * 4);                                              \
+        cols8_##name(o + j, x + j * 4, rs, nr);                                \
+        cols8_##name(o + j + 8, x + (j + 8) * 4, rs, nr);                      \
+      }                                                                        \
+      if (j + 8 <= n) {                                                        \
+        cols8_##name(o + j, x + j * 4, rs, nr);                                \
+        j += 8;                                                                \
+      }                                                                        \
+      for (; j < n; j++) {                                                     \
+        u128 s = 0;                                                            \
+        for (size_t q = 0; q < nr; q++)                                        \
+          s += sq(x + q * rs + j * 4);                                         \
+        o[j] += s;                                                             \
+      }                                                                        \
+      r += nr;                                                                 \
+      x += nr * rs;                                                            \
+    }                                                                          \
+  }
+
+DEF_AVX_I32_COLS(i32, abs_i32, sq_i32)
+DEF_AVX_I32_COLS(u32, id_u32, sq_u32)
+
+/* ------------------------------------------------------------------ */
 /* 32-bit integers: the portable loops, vectorised with AVX2           */
 /* ------------------------------------------------------------------ */
 
@@ -366,8 +533,6 @@ TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
 #pragma GCC target("avx2,fma,f16c")
 DEF_I32_RUN(i32, sq_i32)
 DEF_I32_RUN(u32, sq_u32)
-DEF_I32_COLS(i32, sq_i32)
-DEF_I32_COLS(u32, sq_u32)
 DEF_I32_ROWS(i32, sq_i32)
 DEF_I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options

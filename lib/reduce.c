@@ -40,6 +40,10 @@
 #include "f16.h"
 #include "kernels.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 typedef unsigned __int128 u128;
 
 /* Part sizing: a function of the plan only (never of threads). */
@@ -838,6 +842,48 @@ static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
   return calloc(bytes ? (size_t)bytes : 1, 1);
 }
 
+/* Large sets (tens of MiB of partials) cost more in page faults than in
+ * use: at about 1.3 us per 4 KiB page here, 32 MiB of float64 partials took
+ * 11 ms of a 65 ms reduction, and two threads faulting in the same process
+ * serialise.  Where the system offers transparent huge pages on request,
+ * such sets are mapped directly (zero-filled by the kernel) and asked for
+ * huge pages: 16 faults instead of 8192.  Elsewhere, or if mapping fails,
+ * calloc. */
+#define BIG_ACCS ((uint64_t)4 << 20)
+
+static void *alloc_accs_big(uint64_t nsets, uint64_t count, size_t accsz,
+                            size_t *mapped)
+{
+  *mapped = 0;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  uint64_t bytes;
+  if (!__builtin_mul_overflow(nsets, count, &bytes) &&
+      !__builtin_mul_overflow(bytes, (uint64_t)accsz, &bytes) &&
+      bytes >= BIG_ACCS && bytes <= SIZE_MAX) {
+    void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      (void)madvise(p, (size_t)bytes, MADV_HUGEPAGE); /* a hint only */
+      *mapped = (size_t)bytes;
+      return p;
+    }
+  }
+#endif
+  return alloc_accs(nsets, count, accsz);
+}
+
+static void free_accs_big(void *p, size_t mapped)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (mapped > 0) {
+    munmap(p, mapped);
+    return;
+  }
+#endif
+  (void)mapped;
+  free(p);
+}
+
 /* ------------------------------------------------------------------ */
 /* rd_exec                                                            */
 /* ------------------------------------------------------------------ */
@@ -846,6 +892,7 @@ struct rd_exec {
   struct rd_plan plan;
   struct geom g;
   unsigned char *acc;   /* outer kept: one set; outer reduced: one per part */
+  size_t acc_map;       /* bytes mapped for acc by alloc_accs_big(), or 0 */
   unsigned char done[RD_MAX_PARTS];
 };
 
@@ -857,8 +904,8 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
     return RD_E_NOMEM;
   ex->plan = *plan;
   geom_init(&ex->g, plan);
-  ex->acc = alloc_accs(ex->g.outer_red ? plan->nparts : 1, plan->out_count,
-                       ex->g.osz);
+  ex->acc = alloc_accs_big(ex->g.outer_red ? plan->nparts : 1,
+                           plan->out_count, ex->g.osz, &ex->acc_map);
   if (!ex->acc) {
     free(ex);
     return RD_E_NOMEM;
@@ -893,7 +940,12 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
   return 0;
 }
 
-/* Writes every output; partials (if any) are added in part order. */
+/* Outputs per block of write_outputs(): the block's running sums stay in
+ * L1 while the partial sets stream past in part order. */
+#define MERGE_BLOCK 64
+
+/* Writes every output; partials (if any) are added in part order, each
+ * output's sum starting from zero: ((0 + p0) + p1) + ... */
 static int write_outputs(const struct rd_plan *pl, const struct geom *g,
                          const unsigned char *acc, size_t nsets, void *out,
                          struct rd_error *err)
@@ -904,23 +956,26 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     struct rd__u192 w;
     u128 q;
     double d;
-  } tmp;
+  } tmp[MERGE_BLOCK];
   if (g->direct) {
     if (pl->out_bytes > 0 && (const void *)acc != out)
       memcpy(out, acc, (size_t)pl->out_bytes);
     return 0;
   }
-  for (uint64_t o = 0; o < pl->out_count; o++) {
-    const void *a = acc + o * g->accsz;
+  for (uint64_t o0 = 0; o0 < pl->out_count; o0 += MERGE_BLOCK) {
+    size_t m = pl->out_count - o0 < MERGE_BLOCK ? (size_t)(pl->out_count - o0)
+                                                : MERGE_BLOCK;
+    const unsigned char *a = acc + o0 * g->accsz;
     int rc;
     if (nsets > 0) {
-      memset(&tmp, 0, sizeof tmp);
+      memset(tmp, 0, m * g->accsz);
       for (size_t p = 0; p < nsets; p++)
-        rd__acc_merge(g->k->acc_class, &tmp, acc + o * g->accsz + p * set_bytes);
-      a = &tmp;
+        rd__acc_merge_n(g->k->acc_class, tmp, a + p * set_bytes, m);
+      a = (const unsigned char *)tmp;
     }
-    if ((rc = store(pl, g, a, out, o, err)) != 0)
-      return rc;
+    for (size_t i = 0; i < m; i++)
+      if ((rc = store(pl, g, a + i * g->accsz, out, o0 + i, err)) != 0)
+        return rc;
   }
   return 0;
 }
@@ -943,7 +998,7 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
 void rd_exec_destroy(struct rd_exec *ex)
 {
   if (ex) {
-    free(ex->acc);
+    free_accs_big(ex->acc, ex->acc_map);
     free(ex);
   }
 }
@@ -1010,9 +1065,8 @@ static void stream_end_part(struct rd_stream *s)
   uint64_t start;
   end_segment(&s->c, &s->g, s->cur);
   if (s->g.outer_red) {
-    for (uint64_t o = 0; o < pl->out_count; o++)
-      rd__acc_merge(s->g.k->acc_class, s->total + o * s->g.accsz,
-                    s->cur + o * s->g.accsz);
+    rd__acc_merge_n(s->g.k->acc_class, s->total, s->cur,
+                    (size_t)pl->out_count);
     memset(s->cur, 0, (size_t)(pl->out_count * s->g.accsz));
   }
   if (++s->part < pl->nparts)

@@ -7,6 +7,8 @@ EXTRA_DIST += \
 	tests/integration/t_errors.sh tests/integration/t_http.sh \
 	tests/integration/t_cli.sh tests/integration/t_concurrency.sh \
 	tests/integration/t_shutdown.sh \
+	tests/integration/t_metrics.sh tests/integration/promcheck.awk \
+	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
 	tests/integration/t_readme.sh tests/integration/t_security.sh tests/integration/t_limits.sh \
 	tests/conformance/run.sh tests/conformance/onnx-node
 

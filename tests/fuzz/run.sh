@@ -27,8 +27,9 @@ if ! command -v "$CC_FUZZ" >/dev/null || ! dpkg-query -W -f='${Status}' libclang
 fi
 
 S=$top_srcdir
-LIB_SRC="$S/lib/reduce.c $S/lib/f16.c $S/lib/kernels.c $S/lib/kernels_avx2.c"
-API_SRC="$S/api/errors.c $S/api/buf.c $S/api/numfmt.c $S/api/json.c"
+# Every .c of a module is part of its library (lib/local.mk, api/local.mk).
+LIB_SRC=$(echo "$S"/lib/*.c)
+API_SRC=$(echo "$S"/api/*.c)
 # target -> sources besides tests/fuzz/<target>.c.  Targets whose module is
 # not in this tree (yet) are skipped with a note.
 declare -A SRC=(

@@ -182,10 +182,11 @@ start_raw() {
   DDIR=$TMP/daemon$NDAEMON
   mkdir -p "$DDIR"
   DAEMON_DIRS+=("$DDIR")
-  # The wrapper records the daemon's own pid (for signals) and its exit status.
+  # The wrapper records the daemon's own pid (for signals) and its exit status
+  # (renamed into place, so that a reader never sees an empty rc file).
   ( sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$DDIR/pid" "$REDUCED_BIN" "$@" \
       >"$DDIR/out" 2>"$DDIR/log" </dev/null
-    echo $? >"$DDIR/rc" ) &
+    echo $? >"$DDIR/rc.tmp" && mv "$DDIR/rc.tmp" "$DDIR/rc" ) &
   poll 10 test -s "$DDIR/pid"
   DPID=$(cat "$DDIR/pid" 2>/dev/null)
   if ! poll 20 eval 'port_ready "$pf" || daemon_dead'; then :; fi

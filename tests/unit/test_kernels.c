@@ -137,6 +137,8 @@ static int same_accs(enum rd__acc_class cls, const void *a, const void *b,
   return memcmp(a, b, count * accsz) == 0;
 }
 
+typedef unsigned __int128 u128_t;
+
 static const size_t lens[] = {0,  1,  2,  3,  5,  7,  8,  9,   15,  16,
                               17, 23, 31, 32, 33, 47, 64, 100, 257, 1001};
 #define NLENS (sizeof lens / sizeof lens[0])
@@ -200,7 +202,7 @@ static void test_cols_rows(void **state)
 {
   static unsigned char buf[BUF];
   static unsigned char ap[1001 * 64], as[1001 * 64];
-  static const size_t rowcounts[] = {1, 2, 3, 4, 5, 7, 8, 9};
+  static const size_t rowcounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
   (void)state;
   for (size_t t = 0; t < NTYPES; t++) {
     const struct rd__kernel *ks = simd_or_skip(types[t].id);
@@ -235,7 +237,7 @@ static void test_cols_rows(void **state)
           /* rd__rows_out: finished outputs (NaN canonical: bytes equal). */
           if (kp->acc_class == RD__ACC_F64 || kp->acc_class == RD__ACC_BLUE)
             for (int l2 = 0; l2 <= 1; l2++) {
-              unsigned char op[9 * 8], os[9 * 8];
+              unsigned char op[17 * 8], os[17 * 8];
               rd__rows_out(kp, types[t].dtype, op, x, n, nr, l2);
               rd__rows_out(ks, types[t].dtype, os, x, n, nr, l2);
               if (memcmp(op, os, nr * esz) != 0)
@@ -244,6 +246,40 @@ static void test_cols_rows(void **state)
             }
         }
   }
+}
+
+/* 32-bit cols() at the extremes, against closed forms: every element
+ * INT32_MIN (square 2^62) or UINT32_MAX (square 2^64 - 2^33 + 1), so the
+ * per-column sums exceed 2^64 and every carry path of the blocked 64-bit
+ * partial sums is exercised; both implementations. */
+static void test_cols_int32_extremes(void **state)
+{
+  static uint32_t x[67 * 37];
+  static u128_t acc[37];
+  static const size_t rowcounts[] = {1, 7, 8, 9, 16, 17, 67};
+  (void)state;
+  for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
+    for (int u = 0; u <= 1; u++) {
+      const struct rd__kernel *k =
+          rd__kernel_impl(u ? RD__K_U32 : RD__K_I32, impl);
+      u128_t sq = u ? (((u128_t)1 << 64) - ((u128_t)1 << 33) + 1)
+                    : (u128_t)1 << 62;
+      if (!k)
+        continue;
+      for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
+        for (size_t n = 1; n <= 37; n += 6) {
+          size_t nr = rowcounts[ri];
+          for (size_t i = 0; i < n * nr; i++)
+            x[i] = u ? 0xffffffffu : 0x80000000u;
+          for (size_t j = 0; j < n; j++)
+            acc[j] = (u128_t)j; /* a non-zero start */
+          k->cols(acc, (const unsigned char *)x, n, nr);
+          for (size_t j = 0; j < n; j++)
+            if (acc[j] != (u128_t)j + sq * nr)
+              fail_msg("cols extremes: impl %d u %d n %zu rows %zu col %zu",
+                       impl, u, n, nr, j);
+        }
+    }
 }
 
 /* rd__rows_out agrees with rows() into zeroed accumulators + value. */
@@ -356,6 +392,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_run_flush),
     cmocka_unit_test(test_cols_rows),
+    cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
     cmocka_unit_test(test_plans_both_impls),
   };

@@ -1,0 +1,149 @@
+#!/bin/bash
+# t_metrics.sh - GET /metrics against a known request mix sent by 8
+# parallel clients (xargs -P) to a fresh daemon: exact counter deltas per
+# route/op/format/status, histogram counts and sums, bytes in and out
+# (against what curl itself sent and received), gauges, and a strict
+# format check (promcheck.awk, and promtool when Debian's prometheus
+# package is installed or installable).
+. "$(dirname "$0")/lib.sh"
+need_own_daemon "metrics of a known request mix" || { finish; exit; }
+
+PROMCHECK=$here/promcheck.awk
+t_before=$(date +%s)
+start_daemon --threads 2 --max-pending 64 || { fail "daemon starts"; finish; exit 1; }
+t_after=$(date +%s)
+
+# scrape FILE: GET /metrics into FILE (headers in $H).
+scrape() { http GET /metrics; cp "$B" "$1"; }
+# val FILE SERIES: the value of exactly SERIES (name{labels}), 0 if absent.
+val() { awk -v s="$2" 'index($0, s " ") == 1 { v = substr($0, length(s) + 2) } END { print (v == "" ? 0 : v) }' "$1"; }
+# delta SERIES: its value after the mix minus before.
+delta() { echo $(( $(val "$TMP/m1" "$1") - $(val "$TMP/m0" "$1") )); }
+expect_delta() {
+  local d; d=$(delta "$1")
+  if [ "$d" = "$2" ]; then ok "$1 += $2"; else fail "$1 += $2" "got +$d"; fi
+}
+
+scrape "$TMP/m0"
+check "GET /metrics -> 200" test "$ST" = 200
+check "Content-Type: text/plain; version=0.0.4; charset=utf-8" \
+  test "$(hdr Content-Type)" = "text/plain; version=0.0.4; charset=utf-8"
+check "X-Request-Id on /metrics" test -n "$(hdr X-Request-Id)"
+m0_bytes=$(wc -c <"$TMP/m0")
+
+# ---- the mix: one line per request, "KIND"; run by 8 parallel workers.
+N_L2=40 N_SSQ=30 N_400=20 N_404=10 N_415=10 N_405=10 N_HEALTH=10
+{
+  for ((i = 0; i < N_L2; i++)); do echo l2; done
+  for ((i = 0; i < N_SSQ; i++)); do echo ssq; done
+  for ((i = 0; i < N_400; i++)); do echo e400; done
+  for ((i = 0; i < N_404; i++)); do echo e404; done
+  for ((i = 0; i < N_415; i++)); do echo e415; done
+  for ((i = 0; i < N_405; i++)); do echo e405; done
+  for ((i = 0; i < N_HEALTH; i++)); do echo health; done
+} | shuf --random-source=<(yes) >"$TMP/mix"
+NTOTAL=$(wc -l <"$TMP/mix")
+
+# One request; prints "KIND STATUS BYTES_UP BYTES_DOWN" (curl's own counts
+# of body bytes sent and received).
+cat >"$TMP/one.sh" <<'EOF'
+#!/bin/bash
+url=$1 kind=$2
+ct=(-H 'Content-Type: application/json')
+case $kind in
+  l2)     args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceL2","keepdims":0,"input":{"dtype":"float32","data":[3,4]}}' "$url/v1/reduce") ;;
+  ssq)    args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceSumSquare","axes":[1],"input":{"dtype":"int64","shape":[2,2],"data":[1,2,3,4]}}' "$url/v1/reduce") ;;
+  e400)   args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceL2","axes":[3],"input":{"dtype":"float32","data":[1,2]}}' "$url/v1/reduce") ;;
+  e404)   args=("$url/no/such/path") ;;
+  e415)   args=(-X POST -H 'Content-Type: text/plain' "$url/v1/reduce") ;;   # no body
+  e405)   args=(-X DELETE "$url/healthz") ;;
+  health) args=("$url/healthz") ;;
+esac
+out=$(curl -sS --max-time 60 -o /dev/null -w '%{http_code} %{size_upload} %{size_download}' "${args[@]}") || out="curl-failed 0 0"
+echo "$kind $out"
+EOF
+xargs -P 8 -n 1 bash "$TMP/one.sh" "$URL" <"$TMP/mix" >"$TMP/results"
+scrape "$TMP/m1"
+
+check "all $NTOTAL requests answered" test "$(wc -l <"$TMP/results")" = "$NTOTAL"
+# Statuses as the clients saw them (the daemon's own numbers must match).
+status_ok=1
+for kv in l2:200 ssq:200 e400:400 e404:404 e415:415 e405:405 health:200; do
+  k=${kv%%:*} s=${kv#*:}
+  n=$(awk -v k="$k" -v s="$s" '$1 == k && $2 == s' "$TMP/results" | wc -l)
+  all=$(awk -v k="$k" '$1 == k' "$TMP/results" | wc -l)
+  [ "$n" = "$all" ] || { status_ok=0; fail "every $k request answered $s" "$n of $all"; }
+done
+[ "$status_ok" = 1 ] && ok "clients saw the expected status for every request"
+sum_col() { awk -v c="$1" -v k="$2" '$1 ~ k { s += $c } END { print s + 0 }' "$TMP/results"; }
+
+# ---- format
+check "exposition text passes the strict checker" env LC_ALL=C awk -f "$PROMCHECK" "$TMP/m1"
+check "exposition text ends with a newline" test "$(tail -c 1 "$TMP/m1" | od -An -c | tr -d ' ')" = '\n'
+if ! command -v promtool >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "# installing Debian's prometheus package for promtool"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 || true
+fi
+if command -v promtool >/dev/null; then
+  check "promtool check metrics accepts it" eval 'promtool check metrics <"$TMP/m1"'
+else
+  skip "promtool check metrics" "promtool not installable here"
+fi
+
+# ---- counters: exact deltas.  /metrics is 1: the first scrape, counted
+# once it completed; the second scrape is still in flight while it renders.
+R=reduced_requests_total
+expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceL2\",format=\"json\",status=\"200\"}" "$N_L2"
+expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceSumSquare\",format=\"json\",status=\"200\"}" "$N_SSQ"
+expect_delta "$R{route=\"/v1/reduce\",op=\"ReduceL2\",format=\"json\",status=\"400\"}" "$N_400"
+expect_delta "$R{route=\"none\",op=\"none\",format=\"none\",status=\"404\"}" "$N_404"
+expect_delta "$R{route=\"/v1/reduce\",op=\"none\",format=\"none\",status=\"415\"}" "$N_415"
+expect_delta "$R{route=\"/healthz\",op=\"none\",format=\"none\",status=\"405\"}" "$N_405"
+expect_delta "$R{route=\"/healthz\",op=\"none\",format=\"none\",status=\"200\"}" "$N_HEALTH"
+expect_delta "$R{route=\"/metrics\",op=\"none\",format=\"none\",status=\"200\"}" 1
+# ...and nothing else moved: the sum of all request counters.
+total() { awk '/^reduced_requests_total\{/ { s += $NF } END { print s + 0 }' "$1"; }
+d=$(( $(total "$TMP/m1") - $(total "$TMP/m0") ))
+if [ "$d" = $((NTOTAL + 1)) ]; then ok "reduced_requests_total: $((NTOTAL + 1)) new requests in all"
+else fail "reduced_requests_total: $((NTOTAL + 1)) new requests in all" "got $d"; fi
+
+# ---- histograms: counts per route; +Inf = count (the checker); sums
+H=reduced_request_duration_seconds
+expect_delta "${H}_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415))
+expect_delta "${H}_count{route=\"/healthz\"}" $((N_405 + N_HEALTH))
+expect_delta "${H}_count{route=\"none\"}" "$N_404"
+expect_delta "${H}_bucket{route=\"none\",le=\"+Inf\"}" "$N_404"
+reduce_up=$(sum_col 3 '^(l2|ssq|e400|e415)$')
+reduce_down=$(sum_col 4 '^(l2|ssq|e400|e415)$')
+expect_delta "reduced_request_size_bytes_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415))
+expect_delta "reduced_request_size_bytes_sum{route=\"/v1/reduce\"}" "$reduce_up"
+expect_delta "reduced_response_size_bytes_sum{route=\"/v1/reduce\"}" "$reduce_down"
+expect_delta "reduced_response_size_bytes_count{route=\"/healthz\"}" $((N_405 + N_HEALTH))
+expect_delta "reduced_response_size_bytes_sum{route=\"/healthz\"}" "$(sum_col 4 '^(e405|health)$')"
+# Small bodies: every reduce request and response is below 1024 bytes, so
+# all of them are in the le="1024" bucket.
+expect_delta "reduced_request_size_bytes_bucket{route=\"/v1/reduce\",le=\"1024\"}" $((N_L2 + N_SSQ + N_400 + N_415))
+expect_delta "reduced_request_size_bytes_bucket{route=\"/v1/reduce\",le=\"64\"}" "$N_415"
+
+# ---- bytes in and out: what curl sent and received, plus the first scrape
+expect_delta reduced_bytes_received_total "$(sum_col 3 .)"
+expect_delta reduced_bytes_sent_total $(( $(sum_col 4 .) + m0_bytes ))
+
+# ---- gauges
+check "reduced_requests_in_flight 1 (the scrape itself)" test "$(val "$TMP/m1" reduced_requests_in_flight)" = 1
+check "reduced_requests_queued 0 when idle" test "$(val "$TMP/m1" reduced_requests_queued)" = 0
+check "reduced_worker_threads 2 (--threads 2)" test "$(val "$TMP/m1" reduced_worker_threads)" = 2
+check "reduced_max_pending 64 (--max-pending 64)" test "$(val "$TMP/m1" reduced_max_pending)" = 64
+st=$(val "$TMP/m1" process_start_time_seconds); st=${st%%.*}
+check "process_start_time_seconds within the start of the daemon ($t_before..$t_after)" \
+  test "$st" -ge "$t_before" -a "$st" -le "$t_after"
+version=$(sed -n 's/^AC_INIT(\[reduced\], \[\([^]]*\)\].*/\1/p' "$top_srcdir/configure.ac")
+check "reduced_build_info{version=\"$version\"} 1" test "$(val "$TMP/m1" "reduced_build_info{version=\"$version\"}")" = 1
+
+# ---- HEAD and the route's own errors
+http HEAD /metrics
+check "HEAD /metrics -> 200" test "$ST" = 200
+http POST /metrics -H 'Content-Type: application/json' --data-binary '{}'
+expect_error_body "POST /metrics -> 405" 405 METHOD_NOT_ALLOWED
+
+finish

@@ -1,0 +1,336 @@
+/* test_jsonfast.c - the decoder's fast path for flat input.data arrays
+ * (api/jsonfast.c) against jansson's path: for every body, both paths must
+ * give the same request (parameters and element bytes) or the same error
+ * (code and message).  check_same() is the oracle; build with
+ * -DJSONFAST_FUZZ and -fsanitize=fuzzer to drive it from libFuzzer.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api.h"
+#include "jsonfast.h"
+
+/* Decodes with both paths and fails unless they agree.  Returns 1 if the
+ * fast path accepted the body (jf_find), for coverage checks. */
+static int
+check_same(const char *body, size_t len)
+{
+  struct api_request a, b;
+  struct rd_error ea, eb;
+  struct jf_flat fl;
+  int ra, rb;
+
+  ra = api_json_decode_path(body, len, 0, &a, &ea, 0);
+  rb = api_json_decode_path(body, len, 0, &b, &eb, 2);
+  if (ra != rb)
+    fail_msg("paths differ: rc %d vs %d for %.*s", ra, rb,
+             (int)(len < 200 ? len : 200), body);
+  if (ra != 0) {
+    if (ea.code != eb.code || strcmp(ea.msg, eb.msg) != 0)
+      fail_msg("errors differ:\n  %s\n  %s", ea.msg, eb.msg);
+  } else {
+    const struct rd_params *p = &a.params, *q = &b.params;
+    assert_int_equal(p->op, q->op);
+    assert_int_equal(p->opset, q->opset);
+    assert_int_equal(p->dtype, q->dtype);
+    assert_int_equal(p->rank, q->rank);
+    assert_int_equal(p->naxes, q->naxes);
+    assert_int_equal(p->keepdims, q->keepdims);
+    assert_int_equal(p->noop_with_empty_axes, q->noop_with_empty_axes);
+    assert_int_equal(p->overflow, q->overflow);
+    assert_memory_equal(a.shape, b.shape, sizeof a.shape);
+    assert_memory_equal(a.axes, b.axes, sizeof a.axes);
+    assert_int_equal(a.data_bytes, b.data_bytes);
+    if (a.data_bytes > 0)
+      assert_memory_equal(a.data, b.data, a.data_bytes);
+  }
+  api_request_free(&a);
+  api_request_free(&b);
+  return jf_find(body, len, &fl);
+}
+
+#ifdef JSONFAST_FUZZ
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  check_same((const char *)data, size);
+  return 0;
+}
+#endif
+
+static int
+check_str(const char *body)
+{
+  return check_same(body, strlen(body));
+}
+
+static const char *const dtypes[] = {"float32", "float64", "float16",
+                                     "bfloat16", "int32", "uint32",
+                                     "int64", "uint64"};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+/* {"op":"ReduceSumSquare","input":{"dtype":DT,"data":[ELEMS]}} */
+static void
+with_data(char *buf, size_t size, const char *dtype, const char *elems)
+{
+  snprintf(buf, size, "{\"op\":\"ReduceSumSquare\",\"input\":{\"dtype\":"
+           "\"%s\",\"data\":[%s]}}", dtype, elems);
+}
+
+/* Number forms the fast path converts itself: same bytes as jansson's,
+ * for every dtype (range errors included), and the fast path is taken. */
+static void
+test_numbers_taken(void **state)
+{
+  static const char *const elems[] = {
+    "0", "-0", "0.0", "-0.0", "1", "-1", "7", "1.5", "-2.25e3", "1E2",
+    "1e+2", "1e-2", "0.1", "3.14159", "-1.23457e-05", "65504", "65520",
+    "1e38", "3.4028235e38", "3.5e38", "1e-45", "1e-400", "1e307",
+    "1.7976931348623157e307", "4.9e-324", "2.4703282292062328e-324",
+    "9007199254740993", "9007199254740993.0", "123456789012345678",
+    "9223372036854775807", "-9223372036854775808", "2147483647",
+    "2147483648", "-2147483648", "-2147483649", "4294967295",
+    "4294967296", "0.30000000000000004", "0.1000000000000000055511151231",
+    "123456789012345678901234567890e-10", "1.00000000000000011102230246251565",
+    "0.000000000000000000000000000001", "100000000000000000000000.0",
+    "2.5", "-3.5", "1e22", "1e23", "9007199254740992e-22",
+  };
+  char body[4096];
+  (void)state;
+  for (size_t d = 0; d < NDTYPES; d++)
+    for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
+      char list[256];
+      snprintf(list, sizeof list, "1, %s ,\t2\n", elems[e]);
+      with_data(body, sizeof body, dtypes[d], list);
+      if (!check_str(body))
+        fail_msg("fast path not taken for %s", elems[e]);
+    }
+}
+
+/* Bodies the fast path must leave to jansson (or reject the same way). */
+static void
+test_not_taken(void **state)
+{
+  static const char *const bodies[] = {
+    /* elements that are not plain numbers */
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,\"NaN\",2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[[1,2],[3,4]]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,true]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,null]}}",
+    "{\"input\":{\"dtype\":\"int64\",\"data\":[1,9223372036854775808]}}",
+    "{\"input\":{\"dtype\":\"int64\",\"data\":[-9223372036854775809]}}",
+    "{\"input\":{\"dtype\":\"float64\",\"data\":[1e400]}}",
+    "{\"input\":{\"dtype\":\"float64\",\"data\":[-1e309]}}",
+    /* in range, but beyond what the quick overflow bound admits */
+    "{\"input\":{\"dtype\":\"float64\",\"data\":[1e308]}}",
+    "{\"input\":{\"dtype\":\"float64\",\"data\":[1.7976931348623157e308]}}",
+    "{\"input\":{\"dtype\":\"float64\",\"data\":[1.0000000000000000000000000000"
+    "000000000000000000000000000000000001]}}",
+    /* malformed arrays */
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,,2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[01]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1.]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[.5]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[-]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1e]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[+1]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1 2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[0x10]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[Infinity]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[]}}",
+    /* the array elsewhere, or not where jansson sees input.data */
+    "{\"input\":{\"dtype\":\"float32\",\"d\\u0061ta\":[1,2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2],\"data\":[3]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2]},\"input\":{}}",
+    "{\"op\":\"ReduceL2\",\"axes\":[1,2],\"input\":{\"dtype\":\"float32\"}}",
+    "{\"x\":{\"input\":{\"data\":[1]}},\"input\":{\"dtype\":\"float32\","
+    "\"data\":[1]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":\"[1,2]\"}}",
+    "{\"input\":{\"dtype\":\"float32\",\"note\":\"\\\"data\\\":[1]\","
+    "\"data\":[1]}}",
+    "[{\"input\":{\"data\":[1,2]}}]",
+    "{\"input\":[{\"data\":[1,2]}]}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2]}}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2]}} x",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2]}",
+    "}\"input\":{\"dtype\":\"float32\",\"data\":[1,2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,2]},\"op\":\"Nope\"}",
+    "{\"input\":{\"dtype\":\"float32\",\"shape\":[3],\"data\":[1,2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"shape\":[2,1],\"data\":[1,2]}}",
+    "{\"input\":{\"dtype\":\"uint32\",\"data\":[1,-2]}}",
+    "{\"input\":{\"dtype\":\"int32\",\"data\":[1,2.5]}}",
+    "{\"input\":{\"dtype\":\"int32\",\"data\":[1,2.0]}}",
+    "{\"input\":{\"dtype\":\"int64\",\"data\":[1,1e300]}}",
+    "{\"input\":{\"dtype\":\"bogus\",\"data\":[1,2]}}",
+    "{\"input\":{\"data\":[1,2]}}",
+    "",
+    "   ",
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+    check_str(bodies[i]);
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t
+next(void)
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* A random JSON number token (sometimes long, tiny or huge). */
+static size_t
+random_number(char *p, size_t size)
+{
+  uint64_t r = next();
+  int n;
+  switch (r % 6) {
+  case 0:
+    n = snprintf(p, size, "%" PRId64, (int64_t)next() >> (next() % 64));
+    break;
+  case 1:
+    n = snprintf(p, size, "%.*g", (int)(1 + next() % 17),
+                 ((double)(next() >> 11) * 0x1p-53 - 0.5) * 1e4);
+    break;
+  case 2:
+    n = snprintf(p, size, "%.*e", (int)(next() % 25),
+                 (double)(next() >> 11) * 0x1p-53);
+    break;
+  case 3:
+    n = snprintf(p, size, "%" PRIu64 ".%" PRIu64 "e%d", next() % 1000000,
+                 next(), (int)(next() % 700) - 350);
+    break;
+  case 4:
+    n = snprintf(p, size, "-%" PRIu64 "%" PRIu64, next(), next() % 1000);
+    break;
+  default:
+    n = snprintf(p, size, "0.%019" PRIu64 "%" PRIu64, next() % 100, next());
+  }
+  return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/* Random numbers of every form, each dtype: same bytes or same error. */
+static void
+test_random_numbers(void **state)
+{
+  static char body[1 << 16], list[1 << 15];
+  (void)state;
+  for (int round = 0; round < 400; round++) {
+    size_t len = 0;
+    for (int k = 0; k < 20; k++) {
+      if (k)
+        list[len++] = ',';
+      len += random_number(list + len, sizeof list - len);
+    }
+    list[len] = '\0';
+    with_data(body, sizeof body, dtypes[round % NDTYPES], list);
+    check_str(body);
+  }
+}
+
+/* Mutated bodies (bytes inserted, deleted, replaced from JSON's own
+ * alphabet): whatever the body, both paths agree. */
+static void
+test_mutations(void **state)
+{
+  static const char alphabet[] = "[]{},:\"\\ -+.eE0123456789x\n";
+  static const char *const bases[] = {
+    "{\"op\":\"ReduceL2\",\"axes\":[0],\"keepdims\":0,\"input\":{\"dtype\":"
+    "\"float32\",\"shape\":[2,3],\"data\":[1.5,-2,3e2,0.25,-0,7]}}",
+    "{\"input\":{\"dtype\":\"int32\",\"data\":[1,-2147483648,3,2147483647]},"
+    "\"op\":\"ReduceSumSquare\",\"overflow\":\"wrap\"}",
+    "{\"input\":{\"data\":[1e-5,2E+3,-0.0],\"dtype\":\"float64\"}}",
+  };
+  char buf[512];
+  size_t taken = 0;
+  (void)state;
+  for (int it = 0; it < 30000; it++) {
+    const char *base = bases[it % 3];
+    size_t len = strlen(base);
+    int muts = 1 + (int)(next() % 3);
+    memcpy(buf, base, len);
+    for (int m = 0; m < muts; m++) {
+      size_t at = (size_t)(next() % (len + 1));
+      char c = alphabet[next() % (sizeof alphabet - 1)];
+      switch (next() % 3) {
+      case 0: /* insert */
+        if (len + 1 < sizeof buf) {
+          memmove(buf + at + 1, buf + at, len - at);
+          buf[at] = c;
+          len++;
+        }
+        break;
+      case 1: /* delete */
+        if (at < len) {
+          memmove(buf + at, buf + at + 1, len - at - 1);
+          len--;
+        }
+        break;
+      default:
+        if (at < len)
+          buf[at] = c;
+      }
+    }
+    taken += (size_t)check_same(buf, len);
+  }
+  /* Many mutants keep a valid flat array: the fast path was exercised. */
+  assert_true(taken > 1000);
+}
+
+/* A large body: the fast path is what api_json_decode() takes. */
+static void
+test_large_body(void **state)
+{
+  size_t cap = 200000 * 16, len = 0;
+  char *body = malloc(cap);
+  struct api_request req;
+  struct rd_error err;
+  (void)state;
+  assert_non_null(body);
+  len += (size_t)snprintf(body, cap, "{\"op\":\"ReduceL2\",\"input\":{"
+                          "\"dtype\":\"float32\",\"data\":[");
+  for (int i = 0; i < 200000; i++)
+    len += (size_t)snprintf(body + len, cap - len, "%s-%d.5", i ? "," : "",
+                            i);
+  len += (size_t)snprintf(body + len, cap - len, "]}}");
+  assert_true(len >= JF_MIN_BODY);
+  assert_true(check_same(body, len));
+  assert_int_equal(api_json_decode(body, len, 0, &req, &err), 0);
+  assert_int_equal(req.data_bytes, 200000 * 4);
+  for (int i = 0; i < 200000; i += 997) {
+    float f;
+    memcpy(&f, (char *)req.data + i * 4, 4);
+    assert_true(f == -((float)i + 0.5f));
+  }
+  api_request_free(&req);
+  free(body);
+}
+
+int
+main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_numbers_taken),
+    cmocka_unit_test(test_not_taken),
+    cmocka_unit_test(test_random_numbers),
+    cmocka_unit_test(test_mutations),
+    cmocka_unit_test(test_large_body),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
