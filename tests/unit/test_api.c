@@ -174,7 +174,7 @@ test_errname_status(void **state)
     { RD_E_NOMEM, "OUT_OF_MEMORY", 503 },
     { RD_E_STREAM, "INPUT_LENGTH", 400 },
   };
-  static const int unknown[] = { -18, -50, -99, -106, -109, -121, -122,
+  static const int unknown[] = { -18, -50, -99, -106, -109, -122, -123,
                                  -1000, 1, 200 };
   size_t i;
 
