@@ -37,7 +37,7 @@ declare -A SRC=(
   [fuzz_plan]="$LIB_SRC"
 )
 TARGETS=(fuzz_json fuzz_plan)
-for extra in "$here"/fuzz_*.mk; do [ -f "$extra" ] && . "$extra"; done
+for extra in "$here"/targets_*.sh; do [ -f "$extra" ] && . "$extra"; done
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE
