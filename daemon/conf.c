@@ -67,6 +67,16 @@ static const struct conf_opt options[] = {
     F(log_level), "LEVEL", "error, warn, info or debug" },
   { "port-file", "REDUCED_PORT_FILE", CT_PATH, 0, 0, NULL, NULL,
     F(port_file), "FILE", "write the bound port (decimal + newline) once listening" },
+  { "max-connections-per-ip", "REDUCED_MAX_CONNECTIONS_PER_IP", CT_UINT, 0,
+    1000000, "0", NULL, F(max_conn_per_ip), "N",
+    "open connections per client address; 0: no limit" },
+  { "api-key-file", "REDUCED_API_KEY_FILE", CT_PATH, 0, 0, NULL, NULL,
+    F(api_key_file), "FILE",
+    "keys, one a line; every route but /healthz, /readyz needs Bearer auth" },
+  { "tls-cert", "REDUCED_TLS_CERT", CT_PATH, 0, 0, NULL, NULL,
+    F(tls_cert), "FILE", "PEM certificate (chain): serve HTTPS (with --tls-key)" },
+  { "tls-key", "REDUCED_TLS_KEY", CT_PATH, 0, 0, NULL, NULL,
+    F(tls_key), "FILE", "PEM private key of --tls-cert" },
 };
 
 #undef F
@@ -305,6 +315,11 @@ conf_parse(struct conf *c, int argc, char **argv)
   if (want_help) {
     conf_usage(stdout);
     return CONF_EXIT_OK;
+  }
+  if ((c->tls_cert == NULL) != (c->tls_key == NULL)) {
+    fprintf(stderr, "reduced: --tls-cert and --tls-key go together; only "
+            "%s was given\n", c->tls_cert != NULL ? "--tls-cert" : "--tls-key");
+    return CONF_EXIT_USAGE;
   }
   return CONF_RUN;
 }

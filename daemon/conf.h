@@ -27,6 +27,10 @@ struct conf {
   uint64_t grace;            /* shutdown wait for in-flight work, seconds */
   int log_level;             /* enum log_level */
   const char *port_file;     /* NULL: none */
+  uint64_t max_conn_per_ip;  /* connections per client address; 0: no limit */
+  const char *api_key_file;  /* NULL: no authentication */
+  const char *tls_cert;      /* PEM files; both or neither */
+  const char *tls_key;
 };
 
 /* What the caller does after conf_parse(). */

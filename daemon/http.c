@@ -62,6 +62,9 @@
 /* First allocation for a chunked body; it doubles up to --max-body. */
 #define HTTP_CHUNKED_START (64 * 1024)
 #define HTTP_RETRY_AFTER "1"
+#define HTTP_AUTH_CHALLENGE "Bearer realm=\"reduced\""
+/* Largest --api-key-file, --tls-cert or --tls-key read into memory. */
+#define HTTP_FILE_MAX (1024 * 1024)
 #define HTTP_ID_MAX 128
 #define HTTP_LOG_PATH_MAX 200
 /* Each of a stream's two buffers: bounds a streamed request's memory (with
@@ -303,6 +306,9 @@ respond_as(struct req *r, int status, const char *body, size_t len,
       (status == MHD_HTTP_SERVICE_UNAVAILABLE &&
        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
                                HTTP_RETRY_AFTER) != MHD_YES) ||
+      (status == MHD_HTTP_UNAUTHORIZED &&
+       MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                               HTTP_AUTH_CHALLENGE) != MHD_YES) ||
       /* While draining, do not invite more requests on this connection. */
       (r->srv->draining &&
        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
@@ -1212,6 +1218,177 @@ v2_call(struct http_server *s, struct req *r, const char *url,
 }
 
 /* ------------------------------------------------------------------ */
+/* API keys                                                           */
+/* ------------------------------------------------------------------ */
+
+/* 1 if `tok` (length `n`) equals one of the keys.  Every key is compared
+ * in full whatever matched before, and each comparison runs over the key's
+ * length only, so the time depends on the key file, not on how much of a
+ * key the client guessed. */
+static int
+key_matches(const struct http_server *s, const char *tok, size_t n)
+{
+  unsigned found = 0;
+
+  for (size_t k = 0; k < s->nkeys; k++) {
+    const unsigned char *key = (const unsigned char *)s->keys[k];
+    size_t len = s->key_lens[k];
+    volatile unsigned diff = (unsigned)(len != n);
+
+    for (size_t i = 0; i < len; i++)
+      diff |= key[i] ^ (n > 0 ? (unsigned char)tok[i < n ? i : 0] : 0u);
+    found |= (unsigned)(diff == 0);
+  }
+  return found != 0;
+}
+
+/* 1 if the request may go on: no keys configured, a probe route, or
+ * "Authorization: Bearer <key>" with a known key. */
+static int
+authorized(const struct http_server *s, struct MHD_Connection *conn,
+           const char *url)
+{
+  const char *h, *end;
+
+  if (s->nkeys == 0 || strcmp(url, "/healthz") == 0 ||
+      strcmp(url, "/readyz") == 0)
+    return 1;
+  h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                  MHD_HTTP_HEADER_AUTHORIZATION);
+  if (h == NULL || strncasecmp(h, "Bearer", 6) != 0 ||
+      (h[6] != ' ' && h[6] != '\t'))
+    return 0;
+  h += 6;
+  while (*h == ' ' || *h == '\t')
+    h++;
+  end = h + strlen(h);
+  while (end > h && (end[-1] == ' ' || end[-1] == '\t'))
+    end--;
+  return end > h && key_matches(s, h, (size_t)(end - h));
+}
+
+/* Reads `path` (at most HTTP_FILE_MAX bytes) into a NUL-terminated buffer;
+ * `what` names the option in the messages, which never quote the content. */
+static char *
+read_small_file(const char *path, const char *what, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  size_t n;
+
+  if (f == NULL) {
+    LOG_ERROR("%s %s: %s", what, path, strerror(errno));
+    return NULL;
+  }
+  buf = malloc(HTTP_FILE_MAX + 1);
+  if (buf == NULL) {
+    fclose(f);
+    LOG_ERROR("%s %s: out of memory", what, path);
+    return NULL;
+  }
+  n = fread(buf, 1, HTTP_FILE_MAX + 1, f);
+  if (ferror(f) || n > HTTP_FILE_MAX) {
+    LOG_ERROR("%s %s: %s", what, path,
+              ferror(f) ? "read error" : "larger than 1 MiB");
+    fclose(f);
+    free(buf);
+    return NULL;
+  }
+  fclose(f);
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+/* One key a line; surrounding blanks and a CR are dropped, and empty lines
+ * and lines starting with '#' are skipped.  Keys are never logged. */
+static int
+load_keys(struct http_server *s, const char *path)
+{
+  size_t len, n = 0, cap = 0;
+  char *text = read_small_file(path, "--api-key-file", &len);
+  char *line, *next;
+
+  if (text == NULL)
+    return -1;
+  if (memchr(text, '\0', len) != NULL) {
+    LOG_ERROR("--api-key-file %s: contains a NUL byte", path);
+    goto fail;
+  }
+  for (line = text; line != NULL; line = next) {
+    char *end;
+    next = strchr(line, '\n');
+    if (next != NULL)
+      *next++ = '\0';
+    while (*line == ' ' || *line == '\t')
+      line++;
+    end = line + strlen(line);
+    while (end > line && (end[-1] == ' ' || end[-1] == '\t' ||
+                          end[-1] == '\r'))
+      *--end = '\0';
+    if (*line == '\0' || *line == '#')
+      continue;
+    if (strpbrk(line, " \t") != NULL) {
+      LOG_ERROR("--api-key-file %s: key %zu contains a blank", path, n + 1);
+      goto fail;
+    }
+    if (n == cap) {
+      size_t c2 = cap ? cap * 2 : 8;
+      char **k2 = realloc(s->keys, c2 * sizeof *k2);
+      size_t *l2;
+      if (k2 == NULL)
+        goto nomem;
+      s->keys = k2;
+      l2 = realloc(s->key_lens, c2 * sizeof *l2);
+      if (l2 == NULL)
+        goto nomem;
+      s->key_lens = l2;
+      cap = c2;
+    }
+    s->keys[n] = strdup(line);
+    if (s->keys[n] == NULL)
+      goto nomem;
+    s->key_lens[n] = (size_t)(end - line);
+    s->nkeys = ++n;
+  }
+  explicit_bzero(text, len);
+  free(text);
+  if (n == 0) {
+    LOG_ERROR("--api-key-file %s: no key in the file", path);
+    return -1;
+  }
+  LOG_INFO("API keys: %zu loaded from %s", n, path);
+  return 0;
+nomem:
+  LOG_ERROR("--api-key-file %s: out of memory", path);
+fail:
+  explicit_bzero(text, len);
+  free(text);
+  return -1;
+}
+
+static void
+free_secrets(struct http_server *s)
+{
+  for (size_t k = 0; k < s->nkeys; k++) {
+    explicit_bzero(s->keys[k], s->key_lens[k]);
+    free(s->keys[k]);
+  }
+  free(s->keys);
+  free(s->key_lens);
+  s->keys = NULL;
+  s->key_lens = NULL;
+  s->nkeys = 0;
+  if (s->tls_key != NULL) {
+    explicit_bzero(s->tls_key, strlen(s->tls_key));
+    free(s->tls_key);
+    s->tls_key = NULL;
+  }
+  free(s->tls_cert);
+  s->tls_cert = NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* The access handler (loop thread, inside MHD_run)                   */
 /* ------------------------------------------------------------------ */
 
@@ -1300,6 +1477,10 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
     *con_cls = r;
     s->inflight++;
     metrics_inflight_add(s->metrics, 1);
+    if (!authorized(s, conn, url))
+      return respond_error(r, NULL, API_E_UNAUTHORIZED,
+                           "this route needs 'Authorization: Bearer <key>' "
+                           "with a valid API key");
     /* MHD 0.9.75 closes the connection after a response queued at this
      * first call (it discards the rest of the request), which is right for
      * refusing a body but would end keep-alive for every GET: requests
@@ -1444,9 +1625,22 @@ run_mhd(struct http_server *s)
 {
   MHD_UNSIGNED_LONG_LONG ms;
 
+  const union MHD_DaemonInfo *info;
+
   if (s->closed)
     return;
   MHD_run(s->mhd);
+  /* At --max-connections MHD stops watching the listen socket, and only
+   * watches it again at the start of a later MHD_run().  When a run freed
+   * a slot, run again at once, or a client waiting in the backlog would
+   * wait for an unrelated event (up to --timeout). */
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  if (info != NULL) {
+    unsigned int now = info->num_connections;
+    if (s->at_limit && now < s->conf->max_connections)
+      MHD_run(s->mhd);
+    s->at_limit = now >= s->conf->max_connections;
+  }
   if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
     uv_timer_start(&s->timer, timer_cb, (uint64_t)ms, 0);
   else
@@ -1550,23 +1744,45 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
   struct api_buf b;
   char portstr[8];
   unsigned int flags;
-  int rc, fd;
+  int rc = -1, fd;
 
   memset(s, 0, sizeof *s);
   s->conf = c;
   s->loop = loop;
   seed_ids(s);
 
+  if (c->api_key_file != NULL && load_keys(s, c->api_key_file) != 0) {
+    rc = HTTP_E_CONFIG;
+    goto fail;
+  }
+  if (c->tls_cert != NULL) {
+    size_t n;
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+      LOG_ERROR("--tls-cert: this libmicrohttpd has no TLS support");
+      rc = HTTP_E_CONFIG;
+      goto fail;
+    }
+    s->tls_cert = read_small_file(c->tls_cert, "--tls-cert", &n);
+    s->tls_key = s->tls_cert ? read_small_file(c->tls_key, "--tls-key", &n)
+                             : NULL;
+    if (s->tls_key == NULL) {
+      rc = HTTP_E_CONFIG;
+      goto fail;
+    }
+  }
+
   api_buf_init(&b);
   if (api_json_encode_ops(&b) != 0) {
     api_buf_free(&b);
     LOG_ERROR("cannot build the /v1/ops body: out of memory");
-    return -1;
+    goto fail;
   }
   s->ops_body = api_buf_steal(&b, &s->ops_len);
 
-  if (metrics_setup(s) != 0)
+  if (metrics_setup(s) != 0) {
+    rc = -1;
     goto fail;
+  }
 
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
@@ -1576,27 +1792,38 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
   rc = getaddrinfo(c->host, portstr, &hints, &ai);
   if (rc != 0) {
     LOG_ERROR("--listen %s: %s", c->listen, gai_strerror(rc));
+    rc = -1;
     goto fail;
   }
 
   flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
   if (ai->ai_family == AF_INET6)
     flags |= MHD_USE_IPv6;
+  if (s->tls_cert != NULL)
+    flags |= MHD_USE_TLS;
+  /* Options that may be absent go last, each ending the list when unused
+   * (MHD stops at the first MHD_OPTION_END). */
   s->mhd = MHD_start_daemon(
     flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
     MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
     MHD_OPTION_SOCK_ADDR, ai->ai_addr,
     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
+    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,
     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
     MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
     MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,
     MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
+    s->tls_cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
+    s->tls_cert,
+    MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
     MHD_OPTION_END);
   freeaddrinfo(ai);
   if (s->mhd == NULL) {
-    LOG_ERROR("cannot listen on %s (address in use or not available?)",
-              c->listen);
+    LOG_ERROR("cannot listen on %s (address in use or not available%s?)",
+              c->listen, s->tls_cert != NULL ? ", or a bad TLS certificate "
+              "or key" : "");
+    rc = -1;
     goto fail;
   }
 
@@ -1606,12 +1833,14 @@ http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c)
   fd = info != NULL ? info->epoll_fd : -1;
   if (s->port == 0 || fd < 0) {
     LOG_ERROR("cannot read the bound port or the epoll fd from MHD");
+    rc = -1;
     goto fail_mhd;
   }
 
   rc = uv_poll_init(loop, &s->poll, fd);
   if (rc != 0) {
     LOG_ERROR("cannot watch the MHD epoll fd: %s", uv_strerror(rc));
+    rc = -1;
     goto fail_mhd;
   }
   uv_timer_init(loop, &s->timer);
@@ -1637,10 +1866,11 @@ fail_mhd:
 fail:
   free(s->ops_body);
   s->ops_body = NULL;
+  free_secrets(s);
   metrics_destroy(s->metrics);
   s->metrics = NULL;
   s->closed = 1;   /* nothing left for http_close() */
-  return -1;
+  return rc;
 }
 
 void
@@ -1681,6 +1911,7 @@ http_close(struct http_server *s)
   }
   free(s->ops_body);
   s->ops_body = NULL;
+  free_secrets(s);
   /* After MHD_stop_daemon: its completion callbacks still count requests. */
   metrics_destroy(s->metrics);
   s->metrics = NULL;

@@ -35,18 +35,27 @@ struct http_server {
   int draining;
   int closed;
   int handles;               /* poll and timer initialised */
+  int at_limit;              /* --max-connections open after the last run */
   http_idle_cb idle_cb;
   void *idle_arg;
   char *ops_body;            /* GET /v1/ops, built once */
   size_t ops_len;
   uint64_t id_seed;          /* request id generator */
   uint64_t id_counter;
+  char **keys;               /* --api-key-file; nkeys == 0: no auth */
+  size_t *key_lens;
+  size_t nkeys;
+  char *tls_cert;            /* PEM text of --tls-cert / --tls-key */
+  char *tls_key;
   struct metrics *metrics;   /* GET /metrics (metrics.h) */
 };
 
 /* Binds conf->host:conf->port, starts MHD and watches it on `loop`, logs
- * "listening on HOST:PORT" and writes --port-file.  Returns 0, or -1 after
- * logging why; call http_close() in both cases. */
+ * "listening on HOST:PORT" and writes --port-file.  Returns 0, or after
+ * logging why -1 (runtime failure) or HTTP_E_CONFIG (an unreadable or empty
+ * --api-key-file, --tls-cert/--tls-key, or TLS without TLS support in
+ * libmicrohttpd); call http_close() in every case. */
+#define HTTP_E_CONFIG (-2)
 int http_start(struct http_server *s, uv_loop_t *loop, const struct conf *c);
 
 /* Starts draining: stop accepting connections, /readyz and new reduce

@@ -3,7 +3,7 @@
  * Everything below runs on the main thread, which is the loop thread.
  * Exit status: 0 after a clean shutdown, 1 on a runtime failure or when
  * in-flight work outlives --grace (or on a second signal), 2 for a bad
- * command line or environment.
+ * command line or environment, or unusable key/certificate files.
  */
 #include "config.h"   /* autoconf */
 
@@ -95,7 +95,7 @@ main(int argc, char **argv)
 {
   uv_loop_t *loop;
   char threads[24];
-  int status = 0;
+  int status = 0, rc;
 
   switch (conf_parse(&conf, argc, argv)) {
   case CONF_RUN:
@@ -131,8 +131,9 @@ main(int argc, char **argv)
             (unsigned long long)conf.max_connections,
             (unsigned long long)conf.timeout, (unsigned long long)conf.grace);
 
-  if (http_start(&server, loop, &conf) != 0) {
-    status = 1;
+  rc = http_start(&server, loop, &conf);
+  if (rc != 0) {
+    status = rc == HTTP_E_CONFIG ? 2 : 1;
     close_all();
   }
 

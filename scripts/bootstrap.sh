@@ -10,7 +10,11 @@ cd "$(dirname "$0")/.."
 # real .npy files and np.load()s the responses with /usr/bin/python3.
 PKGS="build-essential autoconf automake libtool autoconf-archive pkg-config
 libmicrohttpd-dev libjansson-dev libuv1-dev libcmocka-dev libcurl4-openssl-dev
-curl ca-certificates python3-numpy"
+curl ca-certificates python3-numpy
+openssl"
+# openssl: t_security.sh makes its test certificate.  make fuzz installs
+# clang-14 and libclang-rt-14-dev, make check-load wrk, slowhttptest and
+# iproute2, make check-deploy podman and friends, each when missing.
 
 missing=""
 for p in $PKGS; do
