@@ -12,15 +12,16 @@ tests_fuzz_replay_json_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
 tests_fuzz_replay_plan_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_plan.c
 tests_fuzz_replay_plan_LDADD = lib/libreduce.a -lm
 
-# The binary-format targets (fuzz_npy.c: the .npy header as the daemon
-# reads it, round-tripped; fuzz_query.c: query string, Content-Type,
-# Accept) need api/binary.c from branch `bin`; `make fuzz` picks them up
-# by itself (targets_binary.sh).  When bin is merged, replay them too:
-#   check_PROGRAMS += tests/fuzz/replay_npy tests/fuzz/replay_query
-#   tests_fuzz_replay_npy_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_npy.c
-#   tests_fuzz_replay_npy_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
-#   (the same for replay_query with fuzz_query.c)
-EXTRA_DIST += tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_query.c tests/fuzz/targets_binary.sh
+# The binary-format targets: fuzz_npy.c (the .npy header as the daemon
+# reads it, round-tripped) and fuzz_query.c (query string, Content-Type,
+# Accept) over api/binary.c.
+check_PROGRAMS += tests/fuzz/replay_npy tests/fuzz/replay_query
+tests_fuzz_replay_npy_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_npy.c
+tests_fuzz_replay_npy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_replay_npy_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
+tests_fuzz_replay_query_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_query.c
+tests_fuzz_replay_query_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_replay_query_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
 
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/replay.sh tests/fuzz/fuzz_json.dict \
 	tests/fuzz/corpus

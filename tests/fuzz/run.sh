@@ -30,14 +30,14 @@ S=$top_srcdir
 # Every .c of a module is part of its library (lib/local.mk, api/local.mk).
 LIB_SRC=$(echo "$S"/lib/*.c)
 API_SRC=$(echo "$S"/api/*.c)
-# target -> sources besides tests/fuzz/<target>.c.  Targets whose module is
-# not in this tree (yet) are skipped with a note.
+# target -> sources besides tests/fuzz/<target>.c.
 declare -A SRC=(
   [fuzz_json]="$API_SRC $LIB_SRC"
   [fuzz_plan]="$LIB_SRC"
+  [fuzz_npy]="$API_SRC $LIB_SRC"
+  [fuzz_query]="$API_SRC $LIB_SRC"
 )
-TARGETS=(fuzz_json fuzz_plan)
-for extra in "$here"/targets_*.sh; do [ -f "$extra" ] && . "$extra"; done
+TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query)
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE
