@@ -4,8 +4,9 @@
 # a summary, exits 1 if any check failed.  Needs root for the network
 # namespace phase and to install missing tools (wrk, slowhttptest,
 # iproute2).
-#   1 sustained mixed load (wrk, LOAD_SECONDS): every answer checked exactly,
-#     RSS after vs after warm-up, open fds
+#   1 sustained mixed load (wrk, LOAD_SECONDS; JSON, raw and .npy bodies,
+#     valid and invalid, see mix.lua): every answer checked exactly, RSS
+#     after vs after warm-up, open fds
 #   2 overload: more concurrent large requests than --max-pending
 #   3 faults: disconnects mid-upload and mid-response, slowloris, a
 #     bandwidth-limited client (netns + tc tbf), a claimed body over
@@ -101,8 +102,12 @@ okn=$(sed -n 's/.*checked_ok=\([0-9]*\).*/\1/p' "$W/wrk.txt")
 wrong=$(sed -n 's/.* wrong=\([0-9]*\).*/\1/p' "$W/wrk.txt")
 unexp=$(sed -n 's/.*unexpected_status=\([0-9]*\).*/\1/p' "$W/wrk.txt")
 sockerr=$(sed -n 's/^MIX socket_errors connect=\([0-9]*\) read=\([0-9]*\) write=\([0-9]*\) timeout=\([0-9]*\).*/\1 \2 \3 \4/p' "$W/wrk.txt")
+kinds=$(sed -n 's/^MIX by_kind //p' "$W/wrk.txt")
+nokind=$(sed -n 's/^MIX kinds_without_response=\([0-9]*\) *\(.*\)/\1 \2/p' "$W/wrk.txt")
 SUM[load]="responses=${resp:-?} exact=${okn:-?} wrong=${wrong:-?} unexpected_status=${unexp:-?} socket_errors(c/r/w/t)=${sockerr:-?} rss_kB=$rss0->$rss1 fds=$fd0->$fd1"
+SUM[kinds]=${kinds:-?}
 check "load: responses were counted (${resp:-0})" test "${resp:-0}" -gt 0
+check "load: every kind of the mix answered (kinds without a response: ${nokind:-?})" test "${nokind%% *}" = 0
 check "load: every answer exact or the expected error (wrong=${wrong:-?}, unexpected status=${unexp:-?})" \
   test "${wrong:-1}" = 0 -a "${unexp:-1}" = 0 -a "${resp:-0}" = "${okn:-x}"
 check "load: no socket errors ($sockerr)" test "$sockerr" = "0 0 0 0"
@@ -298,7 +303,7 @@ check "shutdown: exit 0 within the grace period" test "$DRC" = 0
 
 # ============================================================== summary
 echo "# summary ($(( $(date +%s) - T0 )) s)"
-for k in load overload disconnects claims slowloris tbf shutdown; do
+for k in load kinds overload disconnects claims slowloris tbf shutdown; do
   [ -n "${SUM[$k]:-}" ] && printf '  %-12s %s\n' "$k" "${SUM[$k]}"
 done
 echo "$PASS passed, $FAIL failed"
