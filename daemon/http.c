@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -1873,6 +1874,30 @@ fail:
   return rc;
 }
 
+/* Loop thread, at the start of draining: connections the kernel already
+ * completed but MHD has not accepted would be reset when the listen socket
+ * closes.  Let MHD accept them first; being draining, they are answered 503
+ * DRAINING with Retry-After, a clean refusal the client can retry. */
+static void
+accept_backlog(struct http_server *s)
+{
+  const union MHD_DaemonInfo *info;
+  struct pollfd p;
+
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+  if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET)
+    return;
+  p.fd = info->listen_fd;
+  p.events = POLLIN;
+  /* Bounded: a flood of new connections must not stall the drain. */
+  for (int i = 0; i < 256; i++) {
+    p.revents = 0;
+    if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+      break;
+    MHD_run(s->mhd);
+  }
+}
+
 void
 http_drain(struct http_server *s, http_idle_cb idle_cb, void *arg)
 {
@@ -1883,6 +1908,7 @@ http_drain(struct http_server *s, http_idle_cb idle_cb, void *arg)
   s->draining = 1;
   s->idle_cb = idle_cb;
   s->idle_arg = arg;
+  accept_backlog(s);
   /* Stop accepting.  The listen fd is now ours; in external polling mode
    * no MHD thread can still use it, so close it at once and let new
    * connections be refused instead of waiting in the backlog. */
