@@ -58,7 +58,36 @@ non2xx=$(awk '/Non-2xx/ {print $NF}' "$work/wrk.txt")
 echo "small JSON (wrk -t2 -c32 ${duration}s): ${rps} requests/s, p99 ${p99}, non-2xx ${non2xx:-0}  (target >= 30000 requests/s)"
 stop_daemon
 
-# 2. A 1,000,000-element float32 JSON request.
+# 2. A 256 MiB float32 raw request (reduce all) against the time to upload
+# the same body to a server that only reads it into memory (bench/sink).
+# curl -T streams the file; --data-binary would first read it all into
+# curl's own memory.  Medians of 5.
+head -c 268435456 /dev/zero >"$work/big.raw"
+median5() { sort -n | awk '{ v[NR] = $1 } END { print v[3] }'; }
+"$builddir/bench/sink" "$work/sink.port" & sinkpid=$!
+i=0
+while [ ! -s "$work/sink.port" ]; do
+  i=$((i + 1)); [ $i -gt 100 ] && { echo "sink did not start" >&2; exit 1; }
+  sleep 0.05
+done
+sinkurl="http://127.0.0.1:$(cat "$work/sink.port")/"
+up=$(for r in 1 2 3 4 5; do
+  curl -sf -o /dev/null -w '%{time_total}\n' -X POST -T "$work/big.raw" \
+    -H 'Content-Type: application/octet-stream' "$sinkurl"; done | median5)
+kill "$sinkpid"; wait "$sinkpid" 2>/dev/null || true
+start_daemon --max-body 1073741824
+red=$(for r in 1 2 3 4 5; do
+  curl -sf -o /dev/null -w '%{time_total}\n' -X POST -T "$work/big.raw" \
+    -H 'Content-Type: application/octet-stream' \
+    "$url/v1/reduce?op=ReduceSumSquare&dtype=float32&shape=67108864"; done | median5)
+rss=$(peak_rss_kib "$pid")
+awk -v u="$up" -v r="$red" -v m="$rss" 'BEGIN {
+  printf "256 MiB float32 raw, reduce all: %.3f s end to end; upload-only server %.3f s; ratio %.2f (target <= 1.3); daemon peak RSS %.1f MB\n",
+         r, u, r / u, m * 1024 / 1e6 }'
+stop_daemon
+rm -f "$work/big.raw"
+
+# 3. A 1,000,000-element float32 JSON request.
 awk 'BEGIN { srand(7); printf "{\"op\":\"ReduceSumSquare\",\"input\":{\"dtype\":\"float32\",\"data\":[";
              for (i = 0; i < 1000000; i++) printf "%s%.6g", (i ? "," : ""), rand() * 20 - 10;
              printf "]}}" }' >"$work/big.json"

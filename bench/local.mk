@@ -2,10 +2,15 @@
 EXTRA_PROGRAMS += bench/bench
 bench_bench_SOURCES = bench/bench.c
 bench_bench_LDADD = lib/libreduce.a $(PTHREAD_LIBS) -lm
-CLEANFILES += bench/bench
+CLEANFILES += bench/bench bench/sink
+# The upload baseline of bench/daemon.sh: a server that only reads bodies.
+EXTRA_PROGRAMS += bench/sink
+bench_sink_SOURCES = bench/sink.c
+bench_sink_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS)
+bench_sink_LDADD = $(MHD_LIBS)
 
 # BENCH_FLAGS: e.g. --json, --runs 9, --case C
-bench: bench/bench daemon/reduced
+bench: bench/bench bench/sink daemon/reduced
 	./bench/bench $(BENCH_FLAGS)
 	top_builddir=$(abs_top_builddir) $(srcdir)/bench/daemon.sh
 .PHONY: bench
