@@ -13,11 +13,9 @@
 
 #include "api.h"
 #include "f16.h"
+#include "jsonconv.h"
 #include "jsonfast.h"
 #include "numfmt.h"
-
-/* Integral reals beyond this may have been rounded by the parser. */
-#define EXACT_REAL_MAX 9007199254740992.0 /* 2^53 */
 
 /* ONNX opset 18 moved `axes` from an attribute to an input and added
  * noop_with_empty_axes. */
@@ -66,28 +64,6 @@ escape(const char *s, size_t len, char *out, size_t size)
   free(d);
 }
 
-static const char *
-type_name(const json_t *v)
-{
-  switch (json_typeof(v)) {
-  case JSON_OBJECT:
-    return "an object";
-  case JSON_ARRAY:
-    return "a list";
-  case JSON_STRING:
-    return "a string";
-  case JSON_INTEGER:
-  case JSON_REAL:
-    return "a number";
-  case JSON_TRUE:
-    return "true";
-  case JSON_FALSE:
-    return "false";
-  default:
-    return "null";
-  }
-}
-
 /* A JSON value as a message shows it: scalars as written (reals in their
  * shortest form), containers by type. */
 static void
@@ -118,22 +94,8 @@ show_value(const json_t *v, char *out, size_t size)
     snprintf(out, size, "[...]");
     break;
   default:
-    snprintf(out, size, "%s", type_name(v));
+    snprintf(out, size, "%s", api__type_name(v));
   }
-}
-
-/* "[3,2,2]", truncated to `size` if need be. */
-static void
-show_shape(const int64_t *shape, size_t rank, char *out, size_t size)
-{
-  size_t i, n;
-
-  n = (size_t)snprintf(out, size, "[");
-  for (i = 0; i < rank && n < size; i++)
-    n += (size_t)snprintf(out + n, size - n, "%s%" PRId64, i ? "," : "",
-                          shape[i]);
-  if (n < size)
-    snprintf(out + n, size - n, "]");
 }
 
 /* ================================================================== */
@@ -150,43 +112,14 @@ static int
 check_fields(const json_t *obj, const char *const *known, const char *prefix,
              struct rd_error *err)
 {
-  const char *key;
-  const json_t *val;
+  const char *key = api__unknown_key(obj, known);
   char esc[SHOW_MAX];
-  size_t i;
 
-  json_object_foreach((json_t *)obj, key, val) {
-    for (i = 0; known[i] != NULL && strcmp(known[i], key) != 0; i++)
-      ;
-    if (known[i] == NULL) {
-      escape(key, strlen(key), esc, sizeof esc);
-      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown field \"%s%s\"",
-                      prefix, esc);
-    }
-  }
-  return 0;
-}
-
-/* 0 and the value; -1 if `v` is not an integer (type or fraction); -2 for
- * an integral real too large to be exact. */
-static int
-as_int64(const json_t *v, int64_t *out)
-{
-  double r;
-
-  if (json_is_integer(v)) {
-    *out = json_integer_value(v);
+  if (key == NULL)
     return 0;
-  }
-  if (!json_is_real(v))
-    return -1;
-  r = json_real_value(v);
-  if (r != trunc(r))
-    return -1;
-  if (fabs(r) > EXACT_REAL_MAX)
-    return -2;
-  *out = (int64_t)r;
-  return 0;
+  escape(key, strlen(key), esc, sizeof esc);
+  return api_fail(err, API_E_UNKNOWN_FIELD, "unknown field \"%s%s\"",
+                  prefix, esc);
 }
 
 /* An integer attribute; with `allow_bool`, true/false stand for 1/0. */
@@ -200,7 +133,7 @@ attr_int(const json_t *v, const char *name, int allow_bool, int64_t *out,
     *out = json_is_true(v);
     return 0;
   }
-  switch (as_int64(v, out)) {
+  switch (api__as_int64(v, out)) {
   case 0:
     return 0;
   case -2:
@@ -221,7 +154,7 @@ expect_string(const json_t *v, const char *name, struct rd_error *err)
   if (json_is_string(v))
     return 0;
   return api_fail(err, API_E_INVALID_FIELD, "%s must be a string, got %s",
-                  name, type_name(v));
+                  name, api__type_name(v));
 }
 
 /* "a, b, c" from a name table queried by index (NULLs skipped). */
@@ -301,7 +234,7 @@ decode_axes(const json_t *root, struct api_request *req, struct rd_error *err)
     return 0;
   if (!json_is_array(v))
     return api_fail(err, API_E_INVALID_FIELD,
-                    "axes must be a list of integers, got %s", type_name(v));
+                    "axes must be a list of integers, got %s", api__type_name(v));
   n = json_array_size(v);
   if (n > RD_MAX_RANK)
     return api_fail(err, API_E_INVALID_FIELD,
@@ -383,7 +316,7 @@ decode_shape(const json_t *v, int64_t *shape, size_t *rank,
   if (!json_is_array(v))
     return api_fail(err, API_E_INVALID_FIELD,
                     "input.shape must be a list of integers, got %s",
-                    type_name(v));
+                    api__type_name(v));
   n = json_array_size(v);
   if (n > RD_MAX_RANK)
     return api_fail(err, RD_E_RANK,
@@ -402,216 +335,34 @@ decode_shape(const json_t *v, int64_t *shape, size_t *rank,
 /* Elements                                                           */
 /* ================================================================== */
 
-/* Parses -?(0|[1-9][0-9]*) (JSON's integer grammar) into sign and
- * magnitude; nothing else, no whitespace, no '+'.  0, -1 (not that
- * grammar) or -2 (magnitude above 2^64-1). */
-static int
-parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
-{
-  uint64_t m = 0;
-  size_t i = 0;
-  unsigned d;
-
-  *neg = len > 0 && s[0] == '-';
-  i = (size_t)*neg;
-  if (i == len || (s[i] == '0' && len - i > 1))
-    return -1;
-  for (size_t j = i; j < len; j++)       /* grammar first, then overflow */
-    if (s[j] < '0' || s[j] > '9')
-      return -1;
-  for (; i < len; i++) {
-    d = (unsigned)(s[i] - '0');
-    if (m > (UINT64_MAX - d) / 10)
-      return -2;
-    m = m * 10 + d;
-  }
-  *mag = m;
-  return 0;
-}
-
 struct fill {
-  int dtype;
+  struct api__conv c;   /* c.ctx is this fill */
   const char *dtname;
-  size_t esize;
-  unsigned char *out;   /* NULL: check the structure only */
-  uint64_t idx;         /* flat index of the next element */
   size_t rank;          /* nesting depth of the elements */
   const int64_t *dims;  /* expected length at each depth */
   int scalar;           /* data is a bare element */
 };
 
+/* api__conv's bad(): names the element input.data[i] (v1's form). */
 static int
-bad_elem(const struct fill *f, const json_t *v, const char *why,
+bad_elem(const struct api__conv *c, const json_t *v, const char *why,
          struct rd_error *err)
 {
+  const struct fill *f = c->ctx;
   char shown[SHOW_MAX], where[48];
 
   show_value(v, shown, sizeof shown);
   if (f->scalar)
     snprintf(where, sizeof where, "input.data");
   else
-    snprintf(where, sizeof where, "input.data[%" PRIu64 "]", f->idx);
+    snprintf(where, sizeof where, "input.data[%" PRIu64 "]", c->idx);
   return api_fail(err, API_E_INVALID_ELEMENT, "%s = %s %s (dtype %s)", where,
                   shown, why, f->dtname);
 }
 
-/* The element of a float dtype for the double the parser produced. */
-static void
-store_float(int dtype, double d, unsigned char *dst)
-{
-  float x;
-  uint16_t h;
-
-  switch (dtype) {
-  case RD_FLOAT32:
-    x = (float)d;     /* IEEE conversion (Annex F): rounds, overflows to inf */
-    memcpy(dst, &x, sizeof x);
-    break;
-  case RD_FLOAT16:
-    h = rd_f64_to_f16(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  case RD_BFLOAT16:
-    h = rd_f64_to_bf16(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  default:
-    memcpy(dst, &d, sizeof d);
-  }
-}
-
-static int
-put_float(const struct fill *f, const json_t *v, unsigned char *dst,
-          struct rd_error *err)
-{
-  const char *s;
-  double d;
-
-  if (json_is_integer(v)) {
-    d = (double)json_integer_value(v);
-  } else if (json_is_real(v)) {
-    d = json_real_value(v);
-  } else if (json_is_string(v)) {
-    s = json_string_value(v);
-    if (strcmp(s, "NaN") == 0)
-      d = NAN;
-    else if (strcmp(s, "Infinity") == 0)
-      d = INFINITY;
-    else if (strcmp(s, "-Infinity") == 0)
-      d = -INFINITY;
-    else
-      return bad_elem(f, v, "is not a number (the strings allowed are "
-                      "\"NaN\", \"Infinity\" and \"-Infinity\")", err);
-  } else {
-    return bad_elem(f, v, "is not a number", err);
-  }
-  store_float(f->dtype, d, dst);
-  return 0;
-}
-
-static int
-put_int(const struct fill *f, const json_t *v, unsigned char *dst,
-        struct rd_error *err)
-{
-  char range[96];
-  int64_t s = 0;
-  uint64_t mag = 0, max_pos, max_neg;
-  int neg = 0, rc;
-  int32_t i32;
-  uint32_t u32;
-
-  switch (f->dtype) {
-  case RD_INT32:
-    max_pos = INT32_MAX;
-    max_neg = (uint64_t)INT32_MAX + 1;
-    break;
-  case RD_INT64:
-    max_pos = INT64_MAX;
-    max_neg = (uint64_t)INT64_MAX + 1;
-    break;
-  case RD_UINT32:
-    max_pos = UINT32_MAX;
-    max_neg = 0;
-    break;
-  default:
-    max_pos = UINT64_MAX;
-    max_neg = 0;
-  }
-  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
-           "]", max_neg ? "-" : "", max_neg, max_pos);
-
-  if (json_is_string(v)) {
-    rc = parse_decimal(json_string_value(v), json_string_length(v), &neg,
-                       &mag);
-    if (rc == -1)
-      return bad_elem(f, v, "is not a decimal integer", err);
-    if (rc == -2)
-      return bad_elem(f, v, range, err);
-  } else {
-    switch (as_int64(v, &s)) {
-    case 0:
-      break;
-    case -2:
-      return bad_elem(f, v, "is not exact as a JSON real; write it as an "
-                      "integer or a decimal string", err);
-    default:
-      return bad_elem(f, v, json_is_number(v) ? "is not an integer"
-                                              : "is not a number", err);
-    }
-    neg = s < 0;
-    mag = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
-  }
-  if (mag > (neg ? max_neg : max_pos))
-    return bad_elem(f, v, range, err);
-
-  switch (f->dtype) {
-  case RD_INT32:
-    i32 = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
-    memcpy(dst, &i32, sizeof i32);
-    break;
-  case RD_UINT32:
-    u32 = (uint32_t)mag;
-    memcpy(dst, &u32, sizeof u32);
-    break;
-  case RD_INT64:
-    /* -(2^63) has no positive int64 counterpart to negate. */
-    s = !neg ? (int64_t)mag : mag == max_neg ? INT64_MIN : -(int64_t)mag;
-    memcpy(dst, &s, sizeof s);
-    break;
-  default:
-    memcpy(dst, &mag, sizeof mag);
-  }
-  return 0;
-}
-
-static int
-put_elem(struct fill *f, const json_t *v, struct rd_error *err)
-{
-  unsigned char *dst;
-  int rc;
-
-  if (f->out == NULL) {
-    f->idx++;
-    return 0;
-  }
-  dst = f->out + f->idx * f->esize;
-  switch (f->dtype) {
-  case RD_FLOAT32:
-  case RD_FLOAT64:
-  case RD_FLOAT16:
-  case RD_BFLOAT16:
-    rc = put_float(f, v, dst, err);
-    break;
-  default:
-    rc = put_int(f, v, dst, err);
-  }
-  f->idx++;
-  return rc;
-}
-
 /* Walks `v` at nesting `depth` in row-major order: checks that every list
  * has the length dims[depth] and that elements sit exactly at depth
- * `rank`, and (if f->out) converts the elements.  Recursion depth is at
+ * `rank`, and (if f->c.out) converts the elements.  Recursion depth is at
  * most RD_MAX_RANK. */
 static int
 walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
@@ -623,22 +374,22 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
 
   if (depth == f->rank) {
     if (json_is_array(v)) {
-      show_shape(f->dims, f->rank, shape, sizeof shape);
+      api__shape_text(f->dims, f->rank, shape, sizeof shape);
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "%s is a list, but the data is nested as shape %s "
                       "(from the first elements)", path, shape);
     }
-    return put_elem(f, v, err);
+    return api__put_elem(&f->c, v, err);
   }
   if (!json_is_array(v)) {
-    show_shape(f->dims, f->rank, shape, sizeof shape);
+    api__shape_text(f->dims, f->rank, shape, sizeof shape);
     return api_fail(err, API_E_SHAPE_MISMATCH,
                     "%s is not a list, but the data is nested as shape %s "
                     "(from the first elements)", path, shape);
   }
   n = json_array_size(v);
   if ((int64_t)n != f->dims[depth]) {
-    show_shape(f->dims, f->rank, shape, sizeof shape);
+    api__shape_text(f->dims, f->rank, shape, sizeof shape);
     return api_fail(err, API_E_SHAPE_MISMATCH,
                     "%s has %zu elements; expected %" PRId64 " (the data is "
                     "nested as shape %s from the first elements)", path, n,
@@ -650,7 +401,7 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
       /* An element: its message names the flat index, not the path, so
        * the path is only formatted for lists (per element it cost more
        * than the conversion). */
-      if ((rc = put_elem(f, e, err)) != 0)
+      if ((rc = api__put_elem(&f->c, e, err)) != 0)
         return rc;
       continue;
     }
@@ -664,7 +415,7 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
 }
 
 /* Converts the elements of a flat array found by jf_find() (json.c's
- * f->out is allocated, f->idx is 0).  The common elements are stored
+ * f->c.out is allocated, f->c.idx is 0).  The common elements are stored
  * directly; any other (a real for an integer dtype, a value out of the
  * dtype's range) goes through put_elem() on a jansson value of what the
  * parser would have made, for the same checks and messages.  1 means the
@@ -674,27 +425,27 @@ fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
           struct rd_error *err)
 {
   size_t pos = fl->open;
-  int is_float = f->dtype == RD_FLOAT32 || f->dtype == RD_FLOAT64 ||
-                 f->dtype == RD_FLOAT16 || f->dtype == RD_BFLOAT16;
-  int64_t lo = f->dtype == RD_INT32 ? INT32_MIN
-               : f->dtype == RD_INT64 ? INT64_MIN : 0;
-  int64_t hi = f->dtype == RD_INT32 ? INT32_MAX
-               : f->dtype == RD_UINT32 ? (int64_t)UINT32_MAX : INT64_MAX;
+  int is_float = f->c.dtype == RD_FLOAT32 || f->c.dtype == RD_FLOAT64 ||
+                 f->c.dtype == RD_FLOAT16 || f->c.dtype == RD_BFLOAT16;
+  int64_t lo = f->c.dtype == RD_INT32 ? INT32_MIN
+               : f->c.dtype == RD_INT64 ? INT64_MIN : 0;
+  int64_t hi = f->c.dtype == RD_INT32 ? INT32_MAX
+               : f->c.dtype == RD_UINT32 ? (int64_t)UINT32_MAX : INT64_MAX;
   struct jf_num n;
   json_t *v;
   int rc;
 
   for (uint64_t k = 0; k < fl->count; k++) {
-    unsigned char *dst = f->out + f->idx * f->esize;
+    unsigned char *dst = f->c.out + f->c.idx * f->c.esize;
     if (jf_next(body, &pos, &n) != 0)
       return 1;
     if (is_float) {
-      store_float(f->dtype, n.kind == JF_INT ? (double)n.i : n.d, dst);
-      f->idx++;
+      api__store_float(f->c.dtype, n.kind == JF_INT ? (double)n.i : n.d, dst);
+      f->c.idx++;
       continue;
     }
     if (n.kind == JF_INT && n.i >= lo && n.i <= hi) {
-      switch (f->dtype) {
+      switch (f->c.dtype) {
       case RD_INT32: {
         int32_t x = (int32_t)n.i;
         memcpy(dst, &x, sizeof x);
@@ -709,13 +460,13 @@ fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
         memcpy(dst, &n.i, sizeof n.i);
       }
       }
-      f->idx++;
+      f->c.idx++;
       continue;
     }
     v = n.kind == JF_INT ? json_integer(n.i) : json_real(n.d);
     if (v == NULL)
       return api_fail(err, RD_E_NOMEM, "out of memory decoding input.data");
-    rc = put_elem(f, v, err);
+    rc = api__put_elem(&f->c, v, err);
     json_decref(v);
     if (rc != 0)
       return rc;
@@ -767,7 +518,7 @@ decode_input(const json_t *root, uint64_t max_elements,
                     "missing required field \"input\"");
   if (!json_is_object(input))
     return api_fail(err, API_E_INVALID_FIELD,
-                    "input must be an object, got %s", type_name(input));
+                    "input must be an object, got %s", api__type_name(input));
   if ((rc = check_fields(input, input_fields, "input.", err)) != 0)
     return rc;
   if ((rc = decode_dtype(input, p, err)) != 0)
@@ -810,7 +561,7 @@ decode_input(const json_t *root, uint64_t max_elements,
                     "input has %" PRIu64 " elements; the limit is %" PRIu64,
                     count, max_elements);
   if (shape_v != NULL) {
-    show_shape(req->shape, p->rank, s1, sizeof s1);
+    api__shape_text(req->shape, p->rank, s1, sizeof s1);
     if (nrank == 0 && p->rank != 0) {
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "input.data is a single element (rank 0) but "
@@ -826,7 +577,7 @@ decode_input(const json_t *root, uint64_t max_elements,
         if (nest[i] != req->shape[i])
           break;
       if (nrank != p->rank || i < nrank) {
-        show_shape(nest, nrank, s2, sizeof s2);
+        api__shape_text(nest, nrank, s2, sizeof s2);
         return api_fail(err, API_E_SHAPE_MISMATCH,
                         "input.data is nested as shape %s but input.shape "
                         "is %s", s2, s1);
@@ -836,32 +587,34 @@ decode_input(const json_t *root, uint64_t max_elements,
 
   /* Structure first, then allocate, then convert: the first elements of
    * ragged data must not size an allocation. */
-  f.dtype = p->dtype;
+  f.c.dtype = p->dtype;
+  f.c.bad = bad_elem;
+  f.c.ctx = &f;
   f.dtname = rd_dtype_name(p->dtype);
-  f.esize = rd_dtype_size(p->dtype);
+  f.c.esize = rd_dtype_size(p->dtype);
   f.rank = nrank;
   f.dims = nest;
   snprintf(path, sizeof path, "input.data");
   /* A flat array from jf_find() has numbers only: nothing to check. */
   if (fl == NULL && (rc = walk(&f, data, 0, path, strlen(path), err)) != 0)
     return rc;
-  bytes = count * f.esize;    /* rd_shape_count checked it fits in int64 */
+  bytes = count * f.c.esize;    /* rd_shape_count checked it fits in int64 */
   if (bytes > SIZE_MAX - 1)
     return api_fail(err, RD_E_TOO_LARGE, "input of %" PRIu64 " bytes does "
                     "not fit in memory", bytes);
   /* Never NULL, even for an empty tensor. */
-  f.out = malloc(bytes != 0 ? (size_t)bytes : 1);
-  if (f.out == NULL)
+  f.c.out = malloc(bytes != 0 ? (size_t)bytes : 1);
+  if (f.c.out == NULL)
     return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64
                     " bytes of input", bytes);
-  f.idx = 0;
+  f.c.idx = 0;
   rc = fl != NULL ? fill_flat(&f, body, fl, err)
                   : walk(&f, data, 0, path, strlen(path), err);
   if (rc != 0) {
-    free(f.out);
+    free(f.c.out);
     return rc;
   }
-  req->data = f.out;
+  req->data = f.c.out;
   req->data_bytes = (size_t)bytes;
   return 0;
 }
@@ -896,7 +649,7 @@ decode_doc(const char *text, size_t len, uint64_t max_elements,
   }
   if (!json_is_object(root))
     rc = api_fail(err, API_E_BAD_JSON, "the body must be a JSON object, got "
-                  "%s", type_name(root));
+                  "%s", api__type_name(root));
   else if ((rc = check_fields(root, top_fields, "", err)) == 0 &&
            (rc = decode_attrs(root, req, err)) == 0)
     rc = decode_input(root, max_elements, req, err, body, fl);

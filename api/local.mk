@@ -4,6 +4,7 @@ api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
 	api/numfmt.h api/numfmt.c \
+	api/jsonconv.h api/jsonconv.c \
 	api/json.c api/jsonfast.h api/jsonfast.c \
 	api/binary.h api/binary.c \
 	api/v2.h api/v2.c
