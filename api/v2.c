@@ -2,7 +2,6 @@
  * tensor data extension: routes, infer request decoding, response, error
  * and metadata bodies.  Parsing and string escaping are jansson's. */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +9,12 @@
 #include <jansson.h>
 
 #include "api.h"
-#include "f16.h"
+#include "jsonconv.h"
 #include "numfmt.h"
 #include "v2.h"
 
 /* ONNX opset 18 moved `axes` from an attribute to an input. */
 #define AXES_INPUT_VERSION 18
-/* Integral reals beyond this may have been rounded by the parser. */
-#define EXACT_REAL_MAX 9007199254740992.0 /* 2^53 */
 /* Bytes of a user string quoted in a message. */
 #define SHOW_CUT 64
 
@@ -87,28 +84,6 @@ show(const char *s, char *out, size_t size)
     i += 3;
   }
   out[i] = '\0';
-}
-
-static const char *
-type_name(const json_t *v)
-{
-  switch (json_typeof(v)) {
-  case JSON_OBJECT:
-    return "an object";
-  case JSON_ARRAY:
-    return "a list";
-  case JSON_STRING:
-    return "a string";
-  case JSON_INTEGER:
-  case JSON_REAL:
-    return "a number";
-  case JSON_TRUE:
-    return "true";
-  case JSON_FALSE:
-    return "false";
-  default:
-    return "null";
-  }
 }
 
 /* "1, 11, 13, 18" */
@@ -238,43 +213,14 @@ static int
 check_keys(const json_t *obj, const char *const *known, const char *what,
            struct rd_error *err)
 {
-  const char *key;
-  const json_t *val;
+  const char *key = api__unknown_key(obj, known);
   char shown[SHOW_CUT + 8];
-  size_t i;
 
-  json_object_foreach((json_t *)obj, key, val) {
-    for (i = 0; known[i] != NULL && strcmp(known[i], key) != 0; i++)
-      ;
-    if (known[i] == NULL) {
-      show(key, shown, sizeof shown);
-      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown %s \"%s\"", what,
-                      shown);
-    }
-  }
-  return 0;
-}
-
-/* 0 and the value; -1 if `v` is not an integer; -2 for an integral real
- * too large to be exact. */
-static int
-as_int64(const json_t *v, int64_t *out)
-{
-  double r;
-
-  if (json_is_integer(v)) {
-    *out = json_integer_value(v);
+  if (key == NULL)
     return 0;
-  }
-  if (!json_is_real(v))
-    return -1;
-  r = json_real_value(v);
-  if (r != trunc(r))
-    return -1;
-  if (fabs(r) > EXACT_REAL_MAX)
-    return -2;
-  *out = (int64_t)r;
-  return 0;
+  show(key, shown, sizeof shown);
+  return api_fail(err, API_E_UNKNOWN_FIELD, "unknown %s \"%s\"", what,
+                  shown);
 }
 
 /* keepdims / noop_with_empty_axes: an integer or true/false. */
@@ -286,9 +232,9 @@ param_int(const json_t *v, const char *name, int64_t *out,
     *out = json_is_true(v);
     return 0;
   }
-  if (as_int64(v, out) != 0)
+  if (api__as_int64(v, out) != 0)
     return api_fail(err, API_E_INVALID_FIELD, "parameters.%s must be an "
-                    "integer or true/false, got %s", name, type_name(v));
+                    "integer or true/false, got %s", name, api__type_name(v));
   return 0;
 }
 
@@ -310,7 +256,7 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
     return 0;
   if (!json_is_object(ps))
     return api_fail(err, API_E_INVALID_FIELD, "parameters must be an object, "
-                    "got %s", type_name(ps));
+                    "got %s", api__type_name(ps));
   if ((rc = check_keys(ps, known, "parameter", err)) != 0)
     return rc;
   if ((v = json_object_get(ps, "keepdims")) != NULL &&
@@ -328,7 +274,7 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
   if ((v = json_object_get(ps, "overflow")) != NULL) {
     if (!json_is_string(v))
       return api_fail(err, API_E_INVALID_FIELD, "parameters.overflow must "
-                      "be a string, got %s", type_name(v));
+                      "be a string, got %s", api__type_name(v));
     if (rd_overflow_parse(json_string_value(v), &pol) != 0) {
       show(json_string_value(v), shown, sizeof shown);
       return api_fail(err, RD_E_POLICY, "unknown overflow policy \"%s\"; "
@@ -340,7 +286,7 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
     if (!json_is_boolean(v))
       return api_fail(err, API_E_INVALID_FIELD, "parameters."
                       "binary_data_output must be true or false, got %s",
-                      type_name(v));
+                      api__type_name(v));
     *bdo = json_is_true(v);
   }
   if ((v = json_object_get(ps, "axes")) != NULL) {
@@ -351,16 +297,16 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
                       "\"axes\" (INT64)");
     if (!json_is_array(v))
       return api_fail(err, API_E_INVALID_FIELD, "parameters.axes must be a "
-                      "list of integers, got %s", type_name(v));
+                      "list of integers, got %s", api__type_name(v));
     n = json_array_size(v);
     if (n > RD_MAX_RANK)
       return api_fail(err, API_E_INVALID_FIELD, "parameters.axes has %zu "
                       "entries; at most %d are possible", n, RD_MAX_RANK);
     for (size_t i = 0; i < n; i++)
-      if (as_int64(json_array_get(v, i), &req->axes[i]) != 0)
+      if (api__as_int64(json_array_get(v, i), &req->axes[i]) != 0)
         return api_fail(err, API_E_INVALID_FIELD, "parameters.axes[%zu] "
                         "must be an integer, got %s", i,
-                        type_name(json_array_get(v, i)));
+                        api__type_name(json_array_get(v, i)));
     p->naxes = n;
   }
   return 0;
@@ -368,20 +314,19 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
 
 /* Converting JSON elements. */
 struct conv {
-  int dtype;
-  size_t esize;
-  unsigned char *out;
-  uint64_t idx;
+  struct api__conv c;    /* c.ctx is this conv */
   const char *input;     /* "data" or "axes" */
   const char *dtname;    /* "FP32" */
   size_t rank;
   const int64_t *shape;
 };
 
+/* api__conv's bad(): names the element input "x": data[i] (v2's form). */
 static int
-bad_elem(const struct conv *c, const json_t *v, const char *why,
+bad_elem(const struct api__conv *ac, const json_t *v, const char *why,
          struct rd_error *err)
 {
+  const struct conv *c = ac->ctx;
   char shown[SHOW_CUT + 16];
 
   if (json_is_string(v)) {
@@ -395,172 +340,11 @@ bad_elem(const struct conv *c, const json_t *v, const char *why,
     double d = json_real_value(v);
     api_format_elem(shown, RD_FLOAT64, &d);
   } else {
-    snprintf(shown, sizeof shown, "%s", type_name(v));
+    snprintf(shown, sizeof shown, "%s", api__type_name(v));
   }
   return api_fail(err, API_E_INVALID_ELEMENT, "input \"%s\": data[%" PRIu64
-                  "] = %s %s (datatype %s)", c->input, c->idx, shown, why,
+                  "] = %s %s (datatype %s)", c->input, ac->idx, shown, why,
                   c->dtname);
-}
-
-/* -?(0|[1-9][0-9]*) into sign and magnitude; -1 bad grammar, -2 > 2^64-1. */
-static int
-parse_decimal(const char *s, int *neg, uint64_t *mag)
-{
-  uint64_t m = 0;
-  size_t i;
-
-  *neg = s[0] == '-';
-  i = (size_t)*neg;
-  if (s[i] == '\0' || (s[i] == '0' && s[i + 1] != '\0'))
-    return -1;
-  for (size_t j = i; s[j] != '\0'; j++)
-    if (s[j] < '0' || s[j] > '9')
-      return -1;
-  for (; s[i] != '\0'; i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (m > (UINT64_MAX - d) / 10)
-      return -2;
-    m = m * 10 + d;
-  }
-  *mag = m;
-  return 0;
-}
-
-static int
-put_float(const struct conv *c, const json_t *v, unsigned char *dst,
-          struct rd_error *err)
-{
-  double d;
-  float x;
-  uint16_t h;
-
-  if (json_is_integer(v)) {
-    d = (double)json_integer_value(v);
-  } else if (json_is_real(v)) {
-    d = json_real_value(v);
-  } else if (json_is_string(v)) {
-    const char *s = json_string_value(v);
-    if (strcmp(s, "NaN") == 0)
-      d = NAN;
-    else if (strcmp(s, "Infinity") == 0)
-      d = INFINITY;
-    else if (strcmp(s, "-Infinity") == 0)
-      d = -INFINITY;
-    else
-      return bad_elem(c, v, "is not a number (the strings allowed are "
-                      "\"NaN\", \"Infinity\" and \"-Infinity\")", err);
-  } else {
-    return bad_elem(c, v, "is not a number", err);
-  }
-  switch (c->dtype) {
-  case RD_FLOAT32:
-    x = (float)d;
-    memcpy(dst, &x, sizeof x);
-    break;
-  case RD_FLOAT16:
-    h = rd_f64_to_f16(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  case RD_BFLOAT16:
-    h = rd_f64_to_bf16(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  default:
-    memcpy(dst, &d, sizeof d);
-  }
-  return 0;
-}
-
-static int
-put_int(const struct conv *c, const json_t *v, unsigned char *dst,
-        struct rd_error *err)
-{
-  uint64_t mag = 0, max_pos, max_neg;
-  char range[96];
-  int64_t s = 0;
-  int neg = 0;
-
-  switch (c->dtype) {
-  case RD_INT32:
-    max_pos = INT32_MAX;
-    max_neg = (uint64_t)INT32_MAX + 1;
-    break;
-  case RD_INT64:
-    max_pos = INT64_MAX;
-    max_neg = (uint64_t)INT64_MAX + 1;
-    break;
-  case RD_UINT32:
-    max_pos = UINT32_MAX;
-    max_neg = 0;
-    break;
-  default:
-    max_pos = UINT64_MAX;
-    max_neg = 0;
-  }
-  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
-           "]", max_neg ? "-" : "", max_neg, max_pos);
-  if (json_is_string(v)) {
-    int rc = parse_decimal(json_string_value(v), &neg, &mag);
-    if (rc == -1 || strlen(json_string_value(v)) != json_string_length(v))
-      return bad_elem(c, v, "is not a decimal integer", err);
-    if (rc == -2)
-      return bad_elem(c, v, range, err);
-  } else {
-    switch (as_int64(v, &s)) {
-    case 0:
-      break;
-    case -2:
-      return bad_elem(c, v, "is not exact as a JSON real; write it as an "
-                      "integer or a decimal string", err);
-    default:
-      return bad_elem(c, v, json_is_number(v) ? "is not an integer"
-                                              : "is not a number", err);
-    }
-    neg = s < 0;
-    mag = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
-  }
-  if (mag > (neg ? max_neg : max_pos))
-    return bad_elem(c, v, range, err);
-  if (c->dtype == RD_INT32) {
-    int32_t i32 = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
-    memcpy(dst, &i32, sizeof i32);
-  } else if (c->dtype == RD_UINT32) {
-    uint32_t u32 = (uint32_t)mag;
-    memcpy(dst, &u32, sizeof u32);
-  } else if (c->dtype == RD_INT64) {
-    /* -(2^63) has no positive int64 counterpart to negate. */
-    s = !neg ? (int64_t)mag : -(int64_t)(mag - 1) - 1;
-    memcpy(dst, &s, sizeof s);
-  } else {
-    memcpy(dst, &mag, sizeof mag);
-  }
-  return 0;
-}
-
-static int
-put_elem(struct conv *c, const json_t *v, struct rd_error *err)
-{
-  unsigned char *dst = c->out + c->idx * c->esize;
-  int rc;
-
-  if (c->dtype == RD_FLOAT32 || c->dtype == RD_FLOAT64 ||
-      c->dtype == RD_FLOAT16 || c->dtype == RD_BFLOAT16)
-    rc = put_float(c, v, dst, err);
-  else
-    rc = put_int(c, v, dst, err);
-  c->idx++;
-  return rc;
-}
-
-static void
-shape_text(const int64_t *shape, size_t rank, char *out, size_t size)
-{
-  size_t n = (size_t)snprintf(out, size, "[");
-  for (size_t i = 0; i < rank && n < size; i++)
-    n += (size_t)snprintf(out + n, size - n, "%s%" PRId64, i ? "," : "",
-                          shape[i]);
-  if (n < size)
-    snprintf(out + n, size - n, "]");
 }
 
 /* Nested data: every list at depth d has shape[d] entries and elements sit
@@ -576,15 +360,15 @@ walk_nested(struct conv *c, const json_t *v, size_t depth,
 
   if (depth == c->rank) {
     if (json_is_array(v)) {
-      shape_text(c->shape, c->rank, s, sizeof s);
+      api__shape_text(c->shape, c->rank, s, sizeof s);
       return api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": data is "
                       "nested deeper than its shape %s", c->input, s);
     }
-    return put_elem(c, v, err);
+    return api__put_elem(&c->c, v, err);
   }
   n = json_is_array(v) ? json_array_size(v) : 0;
   if (!json_is_array(v) || (int64_t)n != c->shape[depth]) {
-    shape_text(c->shape, c->rank, s, sizeof s);
+    api__shape_text(c->shape, c->rank, s, sizeof s);
     return api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": nested data "
                     "does not match its shape %s (at depth %zu: %s of %zu, "
                     "expected a list of %" PRId64 ")", c->input, s, depth,
@@ -603,44 +387,44 @@ convert_data(struct conv *c, const json_t *data, uint64_t count,
              struct rd_error *err)
 {
   char s[RD_MAX_RANK * 21 + 3];
-  uint64_t bytes = count * c->esize;   /* rd_shape_count checked it */
+  uint64_t bytes = count * c->c.esize;   /* rd_shape_count checked it */
   size_t n;
   int rc;
 
   if (!json_is_array(data))
     return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": data must be a "
-                    "list, got %s", c->input, type_name(data));
+                    "list, got %s", c->input, api__type_name(data));
   n = json_array_size(data);
   if (bytes > SIZE_MAX - 1)
     return api_fail(err, RD_E_TOO_LARGE, "input \"%s\" of %" PRIu64 " bytes "
                     "does not fit in memory", c->input, bytes);
-  c->out = malloc(bytes ? (size_t)bytes : 1);
-  if (c->out == NULL)
+  c->c.out = malloc(bytes ? (size_t)bytes : 1);
+  if (c->c.out == NULL)
     return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64 " bytes "
                     "of input \"%s\"", bytes, c->input);
-  c->idx = 0;
+  c->c.idx = 0;
   if (n > 0 && json_is_array(json_array_get(data, 0)) && c->rank > 1) {
     rc = walk_nested(c, data, 0, err);
   } else if ((uint64_t)n != count) {
-    shape_text(c->shape, c->rank, s, sizeof s);
+    api__shape_text(c->shape, c->rank, s, sizeof s);
     rc = api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": data has %zu "
                   "elements; shape %s needs %" PRIu64, c->input, n, s, count);
   } else {
     rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
       if (json_is_array(json_array_get(data, i))) {
-        shape_text(c->shape, c->rank, s, sizeof s);
+        api__shape_text(c->shape, c->rank, s, sizeof s);
         rc = api_fail(err, API_E_SHAPE_MISMATCH, "input \"%s\": data[%zu] "
                       "is a list, but flat data was expected for shape %s",
                       c->input, i, s);
       } else {
-        rc = put_elem(c, json_array_get(data, i), err);
+        rc = api__put_elem(&c->c, json_array_get(data, i), err);
       }
     }
   }
   if (rc != 0) {
-    free(c->out);
-    c->out = NULL;
+    free(c->c.out);
+    c->c.out = NULL;
   }
   return rc;
 }
@@ -681,7 +465,7 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
   if (!json_is_string(v))
     return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu] (\"%s\"): "
                     "datatype must be a string, got %s", idx, name,
-                    type_name(v));
+                    api__type_name(v));
   if (api_v2_datatype_parse(json_string_value(v), &t->dtype) != 0) {
     show(json_string_value(v), shown, sizeof shown);
     return api_fail(err, RD_E_DTYPE, "input \"%s\": unsupported datatype "
@@ -694,17 +478,17 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
                     "\"shape\"", idx, name);
   if (!json_is_array(v))
     return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": shape must be a "
-                    "list of integers, got %s", name, type_name(v));
+                    "list of integers, got %s", name, api__type_name(v));
   if (json_array_size(v) > RD_MAX_RANK)
     return api_fail(err, RD_E_RANK, "input \"%s\": shape has %zu dimensions; "
                     "at most %d are supported", name, json_array_size(v),
                     RD_MAX_RANK);
   t->rank = json_array_size(v);
   for (size_t i = 0; i < t->rank; i++)
-    if (as_int64(json_array_get(v, i), &t->shape[i]) != 0)
+    if (api__as_int64(json_array_get(v, i), &t->shape[i]) != 0)
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": shape[%zu] "
                       "must be an integer, got %s", name, i,
-                      type_name(json_array_get(v, i)));
+                      api__type_name(json_array_get(v, i)));
   if ((rc = rd_shape_count(t->rank, t->shape, t->dtype, &t->count, err)))
     return rc;
 
@@ -712,7 +496,7 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
   if (ps != NULL) {
     if (!json_is_object(ps))
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": parameters "
-                      "must be an object, got %s", name, type_name(ps));
+                      "must be an object, got %s", name, api__type_name(ps));
     snprintf(what, sizeof what, "parameter of input \"%s\":", name);
     if ((rc = check_keys(ps, pknown, what, err)) != 0)
       return rc;
@@ -720,7 +504,7 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
   t->data = json_object_get(in, "data");
   v = ps != NULL ? json_object_get(ps, "binary_data_size") : NULL;
   if (v != NULL) {
-    if (as_int64(v, &size) != 0 || size < 0)
+    if (api__as_int64(v, &size) != 0 || size < 0)
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": "
                       "binary_data_size must be an integer >= 0", name);
     if (t->data != NULL)
@@ -761,7 +545,7 @@ decode_outputs(const json_t *outs, int *bd, struct rd_error *err)
     return 0;
   if (!json_is_array(outs))
     return api_fail(err, API_E_INVALID_FIELD, "outputs must be a list, got "
-                    "%s", type_name(outs));
+                    "%s", api__type_name(outs));
   if (json_array_size(outs) > 1)
     return api_fail(err, API_E_INVALID_FIELD, "outputs has %zu entries; the "
                     "model has one output, \"reduced\"",
@@ -769,7 +553,7 @@ decode_outputs(const json_t *outs, int *bd, struct rd_error *err)
   json_array_foreach(outs, i, o) {
     if (!json_is_object(o))
       return api_fail(err, API_E_INVALID_FIELD, "outputs[%zu] must be an "
-                      "object, got %s", i, type_name(o));
+                      "object, got %s", i, api__type_name(o));
     if ((rc = check_keys(o, known, "field of outputs[0]:", err)) != 0)
       return rc;
     v = json_object_get(o, "name");
@@ -778,7 +562,7 @@ decode_outputs(const json_t *outs, int *bd, struct rd_error *err)
                       "\"name\"", i);
     if (!json_is_string(v))
       return api_fail(err, API_E_INVALID_FIELD, "outputs[%zu]: name must be "
-                      "a string, got %s", i, type_name(v));
+                      "a string, got %s", i, api__type_name(v));
     if (strcmp(json_string_value(v), "reduced") != 0) {
       show(json_string_value(v), shown, sizeof shown);
       return api_fail(err, API_E_UNKNOWN_FIELD, "unknown output \"%s\"; the "
@@ -789,7 +573,7 @@ decode_outputs(const json_t *outs, int *bd, struct rd_error *err)
       continue;
     if (!json_is_object(ps))
       return api_fail(err, API_E_INVALID_FIELD, "output \"reduced\": "
-                      "parameters must be an object, got %s", type_name(ps));
+                      "parameters must be an object, got %s", api__type_name(ps));
     if ((rc = check_keys(ps, pknown, "parameter of output \"reduced\":",
                          err)) != 0)
       return rc;
@@ -798,7 +582,7 @@ decode_outputs(const json_t *outs, int *bd, struct rd_error *err)
       if (!json_is_boolean(v))
         return api_fail(err, API_E_INVALID_FIELD, "output \"reduced\": "
                         "binary_data must be true or false, got %s",
-                        type_name(v));
+                        api__type_name(v));
       *bd = json_is_true(v);
     }
   }
@@ -840,13 +624,13 @@ decode_root(const json_t *root, int blobs, uint64_t max_elements,
 
   if (!json_is_object(root))
     return api_fail(err, API_E_BAD_JSON, "the request must be a JSON object, "
-                    "got %s", type_name(root));
+                    "got %s", api__type_name(root));
   if ((rc = check_keys(root, known, "field", err)) != 0)
     return rc;
   if ((v = json_object_get(root, "id")) != NULL) {
     if (!json_is_string(v))
       return api_fail(err, API_E_INVALID_FIELD, "id must be a string, got %s",
-                      type_name(v));
+                      api__type_name(v));
     if (json_string_length(v) > API_V2_ID_MAX ||
         strlen(json_string_value(v)) != json_string_length(v))
       return api_fail(err, API_E_INVALID_FIELD, "id must be at most %d "
@@ -867,19 +651,19 @@ decode_root(const json_t *root, int blobs, uint64_t max_elements,
                     "\"inputs\"");
   if (!json_is_array(inputs))
     return api_fail(err, API_E_INVALID_FIELD, "inputs must be a list, got %s",
-                    type_name(inputs));
+                    api__type_name(inputs));
   json_array_foreach(inputs, i, in) {
     const char *name;
     if (!json_is_object(in))
       return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu] must be an "
-                      "object, got %s", i, type_name(in));
+                      "object, got %s", i, api__type_name(in));
     v = json_object_get(in, "name");
     if (v == NULL)
       return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu]: missing "
                       "\"name\"", i);
     if (!json_is_string(v))
       return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu]: name must be a "
-                      "string, got %s", i, type_name(v));
+                      "string, got %s", i, api__type_name(v));
     name = json_string_value(v);
     if (strcmp(name, "data") == 0) {
       ti = 0;
@@ -924,16 +708,18 @@ decode_root(const json_t *root, int blobs, uint64_t max_elements,
     info->blob_total += tin[1].blob_size;
     if (!tin[1].blob) {
       memset(&c, 0, sizeof c);
-      c.dtype = RD_INT64;
-      c.esize = 8;
+      c.c.bad = bad_elem;
+      c.c.ctx = &c;
+      c.c.dtype = RD_INT64;
+      c.c.esize = 8;
       c.input = "axes";
       c.dtname = "INT64";
       c.rank = 1;
       c.shape = tin[1].shape;
       if ((rc = convert_data(&c, tin[1].data, tin[1].count, err)) != 0)
         return rc;
-      memcpy(req->axes, c.out, (size_t)tin[1].count * 8);
-      free(c.out);
+      memcpy(req->axes, c.c.out, (size_t)tin[1].count * 8);
+      free(c.c.out);
     }
   }
   if (!tin[0].blob) {
@@ -942,16 +728,18 @@ decode_root(const json_t *root, int blobs, uint64_t max_elements,
                       " elements; the limit is %" PRIu64, tin[0].count,
                       max_elements);
     memset(&c, 0, sizeof c);
-    c.dtype = tin[0].dtype;
-    c.esize = rd_dtype_size(c.dtype);
+    c.c.bad = bad_elem;
+    c.c.ctx = &c;
+    c.c.dtype = tin[0].dtype;
+    c.c.esize = rd_dtype_size(c.c.dtype);
     c.input = "data";
-    c.dtname = api_v2_datatype_name(c.dtype);
+    c.dtname = api_v2_datatype_name(c.c.dtype);
     c.rank = tin[0].rank;
     c.shape = req->shape;
     if ((rc = convert_data(&c, tin[0].data, tin[0].count, err)) != 0)
       return rc;
-    req->data = c.out;
-    req->data_bytes = (size_t)(tin[0].count * c.esize);
+    req->data = c.c.out;
+    req->data_bytes = (size_t)(tin[0].count * c.c.esize);
   }
   return 0;
 }
