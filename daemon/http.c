@@ -520,13 +520,98 @@ binary_ready(struct http_server *s, struct req *r, struct rd_error *err)
   return 0;
 }
 
+/* The body checks both POST routes make before reading (MHD thread).
+ * Each returns 0 to go on, or 1 with *res the queued answer; errors take
+ * the route's form (respond_error() follows r->v2). */
+
+/* Content-Length or chunked Transfer-Encoding, within --max-body; sets
+ * r->expect_len. */
+static int
+body_length(struct http_server *s, struct req *r, int *chunked,
+            uint64_t *len, enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+  const char *cl;
+
+  *chunked = is_chunked(r->conn);
+  cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (!*chunked) {
+    if (cl == NULL) {
+      *res = respond_error(r, NULL, API_E_LENGTH_REQUIRED,
+                           "a POST body needs Content-Length or chunked "
+                           "Transfer-Encoding");
+      return 1;
+    }
+    if (parse_length(cl, len) != 0) {
+      *res = respond_error(r, NULL, API_E_LENGTH_REQUIRED,
+                           "invalid Content-Length '%.32s'", cl);
+      return 1;
+    }
+    if (*len > c->max_body) {
+      *res = respond_error(r, NULL, API_E_BODY_TOO_LARGE,
+                           "Content-Length %llu is above the limit of %llu "
+                           "bytes (--max-body)", (unsigned long long)*len,
+                           (unsigned long long)c->max_body);
+      return 1;
+    }
+  }
+  r->expect_len = *chunked ? UINT64_MAX : *len;
+  return 0;
+}
+
+/* Not while draining (503 DRAINING in the route's form), nor beyond
+ * --max-pending. */
+static int
+admission(struct http_server *s, struct req *r, enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+
+  if (s->draining) {
+    *res = r->v2 ? respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_draining,
+                           sizeof body_v2_draining - 1, 0, NULL)
+                 : respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_draining,
+                           sizeof body_draining - 1, 0, NULL);
+    return 1;
+  }
+  if (s->pending >= c->max_pending) {
+    *res = respond_error(r, NULL, API_E_OVERLOADED,
+                         "%zu requests are already in progress "
+                         "(--max-pending %llu); retry later", s->pending,
+                         (unsigned long long)c->max_pending);
+    return 1;
+  }
+  return 0;
+}
+
+/* The buffer of a JSON body: allocated once when the length is known;
+ * chunked grows geometrically from HTTP_CHUNKED_START. */
+static int
+body_alloc(struct http_server *s, struct req *r, int chunked, uint64_t len,
+           enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+
+  r->body_cap = chunked ? (size_t)(c->max_body < HTTP_CHUNKED_START
+                                   ? c->max_body : HTTP_CHUNKED_START)
+                        : (size_t)len;
+  r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+  if (r->body == NULL) {
+    *res = respond_error(r, NULL, API_E_OVERLOADED,
+                         "cannot allocate %zu bytes for the body; retry "
+                         "later", r->body_cap);
+    return 1;
+  }
+  return 0;
+}
+
 /* First call: every check that can refuse the request before its body. */
 static enum MHD_Result
 reduce_begin(struct http_server *s, struct req *r)
 {
-  const struct conf *c = s->conf;
-  const char *ct, *cl;
+  enum MHD_Result res;
   struct rd_error err;
+  const char *ct;
   uint64_t len = 0;
   int chunked;
 
@@ -547,24 +632,8 @@ reduce_begin(struct http_server *s, struct req *r)
                        r->in_fmt, &r->job.accept, &err) != 0)
     return respond_rd_error(r, &err);
 
-  chunked = is_chunked(r->conn);
-  cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if (!chunked) {
-    if (cl == NULL)
-      return respond_error(r, NULL, API_E_LENGTH_REQUIRED,
-                           "a POST body needs Content-Length or chunked "
-                           "Transfer-Encoding");
-    if (parse_length(cl, &len) != 0)
-      return respond_error(r, NULL, API_E_LENGTH_REQUIRED,
-                           "invalid Content-Length '%.32s'", cl);
-    if (len > c->max_body)
-      return respond_error(r, NULL, API_E_BODY_TOO_LARGE,
-                           "Content-Length %llu is above the limit of %llu "
-                           "bytes (--max-body)", (unsigned long long)len,
-                           (unsigned long long)c->max_body);
-  }
-  r->expect_len = chunked ? UINT64_MAX : len;
+  if (body_length(s, r, &chunked, &len, &res) != 0)
+    return res;
 
   if (r->in_fmt != API_FMT_JSON) {
     if (r->query_lost)
@@ -577,29 +646,15 @@ reduce_begin(struct http_server *s, struct req *r)
       return respond_rd_error(r, &err);
   }
 
-  if (s->draining)
-    return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_draining,
-                   sizeof body_draining - 1, 0, NULL);
-  if (s->pending >= c->max_pending)
-    return respond_error(r, NULL, API_E_OVERLOADED,
-                         "%zu requests are already in progress "
-                         "(--max-pending %llu); retry later", s->pending,
-                         (unsigned long long)c->max_pending);
+  if (admission(s, r, &res) != 0)
+    return res;
 
   if (r->in_fmt == API_FMT_RAW) {
     if (binary_ready(s, r, &err) != 0)
       return respond_rd_error(r, &err);
   } else if (r->in_fmt == API_FMT_JSON) {
-    /* Allocate once when the length is known; chunked grows
-     * geometrically. */
-    r->body_cap = chunked ? (size_t)(c->max_body < HTTP_CHUNKED_START
-                                     ? c->max_body : HTTP_CHUNKED_START)
-                          : (size_t)len;
-    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
-    if (r->body == NULL)
-      return respond_error(r, NULL, API_E_OVERLOADED,
-                           "cannot allocate %zu bytes for the body; retry "
-                           "later", r->body_cap);
+    if (body_alloc(s, r, chunked, len, &res) != 0)
+      return res;
   }
   /* .npy: planned once its header has arrived. */
   r->admitted = 1;
@@ -1054,8 +1109,9 @@ static enum MHD_Result
 v2_infer_begin(struct http_server *s, struct req *r)
 {
   const struct conf *c = s->conf;
-  const char *ce, *cl, *ih;
+  const char *ce, *ih;
   uint64_t len = 0, hl;
+  enum MHD_Result res;
   struct rd_error err;
   int chunked;
 
@@ -1069,24 +1125,8 @@ v2_infer_begin(struct http_server *s, struct req *r)
                                    "Inference-Header-Content-Length");
   /* Like /v1's Content-Type: the body format is known from here on. */
   r->format = ih != NULL ? METRICS_FMT_BINARY : METRICS_FMT_JSON;
-  chunked = is_chunked(r->conn);
-  cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if (!chunked) {
-    if (cl == NULL)
-      return respond_error(r, NULL, API_E_LENGTH_REQUIRED,
-                           "a POST body needs Content-Length or chunked "
-                           "Transfer-Encoding");
-    if (parse_length(cl, &len) != 0)
-      return respond_error(r, NULL, API_E_LENGTH_REQUIRED,
-                           "invalid Content-Length '%.32s'", cl);
-    if (len > c->max_body)
-      return respond_error(r, NULL, API_E_BODY_TOO_LARGE,
-                           "Content-Length %llu is above the limit of %llu "
-                           "bytes (--max-body)", (unsigned long long)len,
-                           (unsigned long long)c->max_body);
-  }
-  r->expect_len = chunked ? UINT64_MAX : len;
+  if (body_length(s, r, &chunked, &len, &res) != 0)
+    return res;
 
   r->v2_hdr_len = SIZE_MAX;
   if (ih != NULL) {
@@ -1111,14 +1151,8 @@ v2_infer_begin(struct http_server *s, struct req *r)
     r->v2_hdr_len = (size_t)hl;
   }
 
-  if (s->draining)
-    return respond(r, MHD_HTTP_SERVICE_UNAVAILABLE, body_v2_draining,
-                   sizeof body_v2_draining - 1, 0, NULL);
-  if (s->pending >= c->max_pending)
-    return respond_error(r, NULL, API_E_OVERLOADED,
-                         "%zu requests are already in progress "
-                         "(--max-pending %llu); retry later", s->pending,
-                         (unsigned long long)c->max_pending);
+  if (admission(s, r, &res) != 0)
+    return res;
 
   r->job.v2 = 1;
   r->job.v2_header_len = r->v2_hdr_len;
@@ -1136,14 +1170,8 @@ v2_infer_begin(struct http_server *s, struct req *r)
                            r->v2_hdr_len);
   } else {
     r->in_fmt = API_FMT_JSON;
-    r->body_cap = chunked ? (size_t)(c->max_body < HTTP_CHUNKED_START
-                                     ? c->max_body : HTTP_CHUNKED_START)
-                          : (size_t)len;
-    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
-    if (r->body == NULL)
-      return respond_error(r, NULL, API_E_OVERLOADED,
-                           "cannot allocate %zu bytes for the body; retry "
-                           "later", r->body_cap);
+    if (body_alloc(s, r, chunked, len, &res) != 0)
+      return res;
   }
   r->admitted = 1;
   s->pending++;
