@@ -150,13 +150,13 @@ if [ "$d" = $((NTOTAL + 1)) ]; then ok "reduced_requests_total: $((NTOTAL + 1)) 
 else fail "reduced_requests_total: $((NTOTAL + 1)) new requests in all" "got $d"; fi
 
 # ---- histograms: counts per route; +Inf = count (the checker); sums
-H=reduced_request_duration_seconds
-expect_delta "${H}_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415 + N_RAW + N_NPY))
-expect_delta "${H}_count{route=\"/healthz\"}" $((N_405 + N_HEALTH))
-expect_delta "${H}_count{route=\"none\"}" $((N_404 + N_V2E404))
-expect_delta "${H}_bucket{route=\"none\",le=\"+Inf\"}" $((N_404 + N_V2E404))
-expect_delta "${H}_count{route=\"$V2I\"}" $((N_V2J + N_V2E400))
-expect_delta "${H}_count{route=\"$V2VI\"}" "$N_V2B"
+HIST=reduced_request_duration_seconds
+expect_delta "${HIST}_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415 + N_RAW + N_NPY))
+expect_delta "${HIST}_count{route=\"/healthz\"}" $((N_405 + N_HEALTH))
+expect_delta "${HIST}_count{route=\"none\"}" $((N_404 + N_V2E404))
+expect_delta "${HIST}_bucket{route=\"none\",le=\"+Inf\"}" $((N_404 + N_V2E404))
+expect_delta "${HIST}_count{route=\"$V2I\"}" $((N_V2J + N_V2E400))
+expect_delta "${HIST}_count{route=\"$V2VI\"}" "$N_V2B"
 reduce_up=$(sum_col 3 '^(l2|ssq|e400|e415|raw|npy)$')
 reduce_down=$(sum_col 4 '^(l2|ssq|e400|e415|raw|npy)$')
 expect_delta "reduced_request_size_bytes_count{route=\"/v1/reduce\"}" $((N_L2 + N_SSQ + N_400 + N_415 + N_RAW + N_NPY))
