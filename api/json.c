@@ -722,11 +722,9 @@ int
 api_json_encode_result(const struct rd_plan *plan, int64_t opset,
                        const void *out, struct api_buf *b)
 {
-  const unsigned char *p = out;
   const char *op = rd_op_name(plan->op);
   const char *dt = rd_dtype_name(plan->dtype);
   size_t start = b->len, i;
-  uint64_t k;
 
   if (op == NULL || dt == NULL)
     return RD_E_INVALID;
@@ -739,15 +737,8 @@ api_json_encode_result(const struct rd_plan *plan, int64_t opset,
       goto nomem;
   if (api_buf_puts(b, "],\"data\":[") != 0)
     goto nomem;
-  for (k = 0; k < plan->out_count; k++) {
-    /* Formats in place: room for a comma and the longest number. */
-    if (api_buf_reserve(b, API_NUMFMT_MAX + 1) != 0)
-      goto nomem;
-    if (k != 0)
-      b->data[b->len++] = ',';
-    b->len += api_format_elem(b->data + b->len, plan->dtype,
-                              p + k * plan->elem_size);
-  }
+  if (api__append_elems(b, plan, out) != 0)
+    goto nomem;
   if (api_buf_puts(b, "]}}") != 0)
     goto nomem;
   return 0;
@@ -757,24 +748,6 @@ nomem:
   if (b->data != NULL)
     b->data[start] = '\0';
   return RD_E_NOMEM;
-}
-
-/* Appends the compact text of `j` and drops the reference. */
-static int
-append_json(struct api_buf *b, json_t *j)
-{
-  char *s;
-  int rc;
-
-  if (j == NULL)
-    return RD_E_NOMEM;
-  s = json_dumps(j, JSON_COMPACT);
-  json_decref(j);
-  if (s == NULL)
-    return RD_E_NOMEM;
-  rc = api_buf_puts(b, s);
-  free(s);
-  return rc;
 }
 
 int
@@ -793,7 +766,7 @@ api_json_encode_error(const struct rd_error *err, struct api_buf *b)
   if (msg[0] == '\0')
     snprintf(msg, sizeof msg, "%s", code > API_E_BAD_JSON ? rd_strerror(code)
                                                           : api_errname(code));
-  return append_json(b, json_pack("{s:{s:s,s:s}}", "error", "code",
+  return api__append_json(b, json_pack("{s:{s:s,s:s}}", "error", "code",
                                   api_errname(code), "message", msg));
 }
 
@@ -854,5 +827,5 @@ api_json_encode_ops(struct api_buf *b)
   }
   failed |= json_object_set_new(root, "ops", ops);
   root = finish_object(root, failed);
-  return append_json(b, root);
+  return api__append_json(b, root);
 }

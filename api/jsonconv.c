@@ -3,10 +3,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "f16.h"
 #include "jsonconv.h"
+#include "numfmt.h"
 
 /* Integral reals beyond this may have been rounded by the parser. */
 #define EXACT_REAL_MAX 9007199254740992.0 /* 2^53 */
@@ -259,5 +261,40 @@ api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err)
     rc = put_int(c, v, dst, err);
   }
   c->idx++;
+  return rc;
+}
+
+int
+api__append_elems(struct api_buf *b, const struct rd_plan *plan,
+                  const void *out)
+{
+  const unsigned char *p = out;
+
+  for (uint64_t k = 0; k < plan->out_count; k++) {
+    /* Formats in place: room for a comma and the longest number. */
+    if (api_buf_reserve(b, API_NUMFMT_MAX + 1) != 0)
+      return RD_E_NOMEM;
+    if (k != 0)
+      b->data[b->len++] = ',';
+    b->len += api_format_elem(b->data + b->len, plan->dtype,
+                              p + k * plan->elem_size);
+  }
+  return 0;
+}
+
+int
+api__append_json(struct api_buf *b, json_t *j)
+{
+  char *s;
+  int rc;
+
+  if (j == NULL)
+    return RD_E_NOMEM;
+  s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  if (s == NULL)
+    return RD_E_NOMEM;
+  rc = api_buf_puts(b, s);
+  free(s);
   return rc;
 }

@@ -50,4 +50,14 @@ struct api__conv {
  * goes to c->bad(). */
 int api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err);
 
+/* Appends plan->out_count elements of `out` as comma-separated JSON numbers
+ * (api_format_elem), without brackets.  0 or RD_E_NOMEM (then `b` may hold
+ * part of them: the caller rolls back). */
+int api__append_elems(struct api_buf *b, const struct rd_plan *plan,
+                      const void *out);
+
+/* Appends the compact text of `j` and drops the reference (NULL: out of
+ * memory).  0 or RD_E_NOMEM. */
+int api__append_json(struct api_buf *b, json_t *j);
+
 #endif

@@ -874,12 +874,10 @@ api_v2_encode_result(const struct api_v2_info *info,
                      const struct rd_plan *plan, const void *out,
                      struct api_buf *b, size_t *json_len)
 {
-  const unsigned char *p = out;
   const char *op = rd_op_name(plan->op);
   const char *dt = api_v2_datatype_name(plan->dtype);
   size_t start = b->len, i;
   char *id = NULL;
-  uint64_t k;
 
   if (op == NULL || dt == NULL)
     return RD_E_INVALID;
@@ -913,15 +911,8 @@ api_v2_encode_result(const struct api_v2_info *info,
   } else {
     if (api_buf_puts(b, "],\"data\":[") != 0)
       goto nomem;
-    for (k = 0; k < plan->out_count; k++) {
-      /* Formats in place: room for a comma and the longest number. */
-      if (api_buf_reserve(b, API_NUMFMT_MAX + 1) != 0)
-        goto nomem;
-      if (k != 0)
-        b->data[b->len++] = ',';
-      b->len += api_format_elem(b->data + b->len, plan->dtype,
-                                p + k * plan->elem_size);
-    }
+    if (api__append_elems(b, plan, out) != 0)
+      goto nomem;
     if (api_buf_puts(b, "]}]}") != 0)
       goto nomem;
     *json_len = b->len - start;
@@ -935,24 +926,6 @@ nomem:
   if (b->data != NULL)
     b->data[start] = '\0';
   return RD_E_NOMEM;
-}
-
-/* Appends the compact text of `j` and drops the reference. */
-static int
-append_json(struct api_buf *b, json_t *j)
-{
-  char *s;
-  int rc;
-
-  if (j == NULL)
-    return RD_E_NOMEM;
-  s = json_dumps(j, JSON_COMPACT);
-  json_decref(j);
-  if (s == NULL)
-    return RD_E_NOMEM;
-  rc = api_buf_puts(b, s);
-  free(s);
-  return rc;
 }
 
 int
@@ -971,13 +944,13 @@ api_v2_encode_error(const struct rd_error *err, struct api_buf *b)
     snprintf(msg, sizeof msg, "%s", code > API_E_BAD_JSON ? rd_strerror(code)
                                                           : api_errname(code));
   snprintf(text, sizeof text, "%s: %s", api_errname(code), msg);
-  return append_json(b, json_pack("{s:s}", "error", text));
+  return api__append_json(b, json_pack("{s:s}", "error", text));
 }
 
 int
 api_v2_encode_server_meta(const char *version, struct api_buf *b)
 {
-  return append_json(b, json_pack("{s:s,s:s,s:[s]}", "name", "reduced",
+  return api__append_json(b, json_pack("{s:s,s:s,s:[s]}", "name", "reduced",
                                   "version", version, "extensions",
                                   "binary_tensor_data"));
 }
@@ -1028,7 +1001,7 @@ api_v2_encode_model_meta(int op, int version, struct api_buf *b)
                    "versions", versions, "platform", "onnx_reduce",
                    "inputs", inputs, "outputs",
                    tensor_meta("reduced", v, 0));
-  return append_json(b, root);
+  return api__append_json(b, root);
 }
 
 int
@@ -1036,6 +1009,6 @@ api_v2_encode_model_ready(int op, struct api_buf *b)
 {
   if (rd_op_name(op) == NULL)
     return RD_E_INVALID;
-  return append_json(b, json_pack("{s:s,s:b}", "name", rd_op_name(op),
+  return api__append_json(b, json_pack("{s:s,s:b}", "name", rd_op_name(op),
                                   "ready", 1));
 }
