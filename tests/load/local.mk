@@ -13,11 +13,11 @@ EXTRA_DIST += tests/load/sancheck.sh tests/load/load.sh tests/load/mix.lua \
 	tests/load/README.md
 
 check-asan:
-	top_srcdir='$(abs_top_srcdir)' SAN_WORK='$(SAN_ASAN)' \
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' SAN_WORK='$(SAN_ASAN)' \
 	  bash '$(abs_top_srcdir)/tests/load/sancheck.sh' asan
 
 check-tsan:
-	top_srcdir='$(abs_top_srcdir)' SAN_WORK='$(SAN_TSAN)' \
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' SAN_WORK='$(SAN_TSAN)' \
 	  bash '$(abs_top_srcdir)/tests/load/sancheck.sh' tsan
 
 check-load: $(bin_PROGRAMS) $(check_PROGRAMS)
