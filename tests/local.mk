@@ -13,23 +13,24 @@
 #   make check TEST_TIMEOUT=1800                    a slower machine
 
 # The integration scripts: this list is the only one (TESTS, EXTRA_DIST).
+# (The slowest first: under -j the harness starts them in this order.)
 INTEGRATION_TESTS = \
-	tests/integration/t_reduce.sh \
-	tests/integration/t_dtypes.sh \
-	tests/integration/t_errors.sh \
-	tests/integration/t_http.sh \
-	tests/integration/t_cli.sh \
-	tests/integration/t_concurrency.sh \
-	tests/integration/t_shutdown.sh \
-	tests/integration/t_binary.sh \
-	tests/integration/t_v2.sh \
-	tests/integration/t_readme.sh \
-	tests/integration/t_metrics.sh \
 	tests/integration/t_openapi.sh \
+	tests/integration/t_concurrency.sh \
+	tests/integration/t_reduce.sh \
+	tests/integration/t_binary.sh \
+	tests/integration/t_errors.sh \
+	tests/integration/t_shutdown.sh \
+	tests/integration/t_metrics.sh \
+	tests/integration/t_http.sh \
+	tests/integration/t_dtypes.sh \
+	tests/integration/t_v2.sh \
+	tests/integration/t_cli.sh \
+	tests/integration/t_readme.sh \
 	tests/integration/t_security.sh \
 	tests/integration/t_limits.sh
 
-TESTS += $(UNIT_TESTS) $(INTEGRATION_TESTS) tests/conformance/run.sh
+TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)
 
 EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/run-test.sh tests/summary.sh \
