@@ -28,8 +28,11 @@ libmicrohttpd-dev libjansson-dev libuv1-dev libcmocka-dev libcurl4-openssl-dev"
 # real .npy files, np.load with /usr/bin/python3), openssl (t_security.sh's
 # test certificate), nodejs and npm (t_openapi.sh), prometheus (promtool,
 # t_metrics.sh), coreutils (timeout: tests/run-test.sh)
-PKGS_CHECK="curl ca-certificates python3-numpy openssl nodejs npm prometheus
-coreutils perl"
+PKGS_CHECK="curl ca-certificates python3-numpy openssl prometheus coreutils
+perl"
+# node and npm: Debian's nodejs and npm, unless the commands are there already
+# (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
+PKGS_NODE="nodejs npm"
 # make check-style
 PKGS_STYLE="clang-format-14"
 # make fuzz: clang-14 with libFuzzer and the sanitizer runtimes
@@ -45,6 +48,9 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 missing_of() { _m=""; for _p in $1; do installed "$_p" || _m="$_m $_p"; done; echo "$_m"; }
 
 need_build=$(missing_of "$PKGS_BUILD $PKGS_CHECK")
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  need_build="$need_build$(missing_of "$PKGS_NODE")"
+fi
 need_more=$(missing_of "$PKGS_STYLE $PKGS_FUZZ $PKGS_LOAD $PKGS_DEPLOY")
 if [ -n "$need_build$need_more" ]; then
   if [ "$(id -u)" -ne 0 ]; then
