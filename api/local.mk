@@ -8,7 +8,8 @@ api_libapi_a_SOURCES = \
 	api/json.c api/jsonfast.h api/jsonfast.c \
 	api/binary.h api/binary.c \
 	api/v2.h api/v2.c \
-	api/prefix.h api/prefix.c
+	api/prefix.h api/prefix.c \
+	api/proto.h api/proto.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
