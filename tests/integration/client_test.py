@@ -20,6 +20,8 @@ for float64 (compensated summation).
 """
 
 import argparse
+import doctest
+import io
 import fractions
 import http.client
 import math
@@ -707,6 +709,37 @@ def family_checks(c):
                                           else {}))))
 
 
+def readme_checks(url):
+    """The ```python blocks of README.md's "Python client" section, run as
+    doctests against the daemon (its address for http://127.0.0.1:8080)."""
+    path = os.path.join(HERE, "..", "..", "README.md")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.find("\n## Python client\n")
+    if start < 0:
+        fail("README.md has a 'Python client' section")
+        return
+    end = text.find("\n## ", start + 1)
+    section = text[start:end if end > 0 else len(text)]
+    blocks = []
+    for part in section.split("```python\n")[1:]:
+        blocks.append(part.split("```", 1)[0])
+    check("README Python client section has examples (%d blocks)" %
+          len(blocks), len(blocks) >= 2)
+    globs = {}
+    parser = doctest.DocTestParser()
+    for i, b in enumerate(blocks, 1):
+        b = b.replace("http://127.0.0.1:8080", url)
+        t = parser.get_doctest(b, globs, "README block %d" % i, path, 0)
+        out = io.StringIO()
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        r = runner.run(t, out=out.write, clear_globs=False)
+        globs = t.globs   # DocTest copied them: the next block goes on
+        check("README Python example block %d (%d examples) prints what it "
+              "shows" % (i, r.attempted), r.failed == 0 and r.attempted > 0,
+              *out.getvalue().splitlines()[:12])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
@@ -719,6 +752,7 @@ def main():
     o = ap.parse_args()
     c = Client(o.url, timeout=120)
     service_checks(c)
+    readme_checks(o.url)
     dtype_matrix(c)
     more_values(c)
     bfloat16_checks(c)
