@@ -365,7 +365,7 @@ class Client:
         attributes: further query parameters, passed through
         (noop_with_empty_axes=True, overflow="saturate", axis=1,
         select_last_index=True, ...; booleans as 1/0, lists
-        comma-separated).
+        comma-separated, None left out).
 
         The answer has the daemon's output dtype and shape; bfloat16
         answers are uint16 arrays of the bits.
@@ -383,7 +383,7 @@ class Client:
             params.append(("axes", [axes] if isinstance(
                 axes, (int, np.integer)) else list(axes)))
         params.append(("keepdims", bool(keepdims)))
-        params.extend(attributes.items())
+        params.extend((k, v) for k, v in attributes.items() if v is not None)
         if dtype is None:
             ctype = NPY
             fortran = a.flags.f_contiguous and not a.flags.c_contiguous

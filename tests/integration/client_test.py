@@ -3,11 +3,11 @@
 Run by t_client.sh with Debian's /usr/bin/python3 (numpy):
 
     client_test.py --url URL [--keyed-url URL --key KEY] [--small-url URL
-                   --small-max BYTES] [--pid PID]
+                   --small-max BYTES] [--tls-url URL --cafile PEM] [--pid PID]
 
 --url: a daemon with --max-body of at least 64 MiB + 1 KiB; --keyed-url: one
 with --api-key-file holding KEY; --small-url: one with --max-body BYTES and
---timeout 1; --pid: the pid of the --url daemon (the timeout test stops it
+--timeout 1; --tls-url: one with --tls-cert PEM; --pid: the pid of the --url daemon (the timeout test stops it
 with SIGSTOP for a moment).  Prints one line per check and
 "N passed, N failed"; exits 1 if anything failed.
 
@@ -28,6 +28,7 @@ import math
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -530,6 +531,26 @@ def small_checks(surl, smax):
         "idle: the next call reconnects", idle)
 
 
+def tls_checks(turl, cafile):
+    c = Client(turl, context=ssl.create_default_context(cafile=cafile))
+    run("https: health() with the daemon's certificate",
+        lambda: c.health() == {"status": "ok"})
+    x = np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024)   # 4 MiB
+    run("https: float32 ReduceSumSquare axes=[1] of a strided 1024x64 "
+        "view, exact", lambda: same(
+            c.reduce(x[:, :64], op="ReduceSumSquare", axes=[1]),
+            to_dtype(ref_reduce(x[:, :64], "ReduceSumSquare", [1], True),
+                     "float32")))
+    run("https: 4 MiB float32 ReduceL2 of everything within 1 ulp "
+        "(streamed through TLS)", lambda: within(
+            c.reduce(x, keepdims=False), np.asarray(np.float32(np.sqrt(
+                np.sum(x.astype(np.float64) ** 2)))), 1))
+    expect_error("https: the default context refuses the self-signed "
+                 "certificate -> CONNECTION_ERROR",
+                 lambda: Client(turl).health(), None, "CONNECTION_ERROR",
+                 ("CERTIFICATE",))
+
+
 def gzip_probe(url):
     """True if the daemon decodes a gzip body (a tiny .npy of [3, 4])."""
     a = np.array([3, 4], np.float32)
@@ -748,6 +769,8 @@ def main():
     ap.add_argument("--small-url")
     ap.add_argument("--small-max", type=int, default=4096)
     ap.add_argument("--pid", type=int)
+    ap.add_argument("--tls-url")
+    ap.add_argument("--cafile")
     ap.add_argument("--no-big", action="store_true")
     o = ap.parse_args()
     c = Client(o.url, timeout=120)
@@ -768,6 +791,10 @@ def main():
         small_checks(o.small_url, o.small_max)
     else:
         skip("413 and idle reconnect checks", "no --small-url")
+    if o.tls_url and o.cafile:
+        tls_checks(o.tls_url, o.cafile)
+    else:
+        skip("https checks", "no --tls-url/--cafile")
     if o.no_big:
         skip("64 MiB checks", "--no-big")
     else:

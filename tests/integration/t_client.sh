@@ -28,6 +28,21 @@ else
   args+=(--keyed-url "$URL" --key client-test-key-1)
   start_daemon --max-body 4096 --timeout 1 || { fail "daemon with --max-body 4096 starts"; finish; exit 1; }
   args+=(--small-url "$URL" --small-max 4096)
+  if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+      -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+      -keyout "$TMP/key.pem" -out "$TMP/cert.pem" >/dev/null 2>&1
+    # start_raw's readiness probe, over HTTPS (the last daemon started here).
+    healthy() { curl -s --max-time 5 --cacert "$TMP/cert.pem" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$PORT/healthz" | grep -qx 200; }
+    if start_raw "$TMP/tport" --listen 127.0.0.1:0 --port-file "$TMP/tport" \
+         --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem"; then
+      args+=(--tls-url "https://127.0.0.1:$PORT" --cafile "$TMP/cert.pem")
+    else
+      fail "daemon with --tls-cert/--tls-key starts"
+    fi
+  else
+    skip "HTTPS checks" "openssl is not installed"
+  fi
 fi
 
 "$PY" "$here/client_test.py" "${args[@]}" >"$TMP/client.out" 2>&1
