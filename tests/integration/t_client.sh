@@ -20,8 +20,7 @@ if [ -n "${REDUCED_TEST_URL:-}" ]; then
   args=(--url "$URL")
   skip "api_key, 413 and stopped-daemon checks" "need their own daemons; REDUCED_TEST_URL is set"
 else
-  # 64 MiB of float32 plus the .npy header must fit --max-body.
-  start_daemon --max-body 100000000 || { fail "daemon starts"; finish; exit 1; }
+  start_daemon || { fail "daemon starts"; finish; exit 1; }
   args=(--url "$URL" --pid "$DPID")
   printf '# keys\nclient-test-key-1\n' >"$TMP/keys"
   start_daemon --api-key-file "$TMP/keys" || { fail "daemon with --api-key-file starts"; finish; exit 1; }
