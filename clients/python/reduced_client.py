@@ -161,7 +161,8 @@ def _gzip(pieces):
 def _parse_npy(body):
     mv = memoryview(body)
     if len(mv) < 10 or bytes(mv[:6]) != b"\x93NUMPY":
-        raise ReducedError(200, "BAD_RESPONSE", "the answer is not a .npy file")
+        raise ReducedError(200, "BAD_RESPONSE",
+                           "the answer is not a .npy file")
     major = mv[6]
     lenbytes = 2 if major == 1 else 4
     hlen = int.from_bytes(mv[8:8 + lenbytes], "little")

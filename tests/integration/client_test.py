@@ -2,13 +2,15 @@
 
 Run by t_client.sh with Debian's /usr/bin/python3 (numpy):
 
-    client_test.py --url URL [--keyed-url URL --key KEY] [--small-url URL
-                   --small-max BYTES] [--tls-url URL --cafile PEM] [--pid PID]
+    client_test.py --url URL [--keyed-url URL --key KEY]
+                   [--small-url URL --small-max BYTES]
+                   [--tls-url URL --cafile PEM] [--pid PID] [--no-big]
 
---url: a daemon with --max-body of at least 64 MiB (the default); --keyed-url: one
-with --api-key-file holding KEY; --small-url: one with --max-body BYTES and
---timeout 1; --tls-url: one with --tls-cert PEM; --pid: the pid of the --url daemon (the timeout test stops it
-with SIGSTOP for a moment).  Prints one line per check and
+--url: a daemon with --max-body of at least 64 MiB (the default);
+--keyed-url: one with --api-key-file holding KEY; --small-url: one with
+--max-body BYTES and --timeout 1; --tls-url: one with --tls-cert PEM;
+--pid: the pid of the --url daemon (the timeout test stops it with SIGSTOP
+for a moment).  Prints one line per check and
 "N passed, N failed"; exits 1 if anything failed.
 
 Expected values are computed here with numpy and exact Python integers and
@@ -270,7 +272,8 @@ def dtype_matrix(c):
                     for layout, arr in (
                             ("C", x),
                             ("Fortran", np.asfortranarray(x)),
-                            ("big-endian", x.astype(x.dtype.newbyteorder(">"))),
+                            ("big-endian",
+                             x.astype(x.dtype.newbyteorder(">"))),
                             ("strided", np.repeat(x, 2, axis=2)[:, :, ::2])):
                         got = c.reduce(arr, op=op, axes=axes, keepdims=kd)
                         n += 1
@@ -282,7 +285,8 @@ def dtype_matrix(c):
                 check("%s %s %s: %d calls (axes x keepdims x C/Fortran/"
                       "big-endian/strided) %s" % (
                           op, dt, what, n, "exact" if exact else
-                          "within %d ulp" % FLOAT_BOUND[dt]), not bad, *bad[:4])
+                          "within %d ulp" % FLOAT_BOUND[dt]),
+                      not bad, *bad[:4])
 
 
 def more_values(c):
@@ -777,7 +781,8 @@ def readme_checks(url):
         b = b.replace("http://127.0.0.1:8080", url)
         t = parser.get_doctest(b, globs, "README block %d" % i, path, 0)
         out = io.StringIO()
-        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        runner = doctest.DocTestRunner(
+            optionflags=doctest.NORMALIZE_WHITESPACE)
         r = runner.run(t, out=out.write, clear_globs=False)
         globs = t.globs   # DocTest copied them: the next block goes on
         check("README Python example block %d (%d examples) prints what it "
