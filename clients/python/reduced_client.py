@@ -220,11 +220,8 @@ class Client:
 
     # ------------------------------------------------------------ requests
 
-    def _connection(self, fresh):
+    def _connection(self):
         conn = getattr(self._local, "conn", None)
-        if conn is not None and fresh:
-            conn.close()
-            conn = None
         if conn is None:
             if self._https:
                 conn = http.client.HTTPSConnection(
@@ -257,7 +254,7 @@ class Client:
         if self.api_key is not None:
             hdrs["Authorization"] = "Bearer " + self.api_key
         for attempt in (0, 1):
-            conn = self._connection(fresh=False)
+            conn = self._connection()
             reused = self._local.used
             try:
                 sent = False
@@ -305,8 +302,7 @@ class Client:
         while got < len(buf):
             k = resp.readinto(mv[got:])
             if not k:
-                raise http.client.IncompleteRead(bytes(mv[:got]),
-                                                 len(buf) - got)
+                raise http.client.IncompleteRead(b"", len(buf) - got)
             got += k
         resp.read()   # lets http.client see the end of the response
         return buf
