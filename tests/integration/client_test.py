@@ -290,6 +290,14 @@ def dtype_matrix(c):
 
 
 def more_values(c):
+    run("a Python list [3.0, 4.0] goes as float64 -> [5.]",
+        lambda: same(c.reduce([3.0, 4.0]), np.array([5.0])))
+
+    def ctx():
+        with Client(c.url) as c2:
+            r = c2.reduce(np.array([6, 8], np.uint32), keepdims=False)
+        return same(r, np.array(10, np.uint32))
+    run("Client as a context manager (closes its connection)", ctx)
     run("rank 0: ReduceSumSquare int32 3 -> int32 9, shape ()",
         lambda: same(c.reduce(np.int32(3), op="ReduceSumSquare"),
                      np.array(9, dtype=np.int32)))
@@ -387,6 +395,12 @@ def error_checks(c, url):
     expect_error("axis 5 -> 400 AXIS_OUT_OF_RANGE, message names axis 5",
                  lambda: c.reduce(x, axes=[5]), 400, "AXIS_OUT_OF_RANGE",
                  ("axis 5",))
+    try:
+        c.reduce(x, axes=[5])
+    except ReducedError as e:
+        check("a 400 has retry_after None and the error text in str()",
+              e.retry_after is None and "AXIS_OUT_OF_RANGE" in str(e)
+              and "400" in str(e), str(e))
     expect_error("duplicate axes [1,-2] -> 400 DUPLICATE_AXIS",
                  lambda: c.reduce(x, axes=[1, -2]), 400, "DUPLICATE_AXIS")
     expect_error("op 'ReduceFoo' passed through -> 400 UNKNOWN_OP",
