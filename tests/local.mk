@@ -28,7 +28,8 @@ INTEGRATION_TESTS = \
 	tests/integration/t_cli.sh \
 	tests/integration/t_readme.sh \
 	tests/integration/t_security.sh \
-	tests/integration/t_limits.sh
+	tests/integration/t_limits.sh \
+	tests/integration/t_client.sh
 
 TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)
 
@@ -37,6 +38,8 @@ EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/integration/README.md tests/integration/run.sh tests/integration/lib.sh \
 	tests/integration/npytool.py tests/integration/promcheck.awk \
 	tests/integration/openapi-tool.cjs \
+	tests/integration/client_test.py clients/python/reduced_client.py \
+	clients/python/README.md \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # ---- how each test runs
