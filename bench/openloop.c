@@ -16,7 +16,8 @@
  * responses are counted as I/O errors.  Percentiles are exact (nearest rank
  * over the sorted latencies of the 2xx responses); non-2xx responses, I/O
  * errors, requests still unanswered --timeout seconds after the last one was
- * due and requests never sent are counted apart.  One thread and epoll.
+ * due and requests never sent are counted apart.  One thread and epoll
+ * (epoll_pwait2 for a nanosecond wake-up at each due time).
  */
 #include "config.h"
 
@@ -37,7 +38,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 
 #define MAX_HEADERS 32
 #define MAX_REQUESTS 20000000u     /* bounds the latency array (160 MB) */
@@ -79,14 +79,14 @@ struct gen {
   char *req;
   size_t reqlen;
   /* run state */
-  int ep, tfd;
+  int ep;
+  int no_pwait2;            /* epoll_pwait2 missing: ms timeouts */
   uint64_t t0;
   uint64_t next;            /* next request to send */
   uint64_t inflight;
   int nconns, connecting, peak_conns;
   struct conn **free_list;  /* stack of idle (or dead) connections */
   int nfree, free_cap;
-  uint64_t armed_ns;        /* timerfd expiry, 0: disarmed */
   /* results */
   uint64_t *lat_ns;         /* of 2xx responses */
   uint64_t nlat, ok, non2xx, io_errors, connect_errors;
@@ -398,27 +398,27 @@ static void conn_event(struct gen *g, struct conn *c, uint32_t events)
 
 /* ---- the schedule ---------------------------------------------------- */
 
-static void arm(struct gen *g, uint64_t at)
+/* Waits for events until `until` (ns precision where the kernel has
+ * epoll_pwait2, else rounded up to the next millisecond). */
+static int wait_events(struct gen *g, struct epoll_event *evs, int max, uint64_t until)
 {
-  if (at == g->armed_ns)
-    return;
-  struct itimerspec its;
-  memset(&its, 0, sizeof its);
-  its.it_value.tv_sec = (time_t)(at / 1000000000u);
-  its.it_value.tv_nsec = (long)(at % 1000000000u);
-  timerfd_settime(g->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-  g->armed_ns = at;
+  uint64_t now = now_ns(), d = until > now ? until - now : 0;
+  if (!g->no_pwait2) {
+    struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+    int n = epoll_pwait2(g->ep, evs, max, &ts, NULL);
+    if (n >= 0 || errno != ENOSYS)
+      return n;
+    g->no_pwait2 = 1;
+  }
+  return epoll_wait(g->ep, evs, max, (int)((d + 999999u) / 1000000u));
 }
 
 static int run(struct gen *g)
 {
   struct epoll_event evs[256];
-  struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
 
-  if ((g->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-      (g->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) < 0 ||
-      epoll_ctl(g->ep, EPOLL_CTL_ADD, g->tfd, &tev) != 0) {
-    perror("openloop: epoll/timerfd");
+  if ((g->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+    perror("openloop: epoll_create1");
     return -1;
   }
   /* Open the initial pool and wait (up to 5 s) until it is connected. */
@@ -432,8 +432,7 @@ static int run(struct gen *g)
   while (g->connecting > 0 && now_ns() < give_up) {
     int n = epoll_wait(g->ep, evs, 256, 100);
     for (int i = 0; i < n; i++)
-      if (evs[i].data.ptr != NULL)
-        conn_event(g, evs[i].data.ptr, evs[i].events);
+      conn_event(g, evs[i].data.ptr, evs[i].events);
   }
   if (g->nconns == 0 || g->connecting > 0) {
     fprintf(stderr, "openloop: cannot connect to 127.0.0.1:%d\n", g->port);
@@ -477,27 +476,19 @@ static int run(struct gen *g)
       fprintf(stderr, "openloop: lost every connection to 127.0.0.1:%d\n", g->port);
       break;
     }
-    /* Wake at the next due time if a connection could take it; else on an
-     * event (a response frees a connection), with the drain deadline as the
-     * backstop. */
-    if (g->next < g->total && g->nfree > 0)
-      arm(g, due_of(g, g->next));
-    int timeout_ms = (int)((drain_end - now) / 1000000u) + 1;
-    int n = epoll_wait(g->ep, evs, 256, timeout_ms);
+    /* Wake at the next due time; with requests already waiting, on an
+     * event (a response frees a connection, a connect completes).  The
+     * drain deadline is the backstop. */
+    uint64_t until = drain_end;
+    if (g->next < g->total && due_of(g, g->next) > now && due_of(g, g->next) < until)
+      until = due_of(g, g->next);
+    int n = wait_events(g, evs, 256, until);
     if (n < 0 && errno != EINTR) {
       perror("openloop: epoll_wait");
       return -1;
     }
-    for (int i = 0; i < n; i++) {
-      if (evs[i].data.ptr == NULL) {
-        uint64_t expirations;
-        if (read(g->tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
-          return -1;
-        g->armed_ns = 0;
-      } else {
-        conn_event(g, evs[i].data.ptr, evs[i].events);
-      }
-    }
+    for (int i = 0; i < n; i++)
+      conn_event(g, evs[i].data.ptr, evs[i].events);
   }
   return 0;
 }
