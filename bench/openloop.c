@@ -360,12 +360,16 @@ static void conn_read(struct gen *g, struct conn *c)
     } else {
       extra = (uint64_t)n;
     }
-    if (extra > c->body_left || (extra == c->body_left && c->state != C_READING)) {
-      request_failed(g, c);   /* more than Content-Length, or early answer */
+    if (extra > c->body_left) {
+      request_failed(g, c);   /* more than Content-Length */
       return;
     }
     c->body_left -= extra;
     if (c->body_left == 0) {
+      /* An answer before the whole request was written (a 413, say)
+       * leaves the connection unusable. */
+      if (c->state == C_SENDING)
+        c->close_after = 1;
       response_done(g, c, now_ns());
       return;
     }
