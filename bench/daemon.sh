@@ -241,10 +241,10 @@ rm -f "$work/short.json" "$work/long.json"
 
 # 4. Open-loop latency (bench/openloop): requests due on a fixed schedule,
 # latency from each one's due time to its response's last byte, so queueing
-# is not hidden.  Small JSON at 25/50/80% of the wrk rate of 1 (32 to 64
-# keep-alive connections); 1 MiB float32 raw requests at 50% of their own
-# wrk rate (-t2 -c8), 8 to 32 connections.  Percentiles are over the 2xx
-# responses; errors are counted apart.
+# is not hidden.  Two sending threads, as wrk -t2.  Small JSON at 25/50/80%
+# of the wrk rate of 1 (32 to 64 keep-alive connections); 1 MiB float32 raw
+# requests at 50% of their own wrk rate (-t2 -c8), 8 to 32 connections.
+# Percentiles are over the 2xx responses; errors are counted apart.
 openloop_run() {  # NAME PCT MAXRPS CONNS MAXCONNS openloop-args...
   name=$1 pct=$2 max=$3 c=$4 mc=$5
   shift 5

@@ -11,7 +11,7 @@ bench_sink_LDADD = $(MHD_LIBS)
 # The open-loop load generator of bench/daemon.sh (plain sockets and epoll).
 EXTRA_PROGRAMS += bench/openloop
 bench_openloop_SOURCES = bench/openloop.c
-bench_openloop_LDADD = -lm
+bench_openloop_LDADD = $(PTHREAD_LIBS) -lm
 
 # BENCH_FLAGS: e.g. --json, --runs 9, --case C (daemon.sh reads only --json)
 bench: bench/bench bench/sink bench/openloop daemon/reduced

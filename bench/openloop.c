@@ -2,7 +2,7 @@
  *
  *   bench/openloop --port N --rate R [--duration S | --requests N]
  *                  [--method M] [--path P] [--header 'K: V']... [--body FILE]
- *                  [--connections N] [--max-connections N] [--timeout S]
+ *                  [--connections N] [--max-connections N] [--threads N] [--timeout S]
  *                  [--label TEXT] [--json]
  *
  * Request i is due at t0 + i / R whatever the server does (a fixed arrival
@@ -16,13 +16,15 @@
  * responses are counted as I/O errors.  Percentiles are exact (nearest rank
  * over the sorted latencies of the 2xx responses); non-2xx responses, I/O
  * errors, requests still unanswered --timeout seconds after the last one was
- * due and requests never sent are counted apart.  One thread and epoll
- * (epoll_pwait2 for a nanosecond wake-up at each due time).
+ * due and requests never sent are counted apart.  --threads threads (2, like
+ * wrk -t2), each with every Nth request of the schedule, its share of the
+ * connections and an epoll loop (epoll_pwait2: it wakes at each due time).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,11 +68,21 @@ struct conn {
   int close_after;          /* response said Connection: close */
 };
 
+/* Where the threads line up: t0 is set once every pool is connected. */
+struct start {
+  pthread_barrier_t bar;
+  uint64_t t0;
+  int failed;
+};
+
+/* One thread's share: requests tid, tid + nthreads, tid + 2 nthreads, ...
+ * of the schedule, on connections of its own. */
 struct gen {
   /* settings */
   int port;
-  double rate;
-  uint64_t total;           /* requests on the schedule */
+  double rate;              /* of the whole schedule */
+  int tid, nthreads;
+  uint64_t total;           /* this thread's requests */
   int init_conns, max_conns;
   double timeout_s;
   const char *label;
@@ -93,9 +105,10 @@ struct gen {
   uint64_t last_done_ns, max_lag_ns;
   int statuses[8];          /* first distinct non-2xx codes */
   int nstatuses;
+  struct start *start;
+  int failed;               /* could not connect */
+  char scratch[SCRATCH_CAP];  /* response body bytes are counted only */
 };
-
-static char scratch[SCRATCH_CAP];
 
 static uint64_t now_ns(void)
 {
@@ -106,7 +119,8 @@ static uint64_t now_ns(void)
 
 static uint64_t due_of(const struct gen *g, uint64_t i)
 {
-  return g->t0 + (uint64_t)((double)i * 1e9 / g->rate);
+  return g->t0 + (uint64_t)((double)(i * (uint64_t)g->nthreads + (uint64_t)g->tid) * 1e9 /
+                            g->rate);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -320,7 +334,7 @@ static void conn_read(struct gen *g, struct conn *c)
       buf = c->hdr + c->hdrlen;
       cap = RX_HEADER_CAP - 1 - c->hdrlen;
     } else {
-      buf = scratch;
+      buf = g->scratch;
       cap = SCRATCH_CAP;
     }
     if (cap == 0) {
@@ -423,27 +437,26 @@ static int run(struct gen *g)
 
   if ((g->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
     perror("openloop: epoll_create1");
-    return -1;
+    g->failed = 1;   /* still meets the others at the barrier */
   }
-  /* Open the initial pool and wait (up to 5 s) until it is connected. */
-  for (int i = 0; i < g->init_conns; i++)
-    if (conn_open(g) != 0) {
-      fprintf(stderr, "openloop: cannot connect to 127.0.0.1:%d: %s\n", g->port,
-              strerror(errno));
-      return -1;
-    }
+  /* Open the initial pool and wait (up to 5 s) until it is connected;
+   * then wait for the other threads and main's t0. */
+  for (int i = 0; i < g->init_conns && !g->failed; i++)
+    if (conn_open(g) != 0)
+      g->failed = 1;
   uint64_t give_up = now_ns() + 5000000000u;
-  while (g->connecting > 0 && now_ns() < give_up) {
+  while (!g->failed && g->connecting > 0 && now_ns() < give_up) {
     int n = epoll_wait(g->ep, evs, 256, 100);
     for (int i = 0; i < n; i++)
       conn_event(g, evs[i].data.ptr, evs[i].events);
   }
-  if (g->nconns == 0 || g->connecting > 0) {
-    fprintf(stderr, "openloop: cannot connect to 127.0.0.1:%d\n", g->port);
+  if (g->nconns == 0 || g->connecting > 0)
+    g->failed = 1;
+  pthread_barrier_wait(&g->start->bar);
+  pthread_barrier_wait(&g->start->bar);
+  if (g->start->failed)
     return -1;
-  }
-
-  g->t0 = now_ns() + 1000000u;
+  g->t0 = g->start->t0;
   uint64_t sched_end = due_of(g, g->total);
   uint64_t drain_end = sched_end + (uint64_t)(g->timeout_s * 1e9);
   for (;;) {
@@ -456,7 +469,8 @@ static int run(struct gen *g)
       if (c == NULL) {
         /* Every connection is busy: one more for each request kept
          * waiting, beyond those already connecting. */
-        uint64_t due_count = (uint64_t)((double)(now - g->t0) * g->rate / 1e9) + 1;
+        double k = (double)(now - g->t0) * g->rate / 1e9 - g->tid;
+        uint64_t due_count = k < 0 ? 0 : (uint64_t)(k / g->nthreads) + 1;
         if (due_count > g->total)
           due_count = g->total;
         uint64_t waiting = due_count > g->next ? due_count - g->next : 1;
@@ -497,7 +511,48 @@ static int run(struct gen *g)
   return 0;
 }
 
+static void *thread_main(void *arg)
+{
+  struct gen *g = arg;
+  if (run(g) != 0)
+    g->failed = 1;
+  return NULL;
+}
+
 /* ---- report ---------------------------------------------------------- */
+
+/* Sums the threads' results into m (settings from gens[0]); the latency
+ * slices, which lie in one array in thread order, are moved together. */
+static void merge(struct gen *m, struct gen *gens, int nthreads)
+{
+  uint64_t *lat = gens[0].lat_ns;
+  m->port = gens[0].port;
+  m->rate = gens[0].rate;
+  m->label = gens[0].label;
+  m->json = gens[0].json;
+  m->t0 = gens[0].t0;
+  m->nthreads = nthreads;
+  m->lat_ns = lat;
+  for (int k = 0; k < nthreads; k++) {
+    struct gen *g = &gens[k];
+    memmove(lat + m->nlat, g->lat_ns, g->nlat * sizeof *lat);
+    m->nlat += g->nlat;
+    m->total += g->total;
+    m->next += g->next;
+    m->inflight += g->inflight;
+    m->ok += g->ok;
+    m->non2xx += g->non2xx;
+    m->io_errors += g->io_errors;
+    m->connect_errors += g->connect_errors;
+    m->peak_conns += g->peak_conns;
+    if (g->last_done_ns > m->last_done_ns)
+      m->last_done_ns = g->last_done_ns;
+    if (g->max_lag_ns > m->max_lag_ns)
+      m->max_lag_ns = g->max_lag_ns;
+    for (int i = 0; i < g->nstatuses; i++)
+      note_status(m, g->statuses[i]);
+  }
+}
 
 static double pct_ms(const uint64_t *v, uint64_t n, double q)
 {
@@ -552,12 +607,12 @@ static void report(struct gen *g)
            "\"errors\":%llu,\"non2xx\":%llu,\"non2xx_codes\":[%s],\"io_errors\":%llu,"
            "\"timeouts\":%llu,\"unsent\":%llu,\"connect_errors\":%llu,"
            "\"achieved_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-           "\"max_ms\":%.3f,\"connections\":%d,\"max_send_lag_ms\":%.3f}\n",
+           "\"max_ms\":%.3f,\"threads\":%d,\"connections\":%d,\"max_send_lag_ms\":%.3f}\n",
            g->rate, sched_s, (unsigned long long)g->total, (unsigned long long)g->ok,
            (unsigned long long)errors, (unsigned long long)g->non2xx, codes,
            (unsigned long long)g->io_errors, (unsigned long long)timeouts,
            (unsigned long long)unsent, (unsigned long long)g->connect_errors, achieved,
-           p50, p99, p999, max, g->peak_conns, (double)g->max_lag_ns / 1e6);
+           p50, p99, p999, max, g->nthreads, g->peak_conns, (double)g->max_lag_ns / 1e6);
   } else {
     printf("%s: %.0f/s for %.1f s: %llu requests, %llu ok, %llu errors", g->label,
            g->rate, sched_s, (unsigned long long)g->total, (unsigned long long)g->ok,
@@ -590,6 +645,8 @@ static void usage(FILE *f)
           "  --body FILE          request body (Content-Length is added)\n"
           "  --connections N      keep-alive connections opened first (default 32)\n"
           "  --max-connections N  more are opened while requests wait (default 128)\n"
+          "  --threads N          sending threads, each with its share of the schedule\n"
+          "                       and of the connections (default 2)\n"
           "  --timeout S          wait after the last due time for answers (default 10)\n"
           "  --label TEXT         names the run in the output (default openloop)\n"
           "  --json               one JSON object instead of a line of text\n",
@@ -634,7 +691,7 @@ int main(int argc, char **argv)
   const char *headers[MAX_HEADERS];
   int nheaders = 0;
   double port = 0, rate = 0, duration = 10, requests = 0, conns = 32, maxconns = 128;
-  double timeout = 10;
+  double timeout = 10, threads = 2;
 
   memset(&g, 0, sizeof g);
   g.label = "openloop";
@@ -666,6 +723,8 @@ int main(int argc, char **argv)
       bad = parse_num(v, 1, 100000, &conns);
     else if (!strcmp(a, "--max-connections"))
       bad = parse_num(v, 1, 100000, &maxconns);
+    else if (!strcmp(a, "--threads"))
+      bad = parse_num(v, 1, 64, &threads);
     else if (!strcmp(a, "--timeout"))
       bad = parse_num(v, 0, 3600, &timeout);
     else if (!strcmp(a, "--method"))
@@ -745,9 +804,56 @@ int main(int argc, char **argv)
   g.reqlen = (size_t)n + bodylen;
   free(body);
 
-  signal(SIGPIPE, SIG_IGN);
-  if (run(&g) != 0)
+  /* Each thread takes every nthreads-th request and its share of the
+   * connections; main sets t0 once all are connected. */
+  int nthreads = (int)threads;
+  if ((uint64_t)nthreads > g.total)
+    nthreads = (int)g.total;
+  struct gen *gens = calloc((size_t)nthreads, sizeof *gens);
+  struct gen *m = calloc(1, sizeof *m);
+  pthread_t tids[64];
+  struct start start;
+  if (gens == NULL || m == NULL) {
+    fprintf(stderr, "openloop: out of memory\n");
     return 1;
-  report(&g);
+  }
+  memset(&start, 0, sizeof start);
+  pthread_barrier_init(&start.bar, NULL, (unsigned)nthreads + 1);
+  signal(SIGPIPE, SIG_IGN);
+  uint64_t offset = 0;
+  for (int k = 0; k < nthreads; k++) {
+    struct gen *t = &gens[k];
+    memcpy(t, &g, sizeof g);
+    t->tid = k;
+    t->nthreads = nthreads;
+    t->total = (g.total - (uint64_t)k + (uint64_t)nthreads - 1) / (uint64_t)nthreads;
+    t->init_conns = (g.init_conns + nthreads - 1) / nthreads;
+    t->max_conns = (g.max_conns + nthreads - 1) / nthreads;
+    t->lat_ns = g.lat_ns + offset;
+    t->start = &start;
+    offset += t->total;
+    if (pthread_create(&tids[k], NULL, thread_main, t) != 0) {
+      fprintf(stderr, "openloop: cannot start a thread\n");
+      return 1;
+    }
+  }
+  pthread_barrier_wait(&start.bar);   /* every pool connected, or failed */
+  for (int k = 0; k < nthreads; k++)
+    start.failed |= gens[k].failed;
+  start.t0 = now_ns() + 1000000u;
+  pthread_barrier_wait(&start.bar);
+  for (int k = 0; k < nthreads; k++)
+    pthread_join(tids[k], NULL);
+  if (start.failed) {
+    fprintf(stderr, "openloop: cannot connect to 127.0.0.1:%d\n", g.port);
+    return 1;
+  }
+  int failed = 0;
+  for (int k = 0; k < nthreads; k++)
+    failed |= gens[k].failed;
+  if (failed)
+    return 1;
+  merge(m, gens, nthreads);
+  report(m);
   return 0;
 }
