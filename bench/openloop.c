@@ -58,6 +58,7 @@ enum conn_state {
 struct conn {
   int fd;
   enum conn_state state;
+  struct conn *prev, *next;  /* the thread's open connections */
   size_t sent;              /* bytes of the request written */
   uint64_t due_ns;          /* due time of the request in flight */
   char hdr[RX_HEADER_CAP];  /* response head so far */
@@ -97,6 +98,7 @@ struct gen {
   uint64_t next;            /* next request to send */
   uint64_t inflight;
   int nconns, connecting, peak_conns;
+  struct conn *open;        /* list of open connections */
   struct conn **free_list;  /* stack of idle (or dead) connections */
   int nfree, free_cap;
   /* results */
@@ -167,6 +169,12 @@ static void conn_close(struct gen *g, struct conn *c)
   close(c->fd);
   g->nconns--;
   c->state = C_DEAD;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    g->open = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
   if (!was_idle)
     free(c);
 }
@@ -209,6 +217,10 @@ static int conn_open(struct gen *g)
     return -1;
   }
   g->nconns++;
+  c->next = g->open;
+  if (g->open)
+    g->open->prev = c;
+  g->open = c;
   if (g->nconns > g->peak_conns)
     g->peak_conns = g->nconns;
   if (c->state == C_IDLE)
@@ -516,6 +528,13 @@ static void *thread_main(void *arg)
   struct gen *g = arg;
   if (run(g) != 0)
     g->failed = 1;
+  while (g->open)
+    conn_close(g, g->open);   /* idle ones stay on the free list */
+  while (pop_free(g))
+    ;
+  free(g->free_list);
+  if (g->ep >= 0)
+    close(g->ep);
   return NULL;
 }
 
@@ -844,16 +863,19 @@ int main(int argc, char **argv)
   pthread_barrier_wait(&start.bar);
   for (int k = 0; k < nthreads; k++)
     pthread_join(tids[k], NULL);
-  if (start.failed) {
-    fprintf(stderr, "openloop: cannot connect to 127.0.0.1:%d\n", g.port);
-    return 1;
-  }
+  pthread_barrier_destroy(&start.bar);
   int failed = 0;
   for (int k = 0; k < nthreads; k++)
     failed |= gens[k].failed;
-  if (failed)
-    return 1;
-  merge(m, gens, nthreads);
-  report(m);
-  return 0;
+  if (start.failed)
+    fprintf(stderr, "openloop: cannot connect to 127.0.0.1:%d\n", g.port);
+  else if (!failed) {
+    merge(m, gens, nthreads);
+    report(m);
+  }
+  free(m);
+  free(gens);
+  free(g.lat_ns);
+  free(g.req);
+  return failed ? 1 : 0;
 }
