@@ -2,8 +2,8 @@
  *
  *   bench/openloop --port N --rate R [--duration S | --requests N]
  *                  [--method M] [--path P] [--header 'K: V']... [--body FILE]
- *                  [--connections N] [--max-connections N] [--threads N] [--timeout S]
- *                  [--label TEXT] [--json]
+ *                  [--connections N] [--max-connections N] [--threads N]
+ *                  [--timeout S] [--label TEXT] [--json]
  *
  * Request i is due at t0 + i / R whatever the server does (a fixed arrival
  * schedule, not "send the next one when the last one is answered").  It goes
