@@ -6,8 +6,9 @@
 #   scripts/bootstrap.sh [configure options...]
 #
 # Steps:
-#   Debian packages   the build, `make check`, check-style, fuzz, check-load
-#                     and check-deploy (one apt-get install of what is missing)
+#   Debian packages   the build, `make check`, check-style, fuzz, check-load,
+#                     bench and check-deploy (one apt-get install of what is
+#                     missing)
 #   npm tools         pinned npm packages into the build tree:
 #                     tests/openapi-tools (t_openapi.sh) and
 #                     build-deploy/node (make check-deploy)
@@ -39,6 +40,8 @@ PKGS_STYLE="clang-format-14"
 PKGS_FUZZ="clang-14 libclang-rt-14-dev"
 # make check-load
 PKGS_LOAD="wrk slowhttptest iproute2"
+# make bench: nginx, the baseline of bench/daemon.sh (it starts its own instance)
+PKGS_BENCH="nginx"
 # make check-deploy (deploy/podman-env.sh, deploy/check-deploy.sh)
 PKGS_DEPLOY="podman runc catatonit uidmap slirp4netns netavark aardvark-dns
 fuse-overlayfs conmon iptables containernetworking-plugins debootstrap
@@ -51,11 +54,11 @@ need_build=$(missing_of "$PKGS_BUILD $PKGS_CHECK")
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   need_build="$need_build$(missing_of "$PKGS_NODE")"
 fi
-need_more=$(missing_of "$PKGS_STYLE $PKGS_FUZZ $PKGS_LOAD $PKGS_DEPLOY")
+need_more=$(missing_of "$PKGS_STYLE $PKGS_FUZZ $PKGS_LOAD $PKGS_BENCH $PKGS_DEPLOY")
 if [ -n "$need_build$need_more" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     [ -n "$need_more" ] &&
-      echo "bootstrap: (step: Debian packages) not root; check-style, fuzz, check-load or check-deploy will lack:$need_more" >&2
+      echo "bootstrap: (step: Debian packages) not root; check-style, fuzz, check-load, bench or check-deploy will lack:$need_more" >&2
     if [ -n "$need_build" ]; then
       echo "bootstrap: (step: Debian packages) missing and not root; run as root or install:$need_build" >&2
       exit 1
