@@ -50,7 +50,8 @@ enum api_errcode {
 const char *api_errname(int code);
 
 /* The one mapping from error codes to HTTP status.  Library codes: 422 for
- * RD_E_OVERFLOW, 413 for RD_E_TOO_LARGE, 503 for RD_E_NOMEM, 400 otherwise;
+ * RD_E_OVERFLOW and RD_E_UNDEFINED, 413 for RD_E_TOO_LARGE, 503 for
+ * RD_E_NOMEM, 400 otherwise;
  * API codes: the status in API_ERROR_MAP; 0 (RD_OK) -> 200; a code that is
  * in neither table -> 500 (it is a bug, and api_errname says INTERNAL). */
 int api_http_status(int code);

@@ -12,7 +12,8 @@ EXTRA_DIST += \
 	tests/integration/t_metrics.sh tests/integration/promcheck.awk \
 	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
 	tests/integration/t_security.sh tests/integration/t_limits.sh \
-	tests/conformance/run.sh tests/conformance/onnx-node
+	tests/conformance/run.sh tests/conformance/onnx-node tests/conformance/onnx-node-family \
+	tests/integration/t_ops.sh
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).
 check_PROGRAMS += tests/integration/jtool
