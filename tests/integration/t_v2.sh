@@ -113,8 +113,8 @@ expect_v2 "GET $M/ReduceSumSquare/versions/1: no axes input, no BF16" 200 \
 http GET $M/ReduceL2/versions/13
 check "GET .../versions/13: BF16 allowed, no axes input" eval 'grep -q BF16 "$B" && ! grep -q "\"axes\"" "$B"'
 
-http GET $M/ReduceMax
-expect_v2_error "unknown model: 404" 404 NOT_FOUND 'unknown model "ReduceMax"'
+http GET $M/ReduceFoo
+expect_v2_error "unknown model: 404" 404 NOT_FOUND 'unknown model "ReduceFoo"'
 http GET $M/reducel2/ready
 expect_v2_error "model names are case-sensitive: 404" 404 NOT_FOUND
 http GET $M/ReduceL2/versions/12
