@@ -256,8 +256,8 @@ v2 $M/ReduceL2/versions/11/infer '{"inputs":[{"name":"data","shape":[1],"datatyp
 expect_v2_error "BF16 at version 11: 400" 400 DTYPE_NOT_IN_VERSION
 v2 $M/ReduceL2/versions/13/infer '{"inputs":['"$IN12"'],"parameters":{"noop_with_empty_axes":1}}'
 expect_v2_error "noop_with_empty_axes at version 13: 400" 400 NOOP_NOT_IN_VERSION
-v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[2],"datatype":"BOOL","data":[true,false]}]}'
-expect_v2_error "BOOL: 400" 400 UNSUPPORTED_DTYPE
+v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[2],"datatype":"STRING","data":[true,false]}]}'
+expect_v2_error "STRING: 400" 400 UNSUPPORTED_DTYPE
 v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[3],"datatype":"FP32","data":[1,2]}]}'
 expect_v2_error "data shorter than shape: 400" 400 SHAPE_MISMATCH
 v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[1],"datatype":"UINT32","data":[-1]}]}'
