@@ -479,7 +479,7 @@ binary_ready(struct http_server *s, struct req *r, struct rd_error *err)
                     (unsigned long long)p->in_bytes,
                     (unsigned long long)c->max_body);
   /* /v2 answers JSON or binary as the request says, not by Accept. */
-  if (!r->v2 && (rc = api_accept_pick(&r->job.accept, p->dtype, &fmt, err)))
+  if (!r->v2 && (rc = api_accept_pick(&r->job.accept, p->out_dtype, &fmt, err)))
     return rc;
   if (r->expect_len != UINT64_MAX) {
     uint64_t hdr = r->in_fmt == API_FMT_NPY ? r->npy.header_len

@@ -94,7 +94,7 @@ encode_result(struct job *j)
     set_reply(j, 200, &b);
     return;
   }
-  rc = api_accept_pick(&j->accept, lp->dtype, &fmt, &err);
+  rc = api_accept_pick(&j->accept, lp->out_dtype, &fmt, &err);
   if (rc != 0) {
     fail(j, rc, &err);
     return;
@@ -108,7 +108,7 @@ encode_result(struct job *j)
       return;
     }
     api_fortran_to_c(j->out, c_order, lp->out_rank, lp->out_shape,
-                     lp->elem_size);
+                     lp->out_elem_size);
     out = c_order;
   }
   api_buf_init(&b);
@@ -120,7 +120,7 @@ encode_result(struct job *j)
     return;
   }
   j->reply_fmt = fmt;
-  j->reply_dtype = rd_dtype_name(lp->dtype);
+  j->reply_dtype = rd_dtype_name(lp->out_dtype);
   api_shape_header(lp, j->reply_shape);
   set_reply(j, 200, &b);
 }
