@@ -57,7 +57,7 @@ reduce "ReduceSum, no axes: everything" '{"op":"ReduceSum",'"$X"'}' \
   '{"dtype":"float32","shape":[1,1],"data":[5]}'
 # 2/3 = 0.6666667 in float32, 3/3 = 1.
 reduce "ReduceMean axes [1]" '{"op":"ReduceMean","axes":[1],"keepdims":0,'"$X"'}' \
-  '{"dtype":"float32","shape":[2],"data":[0.6666667,1]}' f32
+  '{"dtype":"float32","shape":[2],"data":[0.6666667,1]}' float32
 reduce "ReduceMax axes [1]" '{"op":"ReduceMax","axes":[1],"keepdims":0,'"$X"'}' \
   '{"dtype":"float32","shape":[2],"data":[3,5]}'
 reduce "ReduceMin axes [1]" '{"op":"ReduceMin","axes":[1],"keepdims":0,'"$X"'}' \
@@ -70,12 +70,12 @@ reduce "ReduceL1 axes [1]" '{"op":"ReduceL1","axes":[1],"keepdims":0,'"$X"'}' \
   '{"dtype":"float32","shape":[2],"data":[6,15]}'
 # sqrt(1+4+9) = sqrt(14) = 3.7416575, sqrt(16+25+36) = sqrt(77) = 8.774964.
 reduce "ReduceL2 axes [1]" '{"op":"ReduceL2","axes":[1],"keepdims":0,'"$X"'}' \
-  '{"dtype":"float32","shape":[2],"data":[3.7416575,8.774964]}' f32
+  '{"dtype":"float32","shape":[2],"data":[3.7416575,8.774964]}' float32
 reduce "ReduceSumSquare axes [1]" '{"op":"ReduceSumSquare","axes":[1],"keepdims":0,'"$X"'}' \
   '{"dtype":"float32","shape":[2],"data":[14,77]}'
 # ln(1+2+3) = ln 6 = 1.7917595, ln 15 = 2.7080503.
 reduce "ReduceLogSum axes [1]" '{"op":"ReduceLogSum","axes":[1],"keepdims":0,'"$P"'}' \
-  '{"dtype":"float32","shape":[2],"data":[1.7917595,2.7080503]}' f32
+  '{"dtype":"float32","shape":[2],"data":[1.7917595,2.7080503]}' float32
 # ln(3 e^0) = ln 3 = 1.0986122886681098; ln(3 e^1) = 1 + ln 3.
 reduce "ReduceLogSumExp axes [1] (float64)" \
   '{"op":"ReduceLogSumExp","axes":[1],"keepdims":0,"input":{"dtype":"float64","shape":[2,3],"data":[0,0,0,1,1,1]}}' \
@@ -302,10 +302,10 @@ for op in ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 
     ReduceL2) e='[3.7416575,8.774964]' ;; ReduceSumSquare) e='[14,77]' ;;
   esac
   v2 $M/$op/infer '{"inputs":['"$D23"','"$AX1"'],"parameters":{"keepdims":0}}'
-  expect_v2_out "/v2 $op, axes input" '{"name":"reduced","datatype":"FP32","shape":[2],"data":'"$e"'}' f32
+  expect_v2_out "/v2 $op, axes input" '{"name":"reduced","datatype":"FP32","shape":[2],"data":'"$e"'}' float32
 done
 v2 $M/ReduceLogSum/infer '{"inputs":[{"name":"data","shape":[2,3],"datatype":"FP32","data":[1,2,3,4,5,6]},'"$AX1"'],"parameters":{"keepdims":0}}'
-expect_v2_out "/v2 ReduceLogSum" '{"name":"reduced","datatype":"FP32","shape":[2],"data":[1.7917595,2.7080503]}' f32
+expect_v2_out "/v2 ReduceLogSum" '{"name":"reduced","datatype":"FP32","shape":[2],"data":[1.7917595,2.7080503]}' float32
 v2 $M/ReduceLogSumExp/infer '{"inputs":[{"name":"data","shape":[2,3],"datatype":"FP64","data":[0,0,0,1,1,1]},'"$AX1"'],"parameters":{"keepdims":0}}'
 expect_v2_out "/v2 ReduceLogSumExp FP64" '{"name":"reduced","datatype":"FP64","shape":[2],"data":[1.0986122886681098,2.09861228866811]}' rel=1e-14
 check "/v2 without a version: ReduceMax answers version 20" eval 'v2 $M/ReduceMax/infer "{\"inputs\":[$D23]}"; [ "$(jget model_version)" = 20 ]'
