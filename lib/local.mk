@@ -1,7 +1,8 @@
 # lib/ - libreduce: the reduction library (pure computation).
 noinst_LIBRARIES += lib/libreduce.a
 lib_libreduce_a_SOURCES = \
-	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h \
+	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h lib/ops.c \
+	lib/finalize.c \
 	lib/f16.h lib/f16.c \
 	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c
 # Kahan steps must round the product before subtracting, on every compiler

@@ -226,6 +226,13 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
   return 0;
 }
 
+/* The kernel of a plan: the original ReduceL2/ReduceSumSquare kernels
+ * (kernels.c, portable or SIMD) or an operator family kernel (ops.c). */
+static const struct rd__kernel *kernel_of(int id)
+{
+  return id >= RD__K_OPS_BASE ? rd__op_kernel(id) : rd__kernel_for(id);
+}
+
 /* Groups of the canonical shape and the part split. */
 static void canonicalise(struct rd_plan *pl, const unsigned char *red)
 {
@@ -266,7 +273,7 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
   } else {
     /* Cannot overflow: rd_plan_init checked it against INT64_MAX. */
     uint64_t per_part = pl->out_count *
-        rd__kernel_for(pl->priv.kernel)->acc_size;
+        kernel_of(pl->priv.kernel)->acc_size;
     n = pl->in_bytes / PART_BYTES_REDUCED;
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
@@ -446,10 +453,13 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
                    " bytes (%zu bytes per element)", INT64_MAX,
                    pl.out_elem_size);
   pl.out_bytes = pl.out_count * pl.out_elem_size;
-  pl.priv.kernel = rd__kernel_id(pl.dtype);
+  pl.priv.kernel = rd__op_kernel_id(pl.op, pl.dtype, pl.select_last_index);
+  if (pl.priv.kernel < 0 || !kernel_of(pl.priv.kernel))
+    return set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
+                   rd_dtype_name(pl.dtype)); /* not reached: table gap */
   /* Accumulators must be addressable too (checked again at allocation). */
   if (__builtin_mul_overflow(pl.out_count,
-                             (uint64_t)rd__kernel_for(pl.priv.kernel)->acc_size,
+                             (uint64_t)kernel_of(pl.priv.kernel)->acc_size,
                              &acc_bytes) || acc_bytes > (uint64_t)INT64_MAX)
     return set_err(err, RD_E_TOO_LARGE, "the output's %" PRIu64 " elements "
                    "need more accumulator memory than int64 can count",
@@ -469,6 +479,8 @@ struct geom {
   size_t osz;                     /* bytes per output slot of the buffers */
   int direct;                     /* slots are finished output elements */
   int l2, dtype;
+  int sq;                         /* ReduceL2/ReduceSumSquare (kernels.c) */
+  struct rd__final fin;           /* finalisation of the other operators */
   uint64_t inner;                 /* size of the innermost group */
   int inner_red;
   int outer_red;                  /* partials per part needed */
@@ -488,7 +500,18 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
 {
   uint64_t prod = 1;
   memset(g, 0, sizeof *g);
-  g->k = rd__kernel_for(pl->priv.kernel);
+  g->k = kernel_of(pl->priv.kernel);
+  g->sq = pl->op == RD_OP_L2 || pl->op == RD_OP_SUM_SQUARE;
+  g->fin.op = pl->op;
+  g->fin.dtype = pl->dtype;
+  g->fin.out_dtype = pl->out_dtype;
+  g->fin.overflow = pl->overflow;
+  g->fin.row = rd__op_row(pl->op);
+  g->fin.family = pl->dtype == RD_FLOAT64 ? g->fin.row->f64_family
+                  : (pl->dtype == RD_FLOAT32 || pl->dtype == RD_FLOAT16 ||
+                     pl->dtype == RD_BFLOAT16) ? g->fin.row->float_family
+                                               : g->fin.row->int_family;
+  g->fin.count = pl->out_count ? pl->in_count / pl->out_count : 0;
   g->esz = pl->elem_size;
   g->accsz = g->k->acc_size;
   g->osz = g->accsz;
@@ -506,7 +529,7 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
    * output element at once instead of going through an accumulator and a
    * final pass.  Integers keep accumulators: their overflow errors are
    * reported by finish. */
-  g->direct = g->ng == 2 && !g->outer_red && g->inner_red &&
+  g->direct = g->sq && g->ng == 2 && !g->outer_red && g->inner_red &&
               (g->k->acc_class == RD__ACC_F64 ||
                g->k->acc_class == RD__ACC_BLUE);
   g->osz = g->direct ? g->esz : g->accsz;
@@ -533,6 +556,8 @@ static void cursor_init(struct cursor *c, const struct rd_plan *pl,
 {
   uint64_t row = e / g->inner;
   memset(c, 0, sizeof *c);
+  if (g->k->init)
+    g->k->init(&c->lanes, 1);
   c->off = e % g->inner;
   for (size_t i = g->ng - 1; i-- > 0;) {
     c->idx[i] = row % pl->priv.size[i];
@@ -784,9 +809,12 @@ static int store(const struct rd_plan *pl, const struct geom *g,
                  const void *acc, unsigned char *out, uint64_t o,
                  struct rd_error *err)
 {
-  unsigned char *dst = out + o * pl->elem_size;
+  unsigned char *dst = out + o * pl->out_elem_size;
   int l2 = pl->op == RD_OP_L2;
   enum rd__acc_class cls = g->k->acc_class;
+
+  if (!g->sq)
+    return rd__finalize(&g->fin, acc, dst, o, err);
 
   if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
     rd__float_store(pl->dtype, rd__acc_value(cls, acc, l2), dst);
@@ -828,6 +856,31 @@ static int store(const struct rd_plan *pl, const struct geom *g,
 /* Allocation                                                         */
 /* ------------------------------------------------------------------ */
 
+/* Sets n accumulators to the empty state (zero bytes unless the kernel
+ * says otherwise). */
+static void acc_empty(const struct rd__kernel *k, void *acc, uint64_t n)
+{
+  if (n == 0)
+    return;
+  if (k->init)
+    k->init(acc, (size_t)n);
+  else
+    memset(acc, 0, (size_t)(n * k->acc_size));
+}
+
+/* dst[i] = dst[i] combined with src[i], i < n. */
+static void acc_merge_n(const struct rd__kernel *k, void *dst, const void *src,
+                        uint64_t n)
+{
+  if (!k->merge) {
+    rd__acc_merge_n(k->acc_class, dst, src, (size_t)n);
+    return;
+  }
+  for (uint64_t i = 0; i < n; i++)
+    k->merge((unsigned char *)dst + i * k->acc_size,
+             (const unsigned char *)src + i * k->acc_size);
+}
+
 static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
 {
   uint64_t bytes;
@@ -835,7 +888,8 @@ static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
       __builtin_mul_overflow(bytes, (uint64_t)accsz, &bytes) ||
       bytes > SIZE_MAX)
     return NULL;
-  /* calloc: all-zero bytes are the empty accumulator of every class. */
+  /* calloc: all-zero bytes are the empty accumulator of the original
+   * classes; the callers run acc_empty() for the others. */
   return calloc(bytes ? (size_t)bytes : 1, 1);
 }
 
@@ -891,7 +945,27 @@ struct rd_exec {
   unsigned char *acc;   /* outer kept: one set; outer reduced: one per part */
   size_t acc_map;       /* bytes mapped for acc by alloc_accs_big(), or 0 */
   unsigned char done[RD_MAX_PARTS];
+  uint64_t bad[RD_MAX_PARTS];   /* first invalid bool element, per part */
+  unsigned char badval[RD_MAX_PARTS];
 };
+
+/* bool input: the first byte other than 0 or 1 among n elements. */
+static int bool_scan(const unsigned char *x, uint64_t n, uint64_t *at)
+{
+  for (uint64_t i = 0; i < n; i++)
+    if (x[i] > 1) {
+      *at = i;
+      return 1;
+    }
+  return 0;
+}
+
+static int bad_bool(struct rd_error *err, uint64_t e, unsigned v)
+{
+  return set_err(err, RD_E_ELEMENT, "input element %" PRIu64 " (flat "
+                 "row-major index) is %u; a bool element must be 0 or 1", e,
+                 v);
+}
 
 int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
 {
@@ -907,6 +981,11 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
     free(ex);
     return RD_E_NOMEM;
   }
+  if (ex->g.k->init && !ex->g.direct)
+    acc_empty(ex->g.k, ex->acc,
+              (ex->g.outer_red ? plan->nparts : 1) * plan->out_count);
+  for (size_t p = 0; p < RD_MAX_PARTS; p++)
+    ex->bad[p] = UINT64_MAX;
   *out = ex;
   return 0;
 }
@@ -928,6 +1007,14 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
     if (ex->g.outer_red)
       acc += (uint64_t)part * pl->out_count * ex->g.accsz;
     part_range(pl, &ex->g, part, &start, &end);
+    if (pl->dtype == RD_BOOL) {
+      uint64_t at;
+      const unsigned char *x = (const unsigned char *)in + start;
+      if (bool_scan(x, end - start, &at)) {
+        ex->bad[part] = start + at;
+        ex->badval[part] = x[at];
+      }
+    }
     cursor_init(&c, pl, &ex->g, start);
     process(&c, pl, &ex->g, acc, (const unsigned char *)in + start * pl->elem_size,
             end - start);
@@ -953,6 +1040,11 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     struct rd__u192 w;
     u128 q;
     double d;
+    struct rd__acc_lse lse;
+    struct rd__acc_ilse ilse;
+    struct rd__acc_prod prod;
+    struct rd__acc_iprod iprod;
+    struct rd__acc_arg arg;
   } tmp[MERGE_BLOCK];
   if (g->direct) {
     if (pl->out_bytes > 0 && (const void *)acc != out)
@@ -965,9 +1057,9 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     const unsigned char *a = acc + o0 * g->accsz;
     int rc;
     if (nsets > 0) {
-      memset(tmp, 0, m * g->accsz);
+      acc_empty(g->k, tmp, m);
       for (size_t p = 0; p < nsets; p++)
-        rd__acc_merge_n(g->k->acc_class, tmp, a + p * set_bytes, m);
+        acc_merge_n(g->k, tmp, a + p * set_bytes, m);
       a = (const unsigned char *)tmp;
     }
     for (size_t i = 0; i < m; i++)
@@ -988,6 +1080,9 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
                      ex->plan.nparts);
   if (ex->plan.out_count > 0 && !out)
     return set_err(err, RD_E_INVALID, "output buffer is NULL");
+  for (size_t p = 0; p < ex->plan.nparts; p++)
+    if (ex->bad[p] != UINT64_MAX) /* parts are in flat order */
+      return bad_bool(err, ex->bad[p], ex->badval[p]);
   return write_outputs(&ex->plan, &ex->g, ex->acc,
                        ex->g.outer_red ? ex->plan.nparts : 0, out, err);
 }
@@ -1017,6 +1112,8 @@ struct rd_stream {
   unsigned char *cur;       /* accumulators of the current part */
   unsigned char *total;     /* sum of finished parts (== cur if outer kept) */
   int borrowed;             /* cur is the caller's output buffer */
+  uint64_t bad;             /* first invalid bool element, or UINT64_MAX */
+  unsigned badval;
 };
 
 /* direct_out: in direct mode, finished outputs go straight there (used by
@@ -1043,6 +1140,12 @@ static int stream_create(const struct rd_plan *plan, void *direct_out,
     rd_stream_destroy(s);
     return RD_E_NOMEM;
   }
+  s->bad = UINT64_MAX;
+  if (s->g.k->init && !s->g.direct) {
+    acc_empty(s->g.k, s->cur, plan->out_count);
+    if (s->total != s->cur)
+      acc_empty(s->g.k, s->total, plan->out_count);
+  }
   if (plan->in_count > 0) {
     part_range(plan, &s->g, 0, &start, &s->part_end);
     cursor_init(&s->c, plan, &s->g, 0);
@@ -1062,9 +1165,8 @@ static void stream_end_part(struct rd_stream *s)
   uint64_t start;
   end_segment(&s->c, &s->g, s->cur);
   if (s->g.outer_red) {
-    rd__acc_merge_n(s->g.k->acc_class, s->total, s->cur,
-                    (size_t)pl->out_count);
-    memset(s->cur, 0, (size_t)(pl->out_count * s->g.accsz));
+    acc_merge_n(s->g.k, s->total, s->cur, pl->out_count);
+    acc_empty(s->g.k, s->cur, pl->out_count);
   }
   if (++s->part < pl->nparts)
     part_range(pl, &s->g, s->part, &start, &s->part_end);
@@ -1073,6 +1175,12 @@ static void stream_end_part(struct rd_stream *s)
 static void stream_elems(struct rd_stream *s, const unsigned char *x,
                          uint64_t n)
 {
+  uint64_t at;
+  if (s->plan.dtype == RD_BOOL && s->bad == UINT64_MAX &&
+      bool_scan(x, n, &at)) {
+    s->bad = s->e + at;
+    s->badval = x[at];
+  }
   while (n > 0) {
     uint64_t take = s->part_end - s->e;
     if (take > n)
@@ -1141,6 +1249,8 @@ int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
                    "needs %" PRIu64, s->consumed, s->plan.in_bytes);
   if (s->plan.out_count > 0 && !out)
     return set_err(err, RD_E_INVALID, "output buffer is NULL");
+  if (s->bad != UINT64_MAX)
+    return bad_bool(err, s->bad, s->badval);
   return write_outputs(&s->plan, &s->g, s->total, 0, out, err);
 }
 
