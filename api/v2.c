@@ -531,24 +531,14 @@ struct v2_input {
   uint64_t blob_size;
 };
 
+/* An input's "datatype" into t->dtype. */
 static int
-decode_input(const json_t *in, size_t idx, const char *name, int blobs,
-             struct v2_input *t, struct rd_error *err)
+input_datatype(const json_t *in, size_t idx, const char *name,
+               struct v2_input *t, struct rd_error *err)
 {
-  static const char *const known[] = {
-    "name", "shape", "datatype", "parameters", "data", NULL
-  };
-  static const char *const pknown[] = { "binary_data_size", NULL };
-  const json_t *v, *ps;
-  char what[64], shown[SHOW_CUT + 8];
-  int64_t size;
-  int rc;
+  const json_t *v = json_object_get(in, "datatype");
+  char shown[SHOW_CUT + 8], dts[128];
 
-  snprintf(what, sizeof what, "field of input \"%s\":", name);
-  if ((rc = check_keys(in, known, what, err)) != 0)
-    return rc;
-  t->obj = in;
-  v = json_object_get(in, "datatype");
   if (v == NULL)
     return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu] (\"%s\"): missing "
                     "\"datatype\"", idx, name);
@@ -557,13 +547,21 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
                     "datatype must be a string, got %s", idx, name,
                     api__type_name(v));
   if (api_v2_datatype_parse(json_string_value(v), &t->dtype) != 0) {
-    char dts[128];
     show(json_string_value(v), shown, sizeof shown);
     list_datatypes(dts, sizeof dts);
     return api_fail(err, RD_E_DTYPE, "input \"%s\": unsupported datatype "
                     "\"%s\"; supported: %s", name, shown, dts);
   }
-  v = json_object_get(in, "shape");
+  return 0;
+}
+
+/* An input's "shape" into t->rank, t->shape and t->count. */
+static int
+input_shape(const json_t *in, size_t idx, const char *name,
+            struct v2_input *t, struct rd_error *err)
+{
+  const json_t *v = json_object_get(in, "shape");
+
   if (v == NULL)
     return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu] (\"%s\"): missing "
                     "\"shape\"", idx, name);
@@ -580,10 +578,20 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": shape[%zu] "
                       "must be an integer, got %s", name, i,
                       api__type_name(json_array_get(v, i)));
-  if ((rc = rd_shape_count(t->rank, t->shape, t->dtype, &t->count, err)))
-    return rc;
+  return rd_shape_count(t->rank, t->shape, t->dtype, &t->count, err);
+}
 
-  ps = json_object_get(in, "parameters");
+/* An input's "data" or parameters.binary_data_size (exactly one). */
+static int
+input_payload(const json_t *in, const char *name, int blobs,
+              struct v2_input *t, struct rd_error *err)
+{
+  static const char *const pknown[] = { "binary_data_size", NULL };
+  const json_t *ps = json_object_get(in, "parameters"), *v;
+  char what[64];
+  int64_t size;
+  int rc;
+
   if (ps != NULL) {
     if (!json_is_object(ps))
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": parameters "
@@ -594,32 +602,52 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
   }
   t->data = json_object_get(in, "data");
   v = ps != NULL ? json_object_get(ps, "binary_data_size") : NULL;
-  if (v != NULL) {
-    if (api__as_int64(v, &size) != 0 || size < 0)
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": "
-                      "binary_data_size must be an integer >= 0", name);
-    if (t->data != NULL)
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has both "
-                      "\"data\" and parameters.binary_data_size; send one",
-                      name);
-    if (!blobs)
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has "
-                      "binary_data_size but the request has no "
-                      "Inference-Header-Content-Length header; set both",
-                      name);
-    if ((uint64_t)size != t->count * rd_dtype_size(t->dtype))
-      return api_fail(err, RD_E_STREAM, "input \"%s\": binary_data_size is "
-                      "%" PRId64 " but shape and datatype %s need %" PRIu64
-                      " bytes", name, size, json_string_value(
-                        json_object_get(in, "datatype")),
-                      t->count * rd_dtype_size(t->dtype));
-    t->blob = 1;
-    t->blob_size = (uint64_t)size;
-  } else if (t->data == NULL) {
-    return api_fail(err, API_E_MISSING_FIELD, "input \"%s\" has neither "
-                    "\"data\" nor parameters.binary_data_size", name);
+  if (v == NULL) {
+    if (t->data == NULL)
+      return api_fail(err, API_E_MISSING_FIELD, "input \"%s\" has neither "
+                      "\"data\" nor parameters.binary_data_size", name);
+    return 0;
   }
+  if (api__as_int64(v, &size) != 0 || size < 0)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": "
+                    "binary_data_size must be an integer >= 0", name);
+  if (t->data != NULL)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has both "
+                    "\"data\" and parameters.binary_data_size; send one",
+                    name);
+  if (!blobs)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has "
+                    "binary_data_size but the request has no "
+                    "Inference-Header-Content-Length header; set both", name);
+  if ((uint64_t)size != t->count * rd_dtype_size(t->dtype))
+    return api_fail(err, RD_E_STREAM, "input \"%s\": binary_data_size is "
+                    "%" PRId64 " but shape and datatype %s need %" PRIu64
+                    " bytes", name, size, api_v2_datatype_name(t->dtype),
+                    t->count * rd_dtype_size(t->dtype));
+  t->blob = 1;
+  t->blob_size = (uint64_t)size;
   return 0;
+}
+
+/* One entry of "inputs": its keys, datatype, shape, then data or blob. */
+static int
+decode_input(const json_t *in, size_t idx, const char *name, int blobs,
+             struct v2_input *t, struct rd_error *err)
+{
+  static const char *const known[] = {
+    "name", "shape", "datatype", "parameters", "data", NULL
+  };
+  char what[64];
+  int rc;
+
+  snprintf(what, sizeof what, "field of input \"%s\":", name);
+  if ((rc = check_keys(in, known, what, err)) != 0)
+    return rc;
+  t->obj = in;
+  if ((rc = input_datatype(in, idx, name, t, err)) != 0 ||
+      (rc = input_shape(in, idx, name, t, err)) != 0)
+    return rc;
+  return input_payload(in, name, blobs, t, err);
 }
 
 static int

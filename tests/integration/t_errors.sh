@@ -47,7 +47,7 @@ expect_error "ragged nesting" '{"op":"ReduceL2","input":{"dtype":"float32","data
 expect_error "mixed nesting depth" '{"op":"ReduceL2","input":{"dtype":"float32","data":[[1,2],3]}}' 400 'SHAPE_MISMATCH|INVALID_ELEMENT'
 
 # ---- each library validation error
-expect_error "UNKNOWN_OP: ReduceMax" '{"op":"ReduceMax",'"$IN"'}' 400 UNKNOWN_OP
+expect_error "UNKNOWN_OP: ReduceMedian" '{"op":"ReduceMedian",'"$IN"'}' 400 UNKNOWN_OP
 expect_error "UNKNOWN_OP: reducel2 (case matters)" '{"op":"reducel2",'"$IN"'}' 400 UNKNOWN_OP
 expect_error "INVALID_OPSET: 0" '{"op":"ReduceL2","opset":0,'"$IN"'}' 400 INVALID_OPSET
 expect_error "INVALID_OPSET: -1" '{"op":"ReduceL2","opset":-1,'"$IN"'}' 400 INVALID_OPSET
