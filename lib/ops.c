@@ -130,12 +130,16 @@ static inline i128 ldi(int dt, const unsigned char *p)
   }
 }
 
-/* Total-order key of an element (see rd__fkey); *nan set for float NaN. */
-static inline int64_t ldkey(int dt, const unsigned char *p, int *nan)
+/* Total-order key of an element (see rd__fkey); *nan set for float NaN.
+ * With `zero_tie`, -0 gets the key of +0 (ArgMax/ArgMin: a tie). */
+static inline int64_t ldkey(int dt, const unsigned char *p, int *nan,
+                            int zero_tie)
 {
   if (dt_float(dt)) {
     double v = ldd(dt, p);
     *nan = isnan(v);
+    if (zero_tie && v == 0)
+      v = 0.0;
     return rd__fkey(v);
   }
   *nan = 0;
@@ -563,7 +567,7 @@ static inline void key_add(void *acc, const unsigned char *p, int dt,
 {
   struct rd__acc_key *a = acc;
   int nan;
-  int64_t k = ldkey(dt, p, &nan);
+  int64_t k = ldkey(dt, p, &nan, 0);
   a->nan |= (uint64_t)nan;
   if (!nan && (is_max ? k > a->key : k < a->key))
     a->key = k;
@@ -604,7 +608,7 @@ static inline void arg_add(void *acc, const unsigned char *p, int dt,
 {
   struct rd__acc_arg *a = acc;
   int nan;
-  int64_t k = ldkey(dt, p, &nan), i = a->count++;
+  int64_t k = ldkey(dt, p, &nan, 1), i = a->count++;
   if (nan) {
     if (a->nan < 0 || last)
       a->nan = i;
