@@ -431,11 +431,13 @@ static void prod_init(void *acc, size_t count)
   struct rd__acc_prod *a = acc;
   for (size_t i = 0; i < count; i++) {
     memset(&a[i], 0, sizeof a[i]);
-    a[i].hi = 1.0;
+    a[i].hi = 0.5; /* 1 = 0.5 * 2^1, normalised like every other state */
+    a[i].e = 1;
   }
 }
 
-/* Keeps hi in [0.5, 1) (or exactly 1 for the empty product). */
+/* Keeps hi in [0.5, 1): the representation of a value is unique, so
+ * merging the empty state changes no bit. */
 static inline void prod_norm(struct rd__acc_prod *a)
 {
   int ex;

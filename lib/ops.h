@@ -120,7 +120,7 @@ struct rd__acc_ilse {        /* RD__F_ILSE */
 };
 
 struct rd__acc_prod {        /* RD__F_PROD */
-  double hi, lo;             /* mantissa, |hi| in [0.5, 1) or 1 */
+  double hi, lo;             /* mantissa, hi in [0.5, 1) */
   int64_t e;                 /* binary exponent */
   uint32_t nan, inf, zero, neg;
 };
