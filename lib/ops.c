@@ -839,6 +839,21 @@ static const struct kentry ktab[] = {
 _Static_assert(sizeof(struct rd__acc_ilse) <= sizeof(union rd__lanes),
                "integer LogSumExp state exceeds the lane state");
 
+/* The SIMD variants: a copy of ktab's kernels with the RD__F_SUMD entries
+ * replaced where kernels_avx2.c has them (filled before main(); used only
+ * while the SIMD implementation is active, which implies the CPU has it). */
+static struct rd__kernel ktab_simd[NKTAB];
+
+__attribute__((constructor)) static void ops_simd_init(void)
+{
+  for (size_t i = 0; i < NKTAB; i++) {
+    ktab_simd[i] = ktab[i].k;
+    if (ktab[i].family == RD__F_SUMD)
+      (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
+                                 &ktab_simd[i]);
+  }
+}
+
 int rd__op_kernel_id(int op, int dtype, int select_last)
 {
   const struct rd__op *row = rd__op_row(op);
@@ -863,10 +878,19 @@ int rd__op_kernel_id(int op, int dtype, int select_last)
   return -1;
 }
 
+const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl)
+{
+  size_t i = (size_t)(kernel_id - RD__K_OPS_BASE);
+  if (kernel_id < RD__K_OPS_BASE || i >= NKTAB)
+    return NULL;
+  if (impl == RD__IMPL_PORTABLE)
+    return &ktab[i].k;
+  if (impl == RD__IMPL_AVX2 && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2))
+    return &ktab_simd[i];
+  return NULL;
+}
+
 const struct rd__kernel *rd__op_kernel(int kernel_id)
 {
-  if (kernel_id < RD__K_OPS_BASE ||
-      (size_t)(kernel_id - RD__K_OPS_BASE) >= NKTAB)
-    return NULL;
-  return &ktab[kernel_id - RD__K_OPS_BASE].k;
+  return rd__op_kernel_impl(kernel_id, rd__kernels_active());
 }

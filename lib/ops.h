@@ -93,8 +93,12 @@ int rd__op_implemented(int op);
 
 /* The kernel id for (op, dtype, select_last); -1 if none. */
 int rd__op_kernel_id(int op, int dtype, int select_last);
-/* The kernel of an id >= RD__K_OPS_BASE; NULL if invalid. */
+/* The kernel of an id >= RD__K_OPS_BASE for the active implementation;
+ * NULL if invalid. */
 const struct rd__kernel *rd__op_kernel(int kernel_id);
+/* ... of a given implementation (enum rd__impl); NULL if that
+ * implementation is not available (tests compare implementations). */
+const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl);
 
 /* ------------------------------------------------------------------ */
 /* Accumulators of the new families (finalize.c reads them)           */
