@@ -279,5 +279,9 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
  * kernels_avx2.c specialises.  Returns 0, or -1 when the build has no x86-64
  * SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_fill(struct rd__kernel *tab);
+/* Sets run/cols/rows of `k` to the AVX2 Sum (absval 0) or L1 (1) kernels
+ * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
+ * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */
+int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k);
 
 #endif /* KERNELS_IMPL_H */

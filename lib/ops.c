@@ -130,12 +130,16 @@ static inline i128 ldi(int dt, const unsigned char *p)
   }
 }
 
-/* Total-order key of an element (see rd__fkey); *nan set for float NaN. */
-static inline int64_t ldkey(int dt, const unsigned char *p, int *nan)
+/* Total-order key of an element (see rd__fkey); *nan set for float NaN.
+ * With `zero_tie`, -0 gets the key of +0 (ArgMax/ArgMin: a tie). */
+static inline int64_t ldkey(int dt, const unsigned char *p, int *nan,
+                            int zero_tie)
 {
   if (dt_float(dt)) {
     double v = ldd(dt, p);
     *nan = isnan(v);
+    if (zero_tie && v == 0)
+      v = 0.0;
     return rd__fkey(v);
   }
   *nan = 0;
@@ -427,11 +431,13 @@ static void prod_init(void *acc, size_t count)
   struct rd__acc_prod *a = acc;
   for (size_t i = 0; i < count; i++) {
     memset(&a[i], 0, sizeof a[i]);
-    a[i].hi = 1.0;
+    a[i].hi = 0.5; /* 1 = 0.5 * 2^1, normalised like every other state */
+    a[i].e = 1;
   }
 }
 
-/* Keeps hi in [0.5, 1) (or exactly 1 for the empty product). */
+/* Keeps hi in [0.5, 1): the representation of a value is unique, so
+ * merging the empty state changes no bit. */
 static inline void prod_norm(struct rd__acc_prod *a)
 {
   int ex;
@@ -563,7 +569,7 @@ static inline void key_add(void *acc, const unsigned char *p, int dt,
 {
   struct rd__acc_key *a = acc;
   int nan;
-  int64_t k = ldkey(dt, p, &nan);
+  int64_t k = ldkey(dt, p, &nan, 0);
   a->nan |= (uint64_t)nan;
   if (!nan && (is_max ? k > a->key : k < a->key))
     a->key = k;
@@ -604,7 +610,7 @@ static inline void arg_add(void *acc, const unsigned char *p, int dt,
 {
   struct rd__acc_arg *a = acc;
   int nan;
-  int64_t k = ldkey(dt, p, &nan), i = a->count++;
+  int64_t k = ldkey(dt, p, &nan, 1), i = a->count++;
   if (nan) {
     if (a->nan < 0 || last)
       a->nan = i;
@@ -833,6 +839,21 @@ static const struct kentry ktab[] = {
 _Static_assert(sizeof(struct rd__acc_ilse) <= sizeof(union rd__lanes),
                "integer LogSumExp state exceeds the lane state");
 
+/* The SIMD variants: a copy of ktab's kernels with the RD__F_SUMD entries
+ * replaced where kernels_avx2.c has them (filled before main(); used only
+ * while the SIMD implementation is active, which implies the CPU has it). */
+static struct rd__kernel ktab_simd[NKTAB];
+
+__attribute__((constructor)) static void ops_simd_init(void)
+{
+  for (size_t i = 0; i < NKTAB; i++) {
+    ktab_simd[i] = ktab[i].k;
+    if (ktab[i].family == RD__F_SUMD)
+      (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
+                                 &ktab_simd[i]);
+  }
+}
+
 int rd__op_kernel_id(int op, int dtype, int select_last)
 {
   const struct rd__op *row = rd__op_row(op);
@@ -857,10 +878,19 @@ int rd__op_kernel_id(int op, int dtype, int select_last)
   return -1;
 }
 
+const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl)
+{
+  size_t i = (size_t)(kernel_id - RD__K_OPS_BASE);
+  if (kernel_id < RD__K_OPS_BASE || i >= NKTAB)
+    return NULL;
+  if (impl == RD__IMPL_PORTABLE)
+    return &ktab[i].k;
+  if (impl == RD__IMPL_AVX2 && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2))
+    return &ktab_simd[i];
+  return NULL;
+}
+
 const struct rd__kernel *rd__op_kernel(int kernel_id)
 {
-  if (kernel_id < RD__K_OPS_BASE ||
-      (size_t)(kernel_id - RD__K_OPS_BASE) >= NKTAB)
-    return NULL;
-  return &ktab[kernel_id - RD__K_OPS_BASE].k;
+  return rd__op_kernel_impl(kernel_id, rd__kernels_active());
 }

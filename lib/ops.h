@@ -93,8 +93,12 @@ int rd__op_implemented(int op);
 
 /* The kernel id for (op, dtype, select_last); -1 if none. */
 int rd__op_kernel_id(int op, int dtype, int select_last);
-/* The kernel of an id >= RD__K_OPS_BASE; NULL if invalid. */
+/* The kernel of an id >= RD__K_OPS_BASE for the active implementation;
+ * NULL if invalid. */
 const struct rd__kernel *rd__op_kernel(int kernel_id);
+/* ... of a given implementation (enum rd__impl); NULL if that
+ * implementation is not available (tests compare implementations). */
+const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl);
 
 /* ------------------------------------------------------------------ */
 /* Accumulators of the new families (finalize.c reads them)           */
@@ -120,7 +124,7 @@ struct rd__acc_ilse {        /* RD__F_ILSE */
 };
 
 struct rd__acc_prod {        /* RD__F_PROD */
-  double hi, lo;             /* mantissa, |hi| in [0.5, 1) or 1 */
+  double hi, lo;             /* mantissa, hi in [0.5, 1) */
   int64_t e;                 /* binary exponent */
   uint32_t nan, inf, zero, neg;
 };
