@@ -367,6 +367,31 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
   }
 }
 
+/* The parameter named `key` for a body of format `fmt`: 0 and *which, or
+ * UNKNOWN_FIELD (no such name, or dtype/shape with .npy). */
+static int
+q_lookup(const char *key, int fmt, int *which, struct rd_error *err)
+{
+  char shown[SHOW_MAX];
+
+  *which = -1;
+  for (int i = 0; i < QP_N; i++)
+    if (strcmp(key, qnames[i]) == 0)
+      *which = i;
+  if (*which >= 0 && (fmt == API_FMT_RAW ||
+                      (*which != QP_DTYPE && *which != QP_SHAPE)))
+    return 0;
+  show(key, shown);
+  if (*which < 0)
+    return api_fail(err, API_E_UNKNOWN_FIELD, "unknown query parameter "
+                    "\"%s\"; known: op, opset, axes, axis, keepdims, "
+                    "noop_with_empty_axes, select_last_index, overflow%s",
+                    shown, fmt == API_FMT_RAW ? ", dtype, shape" : "");
+  return api_fail(err, API_E_UNKNOWN_FIELD, "query parameter %s is not "
+                  "taken with application/x-npy: the .npy header gives the "
+                  "dtype and the shape", key);
+}
+
 int
 api_query_parse(const char *qs, int fmt, struct api_request *req,
                 struct rd_error *err)
@@ -386,7 +411,7 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
   while (*p != '\0') {
     size_t len = strcspn(p, "&"), klen;
     const char *eq;
-    char *key, *val, shown[SHOW_MAX];
+    char *key, *val;
     int bad, which = -1, rc;
 
     if (len == 0) {          /* "a=1&&b=2", a trailing '&' */
@@ -408,25 +433,11 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
                                                           ? len : SHOW_CUT),
                       p);
     }
-    for (int i = 0; i < QP_N; i++)
-      if (strcmp(key, qnames[i]) == 0)
-        which = i;
-    if (which < 0 || (fmt != API_FMT_RAW &&
-                      (which == QP_DTYPE || which == QP_SHAPE))) {
-      show(key, shown);
-      rc = which < 0
-        ? api_fail(err, API_E_UNKNOWN_FIELD, "unknown query parameter "
-                   "\"%s\"; known: op, opset, axes, axis, keepdims, "
-                   "noop_with_empty_axes, select_last_index, overflow%s",
-                   shown,
-                   fmt == API_FMT_RAW ? ", dtype, shape" : "")
-        : api_fail(err, API_E_UNKNOWN_FIELD, "query parameter %s is not "
-                   "taken with application/x-npy: the .npy header gives the "
-                   "dtype and the shape", key);
-    } else if (seen & (1u << which)) {
+    rc = q_lookup(key, fmt, &which, err);
+    if (rc == 0 && (seen & (1u << which)))
       rc = api_fail(err, API_E_INVALID_FIELD, "query parameter %s is given "
                     "more than once", key);
-    } else {
+    if (rc == 0) {
       seen |= 1u << which;
       rc = q_apply((enum qparam)which, val, req, err);
     }
