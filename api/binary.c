@@ -329,16 +329,19 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
   case QP_NOOP:
     if ((rc = q_int("noop_with_empty_axes", v, 1, &x, err)) != 0)
       return rc;
-    return api__guard_unset("query parameter noop_with_empty_axes", x,
+    return api__guard_unset("noop_with_empty_axes",
+                            "query parameter noop_with_empty_axes", x,
                             &p->noop_with_empty_axes, err);
   case QP_AXIS:
     if ((rc = q_int("axis", v, 0, &x, err)) != 0)
       return rc;
-    return api__guard_unset("query parameter axis", x, &p->axis, err);
+    return api__guard_unset("axis", "query parameter axis", x, &p->axis,
+                            err);
   case QP_SELECT_LAST:
     if ((rc = q_int("select_last_index", v, 1, &x, err)) != 0)
       return rc;
-    return api__guard_unset("query parameter select_last_index", x,
+    return api__guard_unset("select_last_index",
+                            "query parameter select_last_index", x,
                             &p->select_last_index, err);
   case QP_OVERFLOW:
     if (rd_overflow_parse(v, &pol) != 0) {

@@ -260,7 +260,7 @@ decode_op_attr(const json_t *root, const char *name, int allow_bool,
   if ((rc = api__attr_allowed(op, name, name, err)) != 0 ||
       (rc = attr_int(v, name, allow_bool, &x, err)) != 0)
     return rc;
-  return api__guard_unset(name, x, out, err);
+  return api__guard_unset(name, name, x, out, err);
 }
 
 static int

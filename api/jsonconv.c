@@ -187,22 +187,22 @@ api__attr_allowed(int op, const char *attr, const char *shown,
 }
 
 int
-api__guard_unset(const char *shown, int64_t v, int64_t *out,
-                 struct rd_error *err)
+api__guard_unset(const char *attr, const char *shown, int64_t v,
+                 int64_t *out, struct rd_error *err)
 {
   /* INT64_MIN is the library's "not given"; it must not pass as that. */
-  if (v == RD_UNSET) {
-    if (strstr(shown, "noop_with_empty_axes") != NULL)
-      return api_fail(err, RD_E_NOOP, "%s must be 0 or 1, got %" PRId64,
-                      shown, v);
-    if (strstr(shown, "select_last_index") != NULL)
-      return api_fail(err, RD_E_SELECT_LAST, "%s must be 0 or 1, got %"
-                      PRId64, shown, v);
-    return api_fail(err, RD_E_AXIS_RANGE, "%s = %" PRId64 " is out of range "
-                    "for any rank", shown, v);
+  if (v != RD_UNSET) {
+    *out = v;
+    return 0;
   }
-  *out = v;
-  return 0;
+  if (strcmp(attr, "noop_with_empty_axes") == 0)
+    return api_fail(err, RD_E_NOOP, "%s must be 0 or 1, got %" PRId64, shown,
+                    v);
+  if (strcmp(attr, "select_last_index") == 0)
+    return api_fail(err, RD_E_SELECT_LAST, "%s must be 0 or 1, got %" PRId64,
+                    shown, v);
+  return api_fail(err, RD_E_AXIS_RANGE, "%s = %" PRId64 " is out of range "
+                  "for any rank", shown, v);
 }
 
 int
@@ -253,35 +253,43 @@ api__int_range(int dtype, uint64_t *max_neg, uint64_t *max_pos)
 void
 api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst)
 {
-  /* Two's complement of the magnitude: exact for every in-range value,
-   * -(2^63) included (it has no positive int64 counterpart to negate). */
+  /* In range, the magnitude fits the type's positive range, or is one
+   * more for the most negative value: negate in the wider int64 (uint64
+   * for int64 itself: two's complement, -(2^63) included). */
+  int64_t low = (int64_t)(mag & 0xFFFFFFFFu), s = neg ? -low : low;
   uint64_t u = neg ? (uint64_t)0 - mag : mag;
-  int8_t i8 = (int8_t)(neg ? -(int64_t)(mag & 0xFF) : (int64_t)mag);
-  int16_t i16 = (int16_t)(neg ? -(int64_t)(mag & 0xFFFF) : (int64_t)mag);
-  int32_t i32 = (int32_t)(neg ? -(int64_t)(mag & 0xFFFFFFFF) : (int64_t)mag);
-  uint8_t u8 = (uint8_t)mag;
-  uint16_t u16 = (uint16_t)mag;
-  uint32_t u32 = (uint32_t)mag;
 
   switch (dtype) {
-  case RD_INT8:
-    memcpy(dst, &i8, sizeof i8);
+  case RD_INT8: {
+    int8_t x = (int8_t)s;
+    memcpy(dst, &x, sizeof x);
     break;
-  case RD_UINT8:
-    memcpy(dst, &u8, sizeof u8);
+  }
+  case RD_UINT8: {
+    uint8_t x = (uint8_t)mag;
+    memcpy(dst, &x, sizeof x);
     break;
-  case RD_INT16:
-    memcpy(dst, &i16, sizeof i16);
+  }
+  case RD_INT16: {
+    int16_t x = (int16_t)s;
+    memcpy(dst, &x, sizeof x);
     break;
-  case RD_UINT16:
-    memcpy(dst, &u16, sizeof u16);
+  }
+  case RD_UINT16: {
+    uint16_t x = (uint16_t)mag;
+    memcpy(dst, &x, sizeof x);
     break;
-  case RD_INT32:
-    memcpy(dst, &i32, sizeof i32);
+  }
+  case RD_INT32: {
+    int32_t x = (int32_t)s;
+    memcpy(dst, &x, sizeof x);
     break;
-  case RD_UINT32:
-    memcpy(dst, &u32, sizeof u32);
+  }
+  case RD_UINT32: {
+    uint32_t x = (uint32_t)mag;
+    memcpy(dst, &x, sizeof x);
     break;
+  }
   default: /* int64, uint64 */
     memcpy(dst, &u, sizeof u);
   }

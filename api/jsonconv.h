@@ -40,11 +40,11 @@ int api__attr_allowed(int op, const char *attr, const char *shown,
                       struct rd_error *err);
 
 /* Stores `v` in *out unless it is RD_UNSET (INT64_MIN, the library's "not
- * given"), which is refused as out of range with the code of the
- * attribute named in `shown` (noop_with_empty_axes, select_last_index, or
- * axis). */
-int api__guard_unset(const char *shown, int64_t v, int64_t *out,
-                     struct rd_error *err);
+ * given"), which is refused with the code of attribute `attr`
+ * (noop_with_empty_axes, select_last_index, else axis out of range); the
+ * message names it as `shown`. */
+int api__guard_unset(const char *attr, const char *shown, int64_t v,
+                     int64_t *out, struct rd_error *err);
 
 /* 1 for float32, float64, float16 and bfloat16. */
 int api__is_float(int dtype);
@@ -72,13 +72,13 @@ struct api__conv {
 
 /* Converts `v` into element c->idx of c->out (if c->out) and advances
  * c->idx: numbers, and for float dtypes "NaN"/"Infinity"/"-Infinity", for
- * integer dtypes decimal strings, for bool true and false; anything else, inexact or out of range
- * goes to c->bad(). */
+ * integer dtypes decimal strings; for bool true and false only.  Anything
+ * else, inexact or out of range goes to c->bad(). */
 int api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err);
 
 /* Appends plan->out_count elements of `out` (of plan->out_dtype) as
- * comma-separated JSON values (api_format_elem), without brackets.  0 or RD_E_NOMEM (then `b` may hold
- * part of them: the caller rolls back). */
+ * comma-separated JSON values (api_format_elem), without brackets.  0 or
+ * RD_E_NOMEM (then `b` may hold part of them: the caller rolls back). */
 int api__append_elems(struct api_buf *b, const struct rd_plan *plan,
                       const void *out);
 

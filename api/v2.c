@@ -344,7 +344,7 @@ decode_op_param(const json_t *ps, const char *name, int allow_bool, int op,
     return api_fail(err, API_E_INVALID_FIELD, "%s must be an integer%s, got "
                     "%s", shown, allow_bool ? " or true/false" : "",
                     api__type_name(v));
-  return api__guard_unset(name, x, out, err);
+  return api__guard_unset(name, shown, x, out, err);
 }
 
 static int

@@ -411,9 +411,9 @@ static int close_enough(double a, double e)
 /* The JSON request of a case: op, opset, every effective attribute (axis,
  * keepdims, noop_with_empty_axes, select_last_index: whichever the case
  * has), axes when the case feeds an axes input, and the input. */
-static json_t *build_request(const char *op, json_int_t opset, json_t *attrs,
-                             const struct tensor *data, const struct tensor *axes,
-                             const char *in_dt)
+static json_t *build_request(const char *op, json_int_t opset,
+                             json_t *attrs, const struct tensor *data,
+                             const struct tensor *axes, const char *in_dt)
 {
   json_t *shape = json_array(), *vals = json_array();
   const char *key;
