@@ -18,6 +18,7 @@
 #include "ops.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -442,6 +443,182 @@ static int ilse_final(const struct rd__final *f, const struct rd__acc_ilse *a,
 }
 
 /* ------------------------------------------------------------------ */
+/* ReduceL2 and ReduceSumSquare (the original classes of kernels.h)    */
+/* ------------------------------------------------------------------ */
+
+struct u192 {
+  uint64_t w[3]; /* little-endian limbs */
+};
+
+static int u192_le(const struct u192 *a, const struct u192 *b)
+{
+  for (int i = 2; i >= 0; i--)
+    if (a->w[i] != b->w[i])
+      return a->w[i] < b->w[i];
+  return 1;
+}
+
+static void u192_add(struct u192 *a, const struct u192 *b)
+{
+  u128 c = 0;
+  for (int i = 0; i < 3; i++) {
+    c += (u128)a->w[i] + b->w[i];
+    a->w[i] = (uint64_t)c;
+    c >>= 64;
+  }
+}
+
+static void u192_sub(struct u192 *a, const struct u192 *b) /* a >= b */
+{
+  uint64_t borrow = 0;
+  for (int i = 0; i < 3; i++) {
+    uint64_t x = a->w[i], y = b->w[i];
+    uint64_t d = x - y - borrow;
+    borrow = (x < y) || (x - y < borrow);
+    a->w[i] = d;
+  }
+}
+
+static void u192_shr(struct u192 *a, unsigned s) /* 0 < s < 64 */
+{
+  a->w[0] = (a->w[0] >> s) | (a->w[1] << (64 - s));
+  a->w[1] = (a->w[1] >> s) | (a->w[2] << (64 - s));
+  a->w[2] >>= s;
+}
+
+static uint64_t isqrt_u128(u128 v)
+{
+  u128 r;
+  double est;
+  if (v == 0)
+    return 0;
+  est = sqrt((double)v);
+  r = est >= 0x1p64 ? UINT64_MAX : (u128)est;
+  if (r == 0)
+    r = 1;
+  r = (r + v / r) / 2; /* one Newton step: the error is now below 1 */
+  if (r > UINT64_MAX)
+    r = UINT64_MAX;
+  while (r * r > v)
+    r--;
+  while (r < UINT64_MAX && (r + 1) * (r + 1) <= v)
+    r++;
+  return (uint64_t)r;
+}
+
+/* floor(sqrt(v)), digit by digit; exact for the full 192-bit range. */
+static struct u192 isqrt_u192(struct u192 v)
+{
+  struct u192 res = {{0, 0, 0}}, bit = {{0, 0, 0}}, t;
+  int top;
+  if (v.w[2] == 0) {
+    res.w[0] = isqrt_u128(((u128)v.w[1] << 64) | v.w[0]);
+    return res;
+  }
+  top = 128 + 63 - __builtin_clzll(v.w[2]);
+  top &= ~1; /* highest power of four <= v */
+  bit.w[top / 64] = (uint64_t)1 << (top % 64);
+  for (;;) {
+    t = res;
+    u192_add(&t, &bit);
+    if (u192_le(&t, &v)) {
+      u192_sub(&v, &t);
+      u192_shr(&res, 1);
+      u192_add(&res, &bit);
+    } else {
+      u192_shr(&res, 1);
+    }
+    if (bit.w[0] == 1 && bit.w[1] == 0 && bit.w[2] == 0)
+      break;
+    u192_shr(&bit, 2);
+  }
+  return res;
+}
+
+static void u192_decimal(struct u192 v, char *buf, size_t len)
+{
+  char tmp[64];
+  size_t n = 0;
+  do {
+    u128 rem = 0;
+    for (int i = 2; i >= 0; i--) {
+      u128 cur = (rem << 64) | v.w[i];
+      v.w[i] = (uint64_t)(cur / 10);
+      rem = cur % 10;
+    }
+    tmp[n++] = (char)('0' + (int)rem);
+  } while (v.w[0] | v.w[1] | v.w[2]);
+  if (n >= len)
+    n = len - 1;
+  for (size_t i = 0; i < n; i++)
+    buf[i] = tmp[n - 1 - i];
+  buf[n] = '\0';
+}
+
+static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
+{
+  struct u192 v = {{0, 0, 0}};
+  if (cls == RD__ACC_U128) {
+    u128 a;
+    memcpy(&a, acc, sizeof a);
+    v.w[0] = (uint64_t)a;
+    v.w[1] = (uint64_t)(a >> 64);
+  } else {
+    const struct rd__u192 *a = acc;
+    v.w[0] = (uint64_t)a->lo;
+    v.w[1] = (uint64_t)(a->lo >> 64);
+    v.w[2] = a->hi;
+  }
+  return v;
+}
+
+
+/* The output of ReduceL2 / ReduceSumSquare, exactly as before the operator
+ * table (its bits are pinned by tests/unit/test_golden.c). */
+static int sq_final(const struct rd__final *f, const void *acc, void *dst,
+                    uint64_t o, struct rd_error *err)
+{
+  int l2 = f->op == RD_OP_L2;
+  enum rd__acc_class cls = (enum rd__acc_class)f->acc_class;
+  size_t esz = rd_dtype_size(f->dtype);
+
+  if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
+    rd__float_store(f->dtype, rd__acc_value(cls, acc, l2), dst);
+    return 0;
+  }
+
+  struct u192 v = acc_int(cls, acc), max = {{0, 0, 0}};
+  int bits = (int)esz * 8;
+  int is_signed = f->dtype == RD_INT32 || f->dtype == RD_INT64;
+  uint64_t low;
+  if (l2)
+    v = isqrt_u192(v);
+  max.w[0] = bits == 64 ? UINT64_MAX : UINT32_MAX;
+  if (is_signed)
+    max.w[0] >>= 1;
+  low = v.w[0];
+  if (!u192_le(&v, &max)) {
+    if (f->overflow == RD_OVERFLOW_ERROR) {
+      char dec[64];
+      u192_decimal(v, dec, sizeof dec);
+      return fin_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
+                     "fit %s (overflow policy \"error\"; use \"saturate\" or "
+                     "\"wrap\")", o, dec, rd_dtype_name(f->dtype));
+    }
+    if (f->overflow == RD_OVERFLOW_SATURATE)
+      low = max.w[0];
+    /* wrap: the low bits, reinterpreted as two's complement below. */
+  }
+  if (bits == 32) {
+    uint32_t u = (uint32_t)low;
+    memcpy(dst, &u, sizeof u);
+  } else {
+    memcpy(dst, &low, sizeof low);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Every operator                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -537,6 +714,8 @@ int rd__finalize(const struct rd__final *f, const void *acc, void *dst,
 {
   enum rd__fin fin = f->row->fin;
   switch (f->family) {
+  case RD__F_SQ:
+    return sq_final(f, acc, dst, o, err);
   case RD__F_SUMD:
   case RD__F_SUMDD: {
     double v = float_sum(f, acc, fin == RD__FIN_MEAN ? f->count : 0);

@@ -664,6 +664,104 @@ AVX_SUM(abs_f32, 4, 1, 1)
 AVX_SUM(abs_f16, 2, 2, 1)
 AVX_SUM(abs_bf16, 2, 3, 1)
 
+/* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin: best 32-bit key of a block (ops.c)   */
+/* ------------------------------------------------------------------ */
+
+/* Exact: the same result as ops.c's block_best32() for any grouping. */
+TGT int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
+                            int zero_tie, int *nan)
+{
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  const __m256i idv = _mm256_set1_epi32(ident);
+  __m256i b0 = idv, b1 = idv, an = _mm256_setzero_si256();
+  int32_t best[16], r;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + i * 4));
+    __m256i u1 = _mm256_loadu_si256(
+        (const __m256i *)(const void *)(x + i * 4 + 32));
+    __m256i k0, k1, n0, n1;
+    if (zero_tie) {
+      u0 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u0, negz), u0);
+      u1 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u1, negz), u1);
+    }
+    k0 = _mm256_xor_si256(u0, _mm256_and_si256(_mm256_srai_epi32(u0, 31), absm));
+    k1 = _mm256_xor_si256(u1, _mm256_and_si256(_mm256_srai_epi32(u1, 31), absm));
+    n0 = _mm256_cmpgt_epi32(_mm256_and_si256(u0, absm), inf);
+    n1 = _mm256_cmpgt_epi32(_mm256_and_si256(u1, absm), inf);
+    an = _mm256_or_si256(an, _mm256_or_si256(n0, n1));
+    k0 = _mm256_blendv_epi8(k0, idv, n0);
+    k1 = _mm256_blendv_epi8(k1, idv, n1);
+    if (is_max) {
+      b0 = _mm256_max_epi32(b0, k0);
+      b1 = _mm256_max_epi32(b1, k1);
+    } else {
+      b0 = _mm256_min_epi32(b0, k0);
+      b1 = _mm256_min_epi32(b1, k1);
+    }
+  }
+  _mm256_storeu_si256((__m256i *)(void *)best, b0);
+  _mm256_storeu_si256((__m256i *)(void *)(best + 8), b1);
+  *nan = !_mm256_testz_si256(an, an);
+  r = ident;
+  for (size_t l = 0; l < 16; l++)
+    r = is_max ? (best[l] > r ? best[l] : r) : (best[l] < r ? best[l] : r);
+  for (; i < n; i++) {
+    uint32_t u;
+    int32_t k;
+    memcpy(&u, x + i * 4, 4);
+    if (zero_tie && u == 0x80000000u)
+      u = 0;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      *nan = 1;
+      continue;
+    }
+    k = (int32_t)u ^ (int32_t)((uint32_t)((int32_t)u >> 31) & 0x7fffffffu);
+    r = is_max ? (k > r ? k : r) : (k < r ? k : r);
+  }
+  return r;
+}
+
+/* The first (or, with last, the last) index i < n whose 32-bit key is k
+ * (NaNs have no key; zero_tie maps -0 to +0); n if none. */
+TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
+                           int zero_tie, int last)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  /* the bit pattern with key k (k is not a NaN key: the caller found it) */
+  uint32_t want = (uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu));
+  const __m256i wv = _mm256_set1_epi32((int32_t)want);
+  size_t nb = n / 8;
+  (void)absm;
+  for (size_t b = 0; b < nb; b++) {
+    size_t i = last ? (nb - 1 - b) * 8 + (n % 8) : b * 8;
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i * 4));
+    int m;
+    if (zero_tie)
+      u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
+    m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(u, wv)));
+    if (m)
+      return i + (size_t)(last ? 31 - __builtin_clz((unsigned)m)
+                               : __builtin_ctz((unsigned)m));
+  }
+  /* the n % 8 elements not covered: at the end (first) or start (last) */
+  for (size_t t = 0; t < n % 8; t++) {
+    size_t i = last ? n % 8 - 1 - t : nb * 8 + t;
+    uint32_t u;
+    memcpy(&u, x + i * 4, 4);
+    if (zero_tie && u == 0x80000000u)
+      u = 0;
+    if (u == want)
+      return i;
+  }
+  return n;
+}
+
 int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
 {
 #define SETS(nm)                                                               \
@@ -713,6 +811,27 @@ int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
   (void)absval;
   (void)k;
   return -1;
+}
+
+int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
+                        int zero_tie, int *nan)
+{
+  (void)x;
+  (void)n;
+  (void)is_max;
+  (void)zero_tie;
+  (void)nan;
+  return 0; /* never called: no SIMD implementation in this build */
+}
+
+size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
+                       int zero_tie, int last)
+{
+  (void)x;
+  (void)k;
+  (void)zero_tie;
+  (void)last;
+  return n; /* never called */
 }
 
 #endif

@@ -770,6 +770,188 @@ KEY_SEQ(bool, RD_BOOL, 1)
 KEY_TYPES(ARG_SEQ)
 
 /* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin: block loops over 32-bit keys         */
+/* ------------------------------------------------------------------ */
+
+/* The results are exact, so any grouping gives the same bits: these loops
+ * reduce a block of float32 elements with branch-free 32-bit integer keys
+ * (-0 < +0, NaN flagged), which the compiler vectorises, then fold the
+ * block's result into the 64-bit key state. */
+#define KBLOCK 1024
+
+static inline int32_t key32(uint32_t u)
+{
+  int32_t k = (int32_t)u;
+  return k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu);
+}
+
+static inline double key32_value(int32_t k)
+{
+  uint32_t u = (uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu));
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline int is_nan32(uint32_t u)
+{
+  return (u & 0x7fffffffu) > 0x7f800000u;
+}
+
+/* Best key of n (<= KBLOCK) float32 elements; *nan: any NaN.  zero_tie
+ * maps -0 to +0.  The SIMD implementation, when active, computes the same
+ * exact result in kernels_avx2.c. */
+static inline int32_t block_best32(const unsigned char *x, size_t n,
+                                   int is_max, int zero_tie, int *nan)
+{
+  if (rd__kernels_active() == RD__IMPL_AVX2)
+    return rd__avx2_best32(x, n, is_max, zero_tie, nan);
+  int32_t best[16];
+  uint32_t anynan = 0;
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  for (size_t l = 0; l < 16; l++)
+    best[l] = ident;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (size_t l = 0; l < 16; l++) {
+      uint32_t u;
+      int32_t k;
+      memcpy(&u, x + (i + l) * 4, 4);
+      if (zero_tie)
+        u = u == 0x80000000u ? 0 : u;
+      k = key32(u);
+      anynan |= (uint32_t)is_nan32(u);
+      k = is_nan32(u) ? ident : k;
+      best[l] = is_max ? (k > best[l] ? k : best[l])
+                       : (k < best[l] ? k : best[l]);
+    }
+  for (size_t l = 0; i < n; i++, l++) {
+    uint32_t u;
+    int32_t k;
+    memcpy(&u, x + i * 4, 4);
+    if (zero_tie)
+      u = u == 0x80000000u ? 0 : u;
+    k = key32(u);
+    anynan |= (uint32_t)is_nan32(u);
+    k = is_nan32(u) ? ident : k;
+    best[l] = is_max ? (k > best[l] ? k : best[l])
+                     : (k < best[l] ? k : best[l]);
+  }
+  for (size_t l = 1; l < 16; l++)
+    best[0] = is_max ? (best[l] > best[0] ? best[l] : best[0])
+                     : (best[l] < best[0] ? best[l] : best[0]);
+  *nan = anynan != 0;
+  return best[0];
+}
+
+/* Folds n float32 elements into a Max/Min state. */
+static inline void key32_fold(struct rd__acc_key *a, const unsigned char *x,
+                              size_t n, int is_max)
+{
+  while (n > 0) {
+    size_t m = n < KBLOCK ? n : KBLOCK;
+    int nan;
+    int32_t b = block_best32(x, m, is_max, 0, &nan);
+    a->nan |= (uint64_t)nan;
+    /* b is the identity only if every element was NaN or the identity
+     * itself (-NaN bits); decoding it gives a NaN key then, skip it. */
+    if (!isnan(key32_value(b))) {
+      int64_t k = rd__fkey(key32_value(b));
+      if (is_max ? k > a->key : k < a->key)
+        a->key = k;
+    }
+    x += m * 4;
+    n -= m;
+  }
+}
+
+/* Folds n float32 elements (indices a->count ...) into an Arg state. */
+static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
+                              size_t n, int is_max, int last)
+{
+  while (n > 0) {
+    size_t m = n < KBLOCK ? n : KBLOCK;
+    int nan;
+    int32_t b = block_best32(x, m, is_max, 1, &nan);
+    struct rd__acc_arg blk = {0, -1, (int64_t)m, -1};
+    if (nan) {
+      for (size_t i = 0; i < m; i++) {
+        uint32_t u;
+        memcpy(&u, x + (last ? m - 1 - i : i) * 4, 4);
+        if (is_nan32(u)) {
+          blk.nan = (int64_t)(last ? m - 1 - i : i);
+          break;
+        }
+      }
+    }
+    if (!isnan(key32_value(b)) && rd__kernels_active() == RD__IMPL_AVX2) {
+      blk.idx = (int64_t)rd__avx2_find32(x, m, b, 1, last);
+      assert(blk.idx < (int64_t)m);
+      blk.key = rd__fkey(key32_value(b));
+    } else if (!isnan(key32_value(b))) {
+      /* the first (last) element with the best key */
+      for (size_t i = 0; i < m; i++) {
+        size_t j = last ? m - 1 - i : i;
+        uint32_t u;
+        memcpy(&u, x + j * 4, 4);
+        if (u == 0x80000000u)
+          u = 0;
+        if (!is_nan32(u) && key32(u) == b) {
+          blk.idx = (int64_t)j;
+          blk.key = rd__fkey(key32_value(b));
+          break;
+        }
+      }
+    }
+    arg_merge(a, &blk, is_max, last);
+    x += m * 4;
+    n -= m;
+  }
+}
+
+/* run/rows for these: the same state as the generic kernels, so flush,
+ * cols, init and merge are shared with them. */
+#define KEY32_KERNEL(nm, is_max)                                               \
+  static void run32_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  {                                                                            \
+    (void)pos;                                                                 \
+    key32_fold((struct rd__acc_key *)(void *)ln, x, n, is_max);                \
+  }                                                                            \
+  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    struct rd__acc_key *o = acc;                                               \
+    for (size_t r = 0; r < nrows; r++, x += n * 4)                             \
+      key32_fold(&o[r], x, n, is_max);                                         \
+  }
+KEY32_KERNEL(max, 1)
+KEY32_KERNEL(min, 0)
+
+#define ARG32_KERNEL(nm, is_max, last)                                         \
+  static void run32_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  {                                                                            \
+    (void)pos;                                                                 \
+    arg32_fold((struct rd__acc_arg *)(void *)ln, x, n, is_max, last);          \
+  }                                                                            \
+  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    struct rd__acc_arg *o = acc;                                               \
+    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
+      struct rd__acc_arg t;                                                    \
+      arg_init(&t, 1);                                                         \
+      arg32_fold(&t, x, n, is_max, last);                                      \
+      arg_merge(&o[r], &t, is_max, last);                                      \
+    }                                                                          \
+  }
+ARG32_KERNEL(argmax, 1, 0)
+ARG32_KERNEL(argmaxl, 1, 1)
+ARG32_KERNEL(argmin, 0, 0)
+ARG32_KERNEL(argminl, 0, 1)
+
+/* ------------------------------------------------------------------ */
 /* Kernel table                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -821,6 +1003,20 @@ static const struct kentry ktab[] = {
                               max_merge)},                                     \
   {RD__F_MAXMIN, 0, dt, K_SEQ(min_##nm, struct rd__acc_key, mini_##nm,         \
                               min_merge)},
+  /* float32 first: block loops over 32-bit keys (the generic f32
+   * entries below are then never chosen) */
+  {RD__F_MAXMIN, 1, RD_FLOAT32,
+   {RD__ACC_OP, sizeof(struct rd__acc_key), run32_max, flush_max_f32,
+    cols_max_f32, rows32_max, maxi_f32, max_merge}},
+  {RD__F_MAXMIN, 0, RD_FLOAT32,
+   {RD__ACC_OP, sizeof(struct rd__acc_key), run32_min, flush_min_f32,
+    cols_min_f32, rows32_min, mini_f32, min_merge}},
+#define K_ARG32(nm, v)                                                         \
+  {RD__F_ARG, v, RD_FLOAT32,                                                   \
+   {RD__ACC_OP, sizeof(struct rd__acc_arg), run32_##nm, flush_##nm##_f32,      \
+    cols_##nm##_f32, rows32_##nm, arg_init, nm##_merge}},
+  K_ARG32(argmax, 2) K_ARG32(argmaxl, 3) K_ARG32(argmin, 0)
+  K_ARG32(argminl, 1)
   KEY_TYPES(K_KEY) K_KEY(bool, RD_BOOL, 1)
 #define K_ARG(nm, dt, esz)                                                     \
   {RD__F_ARG, 2, dt, K_SEQ(argmax_##nm, struct rd__acc_arg, arg_init,          \

@@ -170,6 +170,7 @@ static inline double rd__fkey_value(int64_t k)
 
 struct rd__final {
   int op, dtype, out_dtype, overflow, family;
+  int acc_class;             /* enum rd__acc_class of the plan's kernel */
   const struct rd__op *row;
   uint64_t count;            /* elements reduced into each output */
 };

@@ -30,6 +30,7 @@
  */
 #include "reduce.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -286,6 +287,7 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
     n = g0;
   pl->priv.part_len = (g0 + n - 1) / n;
   pl->nparts = (size_t)((g0 + pl->priv.part_len - 1) / pl->priv.part_len);
+  assert(pl->nparts >= 1 && pl->nparts <= RD_MAX_PARTS);
 }
 
 /* "float32, float64, ..." : the dtypes of version `v` of `op`. */
@@ -512,6 +514,7 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
                      pl->dtype == RD_BFLOAT16) ? g->fin.row->float_family
                                                : g->fin.row->int_family;
   g->fin.count = pl->out_count ? pl->in_count / pl->out_count : 0;
+  g->fin.acc_class = g->k->acc_class;
   g->esz = pl->elem_size;
   g->accsz = g->k->acc_size;
   g->osz = g->accsz;
@@ -544,6 +547,7 @@ static void part_range(const struct rd_plan *pl, const struct geom *g,
                        size_t part, uint64_t *start, uint64_t *end)
 {
   uint64_t a = part * pl->priv.part_len, b = a + pl->priv.part_len;
+  assert(part < pl->nparts);
   if (b > pl->priv.size[0])
     b = pl->priv.size[0];
   *start = a * g->unit;
@@ -596,6 +600,7 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
     rows = 1;
   else if (rows > (left = pl->priv.size[o] - c->idx[o]))
     rows = left;
+  assert(rows >= 1 && rows * g->inner <= n);
   if (g->direct)
     rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x,
                  (size_t)g->inner, (size_t)rows, g->l2);
@@ -640,6 +645,7 @@ static void process(struct cursor *c, const struct rd_plan *pl,
 {
   while (n > 0) {
     uint64_t take = g->inner - c->off;
+    assert(c->off < g->inner); /* the cursor is inside a row */
     if (c->off == 0 && n >= g->inner) {
       uint64_t rows = whole_rows(c, pl, g, acc, x, n);
       x += rows * g->inner * g->esz;
@@ -675,181 +681,16 @@ static void end_segment(struct cursor *c, const struct geom *g,
 }
 
 /* ------------------------------------------------------------------ */
-/* Output conversion and overflow policy                              */
+/* Output (finalize.c does the conversion and the overflow policy)    */
 /* ------------------------------------------------------------------ */
-
-struct u192 {
-  uint64_t w[3]; /* little-endian limbs */
-};
-
-static int u192_le(const struct u192 *a, const struct u192 *b)
-{
-  for (int i = 2; i >= 0; i--)
-    if (a->w[i] != b->w[i])
-      return a->w[i] < b->w[i];
-  return 1;
-}
-
-static void u192_add(struct u192 *a, const struct u192 *b)
-{
-  u128 c = 0;
-  for (int i = 0; i < 3; i++) {
-    c += (u128)a->w[i] + b->w[i];
-    a->w[i] = (uint64_t)c;
-    c >>= 64;
-  }
-}
-
-static void u192_sub(struct u192 *a, const struct u192 *b) /* a >= b */
-{
-  uint64_t borrow = 0;
-  for (int i = 0; i < 3; i++) {
-    uint64_t x = a->w[i], y = b->w[i];
-    uint64_t d = x - y - borrow;
-    borrow = (x < y) || (x - y < borrow);
-    a->w[i] = d;
-  }
-}
-
-static void u192_shr(struct u192 *a, unsigned s) /* 0 < s < 64 */
-{
-  a->w[0] = (a->w[0] >> s) | (a->w[1] << (64 - s));
-  a->w[1] = (a->w[1] >> s) | (a->w[2] << (64 - s));
-  a->w[2] >>= s;
-}
-
-static uint64_t isqrt_u128(u128 v)
-{
-  u128 r;
-  double est;
-  if (v == 0)
-    return 0;
-  est = sqrt((double)v);
-  r = est >= 0x1p64 ? UINT64_MAX : (u128)est;
-  if (r == 0)
-    r = 1;
-  r = (r + v / r) / 2; /* one Newton step: the error is now below 1 */
-  if (r > UINT64_MAX)
-    r = UINT64_MAX;
-  while (r * r > v)
-    r--;
-  while (r < UINT64_MAX && (r + 1) * (r + 1) <= v)
-    r++;
-  return (uint64_t)r;
-}
-
-/* floor(sqrt(v)), digit by digit; exact for the full 192-bit range. */
-static struct u192 isqrt_u192(struct u192 v)
-{
-  struct u192 res = {{0, 0, 0}}, bit = {{0, 0, 0}}, t;
-  int top;
-  if (v.w[2] == 0) {
-    res.w[0] = isqrt_u128(((u128)v.w[1] << 64) | v.w[0]);
-    return res;
-  }
-  top = 128 + 63 - __builtin_clzll(v.w[2]);
-  top &= ~1; /* highest power of four <= v */
-  bit.w[top / 64] = (uint64_t)1 << (top % 64);
-  for (;;) {
-    t = res;
-    u192_add(&t, &bit);
-    if (u192_le(&t, &v)) {
-      u192_sub(&v, &t);
-      u192_shr(&res, 1);
-      u192_add(&res, &bit);
-    } else {
-      u192_shr(&res, 1);
-    }
-    if (bit.w[0] == 1 && bit.w[1] == 0 && bit.w[2] == 0)
-      break;
-    u192_shr(&bit, 2);
-  }
-  return res;
-}
-
-static void u192_decimal(struct u192 v, char *buf, size_t len)
-{
-  char tmp[64];
-  size_t n = 0;
-  do {
-    u128 rem = 0;
-    for (int i = 2; i >= 0; i--) {
-      u128 cur = (rem << 64) | v.w[i];
-      v.w[i] = (uint64_t)(cur / 10);
-      rem = cur % 10;
-    }
-    tmp[n++] = (char)('0' + (int)rem);
-  } while (v.w[0] | v.w[1] | v.w[2]);
-  if (n >= len)
-    n = len - 1;
-  for (size_t i = 0; i < n; i++)
-    buf[i] = tmp[n - 1 - i];
-  buf[n] = '\0';
-}
-
-static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
-{
-  struct u192 v = {{0, 0, 0}};
-  if (cls == RD__ACC_U128) {
-    u128 a;
-    memcpy(&a, acc, sizeof a);
-    v.w[0] = (uint64_t)a;
-    v.w[1] = (uint64_t)(a >> 64);
-  } else {
-    const struct rd__u192 *a = acc;
-    v.w[0] = (uint64_t)a->lo;
-    v.w[1] = (uint64_t)(a->lo >> 64);
-    v.w[2] = a->hi;
-  }
-  return v;
-}
 
 /* Writes output element o from accumulator acc. */
 static int store(const struct rd_plan *pl, const struct geom *g,
                  const void *acc, unsigned char *out, uint64_t o,
                  struct rd_error *err)
 {
-  unsigned char *dst = out + o * pl->out_elem_size;
-  int l2 = pl->op == RD_OP_L2;
-  enum rd__acc_class cls = g->k->acc_class;
-
-  if (!g->sq)
-    return rd__finalize(&g->fin, acc, dst, o, err);
-
-  if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
-    rd__float_store(pl->dtype, rd__acc_value(cls, acc, l2), dst);
-    return 0;
-  }
-
-  struct u192 v = acc_int(cls, acc), max = {{0, 0, 0}};
-  int bits = (int)pl->elem_size * 8;
-  int is_signed = pl->dtype == RD_INT32 || pl->dtype == RD_INT64;
-  uint64_t low;
-  if (l2)
-    v = isqrt_u192(v);
-  max.w[0] = bits == 64 ? UINT64_MAX : UINT32_MAX;
-  if (is_signed)
-    max.w[0] >>= 1;
-  low = v.w[0];
-  if (!u192_le(&v, &max)) {
-    if (pl->overflow == RD_OVERFLOW_ERROR) {
-      char dec[64];
-      u192_decimal(v, dec, sizeof dec);
-      return set_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
-                     "fit %s (overflow policy \"error\"; use \"saturate\" or "
-                     "\"wrap\")", o, dec, rd_dtype_name(pl->dtype));
-    }
-    if (pl->overflow == RD_OVERFLOW_SATURATE)
-      low = max.w[0];
-    /* wrap: the low bits, reinterpreted as two's complement below. */
-  }
-  if (bits == 32) {
-    uint32_t u = (uint32_t)low;
-    memcpy(dst, &u, sizeof u);
-  } else {
-    memcpy(dst, &low, sizeof low);
-  }
-  return 0;
+  assert(o < pl->out_count);
+  return rd__finalize(&g->fin, acc, out + o * pl->out_elem_size, o, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1183,6 +1024,7 @@ static void stream_elems(struct rd_stream *s, const unsigned char *x,
   }
   while (n > 0) {
     uint64_t take = s->part_end - s->e;
+    assert(s->e < s->part_end); /* a finished part moved part_end on */
     if (take > n)
       take = n;
     process(&s->c, &s->plan, &s->g, s->cur, x, take);
