@@ -12,6 +12,7 @@ EXTRA_DIST += \
 	tests/integration/t_metrics.sh tests/integration/promcheck.awk \
 	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
 	tests/integration/t_security.sh tests/integration/t_limits.sh \
+	tests/integration/t_client.sh tests/integration/client_test.py clients/python/reduced_client.py clients/python/README.md \
 	tests/conformance/run.sh tests/conformance/onnx-node tests/conformance/onnx-node-family \
 	tests/integration/t_ops.sh
 
@@ -31,3 +32,4 @@ tests_conformance_conformance_SOURCES = tests/conformance/conformance.c
 tests_conformance_conformance_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 tests_conformance_conformance_LDADD = $(JANSSON_LIBS) $(CURL_LIBS) -lm
 TESTS += tests/integration/run.sh tests/conformance/run.sh
+TESTS += tests/integration/t_client.sh
