@@ -265,6 +265,50 @@ static inline uint64_t sq_u32(const unsigned char *p)
   }
 
 /* ------------------------------------------------------------------ */
+/* exp(t) for t in [-708, 0], the same operations in C and AVX2        */
+/* ------------------------------------------------------------------ */
+
+/* Range reduction t = k ln2 + r (|r| <= ln2/2; k ln2_hi exact), a degree 13
+ * Taylor polynomial in Horner form (relative error below 1e-15), and 2^k
+ * built in the exponent bits.  Separate multiplies and adds only (the
+ * library builds with -ffp-contract=off), so kernels_avx2.c's vector form
+ * gives the same bits.  Used by the float32/float16/bfloat16 ReduceLogSumExp
+ * lanes; t < -708 (including -inf) gives 0, which is below 2^-1021 of the
+ * sum (>= 1) it is added to. */
+#define EXPK_SHIFT 0x1.8p52
+#define EXPK_INVLN2 0x1.71547652b82fep0
+#define EXPK_LN2HI 0x1.62e42fee00000p-1
+#define EXPK_LN2LO 0x1.a39ef35793c76p-33
+#define EXPK_MIN (-708.0)
+
+static const double expk_c[14] = {
+  1.0, 1.0, 0x1p-1, 0x1.5555555555555p-3, 0x1.5555555555555p-5,
+  0x1.1111111111111p-7, 0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-13,
+  0x1.a01a01a01a01ap-16, 0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22,
+  0x1.ae64567f544e4p-26, 0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33,
+};
+
+static inline double expk(double t)
+{
+  double z, kd, r, p;
+  int64_t kb;
+  uint64_t sb;
+  if (!(t >= EXPK_MIN))
+    return 0.0;
+  z = t * EXPK_INVLN2 + EXPK_SHIFT; /* two roundings: mul, then add */
+  memcpy(&kb, &z, sizeof kb);
+  kd = z - EXPK_SHIFT;
+  r = (t - kd * EXPK_LN2HI) - kd * EXPK_LN2LO;
+  p = expk_c[13];
+  for (int i = 12; i >= 0; i--)
+    p = p * r + expk_c[i];
+  kb -= (int64_t)0x4338000000000000; /* k */
+  sb = (uint64_t)(kb + 1023) << 52;
+  memcpy(&z, &sb, sizeof z);
+  return p * z;
+}
+
+/* ------------------------------------------------------------------ */
 /* Shared out-of-line pieces (kernels.c)                              */
 /* ------------------------------------------------------------------ */
 
@@ -291,5 +335,9 @@ int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
 /* The first (last) index of n float32 elements whose key is k; n if none. */
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
                        int zero_tie, int last);
+/* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
+ * elements at x, when none is NaN or +inf or above m; returns 0, else 1
+ * with s untouched (the caller then goes element by element). */
+int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m);
 
 #endif /* KERNELS_IMPL_H */

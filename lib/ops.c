@@ -952,6 +952,121 @@ ARG32_KERNEL(argmin, 0, 0)
 ARG32_KERNEL(argminl, 0, 1)
 
 /* ------------------------------------------------------------------ */
+/* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared max  */
+/* ------------------------------------------------------------------ */
+
+/* The lane state: the accumulator's fields (m: the shared running maximum
+ * of the finite elements; nan, posinf flags; hi, lo unused) and 16 lane
+ * sums.  Element x at offset j of a run segment: NaN and +inf set flags,
+ * -inf adds nothing; if x > m every lane is scaled by exp(m - x) and m
+ * becomes x; then lane j % 16 adds expk(x - m).  That is a function of the
+ * element sequence alone, so it is split-invariant; a block of 16 where no
+ * element is NaN, +inf or above m is the same as 16 lane additions, which
+ * is the vector path.  At the end of the segment the lanes combine in the
+ * fixed tree and fold into the output's accumulator (lse_fold). */
+struct lse_lanes {
+  struct rd__acc_lse h;
+  double s[L];
+};
+
+_Static_assert(sizeof(struct lse_lanes) <= sizeof(union rd__lanes),
+               "LogSumExp lanes exceed the lane state");
+
+static inline void lsel_elem(struct lse_lanes *st, size_t k, double v)
+{
+  if (isnan(v)) {
+    st->h.nan = 1;
+  } else if (v == INFINITY) {
+    st->h.posinf = 1;
+  } else if (v != -INFINITY) {
+    if (v > st->h.m) {
+      double f = expk(st->h.m - v);
+      for (size_t l = 0; l < L; l++)
+        st->s[l] *= f;
+      st->h.m = v;
+    }
+    st->s[k] += expk(v - st->h.m);
+  }
+}
+
+/* 16 elements at lane 0 when none is NaN, +inf or above m; else 1. */
+static inline int lsel_block(struct lse_lanes *st, const unsigned char *x,
+                             int dt)
+{
+  double v[L];
+  const size_t esz = dt_size(dt);
+  for (size_t l = 0; l < L; l++) {
+    v[l] = ldd(dt, x + l * esz);
+    if (!(v[l] <= st->h.m) && v[l] != -INFINITY)
+      return 1; /* NaN, +inf or a new maximum: element by element */
+  }
+  for (size_t l = 0; l < L; l++)
+    st->s[l] += expk(v[l] - st->h.m);
+  return 0;
+}
+
+static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
+                            size_t n, uint64_t pos, int dt)
+{
+  struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
+  const size_t esz = dt_size(dt);
+  const int avx = rd__kernels_active() == RD__IMPL_AVX2;
+  const int vdt = dt == RD_FLOAT32 ? 1 : dt == RD_FLOAT16 ? 2 : 3;
+  size_t k = (size_t)(pos % L), i = 0;
+  for (; k != 0 && i < n; i++, k = (k + 1) % L)
+    lsel_elem(st, k, ldd(dt, x + i * esz));
+  for (; i + L <= n; i += L) {
+    int slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
+                   : lsel_block(st, x + i * esz, dt);
+    if (slow)
+      for (size_t l = 0; l < L; l++)
+        lsel_elem(st, l, ldd(dt, x + (i + l) * esz));
+  }
+  for (size_t l = 0; i < n; i++, l++)
+    lsel_elem(st, l, ldd(dt, x + i * esz));
+}
+
+static void lsel_reset(struct lse_lanes *st)
+{
+  memset(st, 0, sizeof *st);
+  st->h.m = -INFINITY;
+}
+
+static void lsel_flush(union rd__lanes *ln, void *acc)
+{
+  struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
+  struct rd__acc_lse *a = acc;
+  a->nan |= st->h.nan;
+  a->posinf |= st->h.posinf;
+  if (st->h.m != -INFINITY)
+    lse_fold(a, st->h.m, tree(st->s), 0.0);
+  lsel_reset(st);
+}
+
+static inline void lsel_rows(void *acc, const unsigned char *x, size_t n,
+                             size_t nrows, int dt)
+{
+  struct rd__acc_lse *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * dt_size(dt)) {
+    union rd__lanes ln;
+    lsel_reset((struct lse_lanes *)(void *)&ln);
+    lsel_run(&ln, x, n, 0, dt);
+    lsel_flush(&ln, &o[r]);
+  }
+}
+
+#define LSEL_KERNEL(nm, dt)                                                    \
+  static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                        size_t n, uint64_t pos)                                \
+  { lsel_run(ln, x, n, pos, dt); }                                             \
+  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,         \
+                         size_t nrows)                                         \
+  { lsel_rows(acc, x, n, nrows, dt); }
+LSEL_KERNEL(lse_f32, RD_FLOAT32)
+LSEL_KERNEL(lse_f16, RD_FLOAT16)
+LSEL_KERNEL(lse_bf16, RD_BFLOAT16)
+
+/* ------------------------------------------------------------------ */
 /* Kernel table                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -989,6 +1104,14 @@ static const struct kentry ktab[] = {
                            lse_merge)},                                        \
   {RD__F_PROD, 0, dt, K_SEQ(prod_##nm, struct rd__acc_prod, prod_init,         \
                             prod_merge)},
+  /* float32/16/bfloat16 LogSumExp: the lanes above for run/flush/rows (the
+   * element-order entries of K_FSEQ below are then never chosen; cols
+   * stays element by element) */
+#define K_LSEL(nm, dt)                                                         \
+  {RD__F_LSE, 0, dt,                                                           \
+   {RD__ACC_OP, sizeof(struct rd__acc_lse), runl_lse_##nm, lsel_flush,         \
+    cols_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
+  K_LSEL(f32, RD_FLOAT32) K_LSEL(f16, RD_FLOAT16) K_LSEL(bf16, RD_BFLOAT16)
   K_FSEQ(f32, RD_FLOAT32) K_FSEQ(f16, RD_FLOAT16) K_FSEQ(bf16, RD_BFLOAT16)
   K_FSEQ(f64, RD_FLOAT64)
 #define K_ISEQ(nm, dt)                                                         \
