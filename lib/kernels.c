@@ -283,13 +283,12 @@ static void rows_f64(void *acc, const unsigned char *x, size_t n,
 /* 32-bit integers: exact, squares < 2^64 split into 32-bit halves     */
 /* ------------------------------------------------------------------ */
 
-#define DEF_I32_KERNELS(name, sq)                                              \
-  DEF_I32_RUN(name, sq)                                                        \
-  DEF_I32_COLS(name, sq)                                                       \
-  DEF_I32_ROWS(name, sq)
-
-DEF_I32_KERNELS(i32, sq_i32)
-DEF_I32_KERNELS(u32, sq_u32)
+I32_RUN(i32, sq_i32)
+I32_COLS(i32, sq_i32)
+I32_ROWS(i32, sq_i32)
+I32_RUN(u32, sq_u32)
+I32_COLS(u32, sq_u32)
+I32_ROWS(u32, sq_u32)
 
 /* The u128 fits any int32 sum: count < 2^62 elements, squares <= 2^64. */
 void rd__flush_u128(union rd__lanes *ln, void *acc)

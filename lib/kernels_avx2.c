@@ -531,10 +531,10 @@ DEF_AVX_I32_COLS(u32, id_u32, sq_u32)
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-DEF_I32_RUN(i32, sq_i32)
-DEF_I32_RUN(u32, sq_u32)
-DEF_I32_ROWS(i32, sq_i32)
-DEF_I32_ROWS(u32, sq_u32)
+I32_RUN(i32, sq_i32)
+I32_RUN(u32, sq_u32)
+I32_ROWS(i32, sq_i32)
+I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options
 
 /* ------------------------------------------------------------------ */

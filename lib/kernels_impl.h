@@ -188,81 +188,97 @@ static inline uint64_t sq_u32(const unsigned char *p)
 #define BLOCK32 ((size_t)1 << 31)
 #define L32 8
 
-/* Integer sums are exact, so any grouping gives the same result. */
-#define DEF_I32_RUN(name, sq)                                                  \
-  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
-                         size_t n, uint64_t pos)                               \
-  {                                                                            \
-    (void)pos;                                                                 \
-    while (n > 0) {                                                            \
-      size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;                             \
-      uint64_t lo[L32] = {0}, hi[L32] = {0};                                   \
-      u128 t = 0;                                                              \
-      for (; i + L32 <= m; i += L32) {                                         \
-        if (i % 16 == 0)                                                       \
-          RD__PREFETCH(x + i * 4);                                             \
-        for (size_t l = 0; l < L32; l++) {                                     \
-          uint64_t q = sq(x + (i + l) * 4);                                    \
-          lo[l] += q & 0xffffffffu;                                            \
-          hi[l] += q >> 32;                                                    \
-        }                                                                      \
-      }                                                                        \
-      for (; i < m; i++)                                                       \
-        t += sq(x + i * 4);                                                    \
-      for (size_t l = 0; l < L32; l++)                                         \
-        t += ((u128)hi[l] << 32) + lo[l];                                      \
-      ln->w.lo += t;                                                           \
-      x += m * 4;                                                              \
-      n -= m;                                                                  \
-    }                                                                          \
+/* The 32-bit integer squares kernels, templates instantiated by each
+ * implementation (I32_RUN, I32_COLS, I32_ROWS below make the thin
+ * per-type functions).  Integer sums are exact, so any grouping gives the
+ * same result. */
+typedef uint64_t (*sq32_fn)(const unsigned char *p);
+
+static inline __attribute__((always_inline)) void
+i32_run(union rd__lanes *ln, const unsigned char *x, size_t n, sq32_fn sq)
+{
+  while (n > 0) {
+    size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;
+    uint64_t lo[L32] = {0}, hi[L32] = {0};
+    u128 t = 0;
+    for (; i + L32 <= m; i += L32) {
+      if (i % 16 == 0)
+        RD__PREFETCH(x + i * 4);
+      for (size_t l = 0; l < L32; l++) {
+        uint64_t q = sq(x + (i + l) * 4);
+        lo[l] += q & 0xffffffffu;
+        hi[l] += q >> 32;
+      }
+    }
+    for (; i < m; i++)
+      t += sq(x + i * 4);
+    for (size_t l = 0; l < L32; l++)
+      t += ((u128)hi[l] << 32) + lo[l];
+    ln->w.lo += t;
+    x += m * 4;
+    n -= m;
   }
+}
 
 /* Four rows at a time: one read-modify-write of each u128 per four rows
  * (a sum of four squares < 2^66 fits the u128 temporary). */
-#define DEF_I32_COLS(name, sq)                                                 \
+static inline __attribute__((always_inline)) void
+i32_cols(void *acc, const unsigned char *x, size_t n, size_t nrows,
+         sq32_fn sq)
+{
+  u128 *o = acc;
+  const size_t rs = n * 4;
+  size_t r = 0;
+  for (; r + 4 <= nrows; r += 4, x += 4 * rs)
+    for (size_t i = 0; i < n; i++) {
+      const unsigned char *p = x + i * 4;
+      if (i % 16 == 0) {
+        RD__PREFETCH(p);
+        RD__PREFETCH(p + rs);
+        RD__PREFETCH(p + 2 * rs);
+        RD__PREFETCH(p + 3 * rs);
+      }
+      u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +
+                                            sq(p + 3 * rs);
+      o[i] += a + b;
+    }
+  for (; r < nrows; r++, x += rs)
+    for (size_t i = 0; i < n; i++)
+      o[i] += sq(x + i * 4);
+}
+
+static inline __attribute__((always_inline)) void
+i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows,
+         sq32_fn sq)
+{
+  u128 *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * 4) {
+    if (n <= L) {
+      u128 t = 0;
+      for (size_t i = 0; i < n; i++)
+        t += sq(x + i * 4);
+      o[r] += t;
+    } else {
+      union rd__lanes ln;
+      memset(&ln.w, 0, sizeof ln.w);
+      i32_run(&ln, x, n, sq);
+      o[r] += ln.w.lo;
+    }
+  }
+}
+
+#define I32_RUN(name, sq)                                                      \
+  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  { (void)pos; i32_run(ln, x, n, sq); }
+#define I32_COLS(name, sq)                                                     \
   static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    const size_t rs = n * 4;                                                   \
-    size_t r = 0;                                                              \
-    for (; r + 4 <= nrows; r += 4, x += 4 * rs)                                \
-      for (size_t i = 0; i < n; i++) {                                         \
-        const unsigned char *p = x + i * 4;                                    \
-        if (i % 16 == 0) {                                                     \
-          RD__PREFETCH(p);                                                     \
-          RD__PREFETCH(p + rs);                                                \
-          RD__PREFETCH(p + 2 * rs);                                            \
-          RD__PREFETCH(p + 3 * rs);                                            \
-        }                                                                      \
-        u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +          \
-                                              sq(p + 3 * rs);                  \
-        o[i] += a + b;                                                         \
-      }                                                                        \
-    for (; r < nrows; r++, x += rs)                                            \
-      for (size_t i = 0; i < n; i++)                                           \
-        o[i] += sq(x + i * 4);                                                 \
-  }
-
-#define DEF_I32_ROWS(name, sq)                                                 \
+  { i32_cols(acc, x, n, nrows, sq); }
+#define I32_ROWS(name, sq)                                                     \
   static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
-      if (n <= L) {                                                            \
-        u128 t = 0;                                                            \
-        for (size_t i = 0; i < n; i++)                                         \
-          t += sq(x + i * 4);                                                  \
-        o[r] += t;                                                             \
-      } else {                                                                 \
-        union rd__lanes ln;                                                    \
-        memset(&ln.w, 0, sizeof ln.w);                                         \
-        run_##name(&ln, x, n, 0);                                              \
-        o[r] += ln.w.lo;                                                       \
-      }                                                                        \
-    }                                                                          \
-  }
+  { i32_rows(acc, x, n, nrows, sq); }
 
 /* ------------------------------------------------------------------ */
 /* exp(t) for t in [-708, 0], the same operations in C and AVX2        */
