@@ -531,10 +531,10 @@ DEF_AVX_I32_COLS(u32, id_u32, sq_u32)
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-DEF_I32_RUN(i32, sq_i32)
-DEF_I32_RUN(u32, sq_u32)
-DEF_I32_ROWS(i32, sq_i32)
-DEF_I32_ROWS(u32, sq_u32)
+I32_RUN(i32, sq_i32)
+I32_RUN(u32, sq_u32)
+I32_ROWS(i32, sq_i32)
+I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options
 
 /* ------------------------------------------------------------------ */
@@ -762,6 +762,63 @@ TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
   return n;
 }
 
+/* ------------------------------------------------------------------ */
+/* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
+/* ------------------------------------------------------------------ */
+
+/* expk() of kernels_impl.h on four lanes: the same operations. */
+TGT static inline __m256d expk4(__m256d t)
+{
+  const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
+  __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
+  __m256d z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INVLN2)),
+                            shift);
+  __m256d kd = _mm256_sub_pd(z, shift);
+  __m256d r = _mm256_sub_pd(
+      _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI))),
+      _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
+  __m256d p = _mm256_set1_pd(expk_c[13]);
+  __m256i kb, sb;
+  for (int i = 12; i >= 0; i--)
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
+  kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
+                        _mm256_set1_epi64x(0x4338000000000000));
+  sb = _mm256_slli_epi64(_mm256_add_epi64(kb, _mm256_set1_epi64x(1023)), 52);
+  return _mm256_and_pd(_mm256_mul_pd(p, _mm256_castsi256_pd(sb)), ok);
+}
+
+TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
+{
+  __m256d v[4], mv = _mm256_set1_pd(m), bad = _mm256_setzero_pd();
+  const __m256d ninf = _mm256_set1_pd(-INFINITY);
+  if (dt == 1) {
+    w8_f32(x, &v[0], &v[1]);
+    w8_f32(x + 32, &v[2], &v[3]);
+  } else if (dt == 2) {
+    /* signed: F16C keeps the sign (ld_f16() is only for squares) */
+    w8_f16(x, &v[0], &v[1]);
+    w8_f16(x + 16, &v[2], &v[3]);
+  } else {
+    w8_bf16(x, &v[0], &v[1]);
+    w8_bf16(x + 16, &v[2], &v[3]);
+  }
+  for (int q = 0; q < 4; q++) {
+    /* not (v <= m) and not -inf: NaN, +inf or a new maximum */
+    __m256d le = _mm256_cmp_pd(v[q], mv, _CMP_LE_OQ);
+    __m256d mi = _mm256_cmp_pd(v[q], ninf, _CMP_EQ_OQ);
+    bad = _mm256_or_pd(bad, _mm256_andnot_pd(_mm256_or_pd(le, mi),
+                                             _mm256_castsi256_pd(
+                                                 _mm256_set1_epi64x(-1))));
+  }
+  if (_mm256_movemask_pd(bad))
+    return 1;
+  for (int q = 0; q < 4; q++)
+    _mm256_storeu_pd(s + 4 * q,
+                     _mm256_add_pd(_mm256_loadu_pd(s + 4 * q),
+                                   expk4(_mm256_sub_pd(v[q], mv))));
+  return 0;
+}
+
 int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
 {
 #define SETS(nm)                                                               \
@@ -822,6 +879,15 @@ int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
   (void)zero_tie;
   (void)nan;
   return 0; /* never called: no SIMD implementation in this build */
+}
+
+int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
+{
+  (void)s;
+  (void)x;
+  (void)dt;
+  (void)m;
+  return 1; /* never called */
 }
 
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
