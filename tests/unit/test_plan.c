@@ -154,17 +154,17 @@ static void test_version_mapping(void **state)
   (void)state;
   for (int64_t o = 1; o <= 30; o++) {
     int want = o >= 18 ? 18 : o >= 13 ? 13 : o >= 11 ? 11 : 1;
-    assert_int_equal(rd_op_version(o), want);
+    assert_int_equal(rd_op_version(RD_OP_L2, o), want);
   }
-  assert_int_equal(rd_op_version(12), 11);
-  assert_int_equal(rd_op_version(17), 13);
-  assert_int_equal(rd_op_version(21), 18);
-  assert_int_equal(rd_op_version(1000000), 18);
-  assert_int_equal(rd_op_version(0), RD_E_OPSET);
-  assert_int_equal(rd_op_version(-1), RD_E_OPSET);
-  assert_int_equal(rd_op_version(INT64_MIN), RD_E_OPSET);
-  assert_int_equal(rd_versions[0], 1);
-  assert_int_equal(rd_versions[3], 18);
+  assert_int_equal(rd_op_version(RD_OP_L2, 12), 11);
+  assert_int_equal(rd_op_version(RD_OP_L2, 17), 13);
+  assert_int_equal(rd_op_version(RD_OP_L2, 21), 18);
+  assert_int_equal(rd_op_version(RD_OP_L2, 1000000), 18);
+  assert_int_equal(rd_op_version(RD_OP_L2, 0), RD_E_OPSET);
+  assert_int_equal(rd_op_version(RD_OP_L2, -1), RD_E_OPSET);
+  assert_int_equal(rd_op_version(RD_OP_L2, INT64_MIN), RD_E_OPSET);
+  assert_int_equal(rd_op_info(RD_OP_L2)->versions[0], 1);
+  assert_int_equal(rd_op_info(RD_OP_L2)->versions[3], 18);
 
   /* The plan records the resolved version. */
   for (int64_t o = 1; o <= 30; o++) {
@@ -172,7 +172,7 @@ static void test_version_mapping(void **state)
     struct rd_plan pl;
     s.opset = o;
     assert_int_equal(plan_of(&s, &pl, NULL), 0);
-    assert_int_equal(pl.version, rd_op_version(o));
+    assert_int_equal(pl.version, rd_op_version(RD_OP_L2, o));
   }
 }
 
@@ -188,7 +188,14 @@ static void test_names(void **state)
   } t[] = {{"float32", RD_FLOAT32, 4}, {"float64", RD_FLOAT64, 8},
            {"float16", RD_FLOAT16, 2}, {"bfloat16", RD_BFLOAT16, 2},
            {"int32", RD_INT32, 4},     {"int64", RD_INT64, 8},
-           {"uint32", RD_UINT32, 4},   {"uint64", RD_UINT64, 8}};
+           {"uint32", RD_UINT32, 4},   {"uint64", RD_UINT64, 8},
+           {"int8", RD_INT8, 1},       {"uint8", RD_UINT8, 1},
+           {"int16", RD_INT16, 2},     {"uint16", RD_UINT16, 2},
+           {"bool", RD_BOOL, 1}};
+  static const char *const opnames[RD_OP_COUNT + 1] = {
+    NULL, "ReduceL2", "ReduceSumSquare", "ReduceSum", "ReduceMean",
+    "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceLogSum",
+    "ReduceLogSumExp", "ArgMax", "ArgMin"};
   (void)state;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     assert_string_equal(rd_dtype_name(t[i].dtype), t[i].name);
@@ -200,21 +207,46 @@ static void test_names(void **state)
   assert_int_equal(d, RD_FLOAT32);
   assert_int_equal(rd_dtype_parse("double", &d), 0);
   assert_int_equal(d, RD_FLOAT64);
-  assert_int_equal(rd_dtype_parse("int8", &d), RD_E_DTYPE);
+  assert_int_equal(rd_dtype_parse("int4", &d), RD_E_DTYPE);
   assert_int_equal(rd_dtype_parse("Float32", &d), RD_E_DTYPE);
+  assert_int_equal(rd_dtype_parse("boolean", &d), RD_E_DTYPE);
   assert_int_equal(rd_dtype_parse("", &d), RD_E_DTYPE);
-  assert_null(rd_dtype_name(3));
-  assert_int_equal(rd_dtype_size(9), 0);
+  assert_null(rd_dtype_name(8)); /* ONNX string */
+  assert_null(rd_dtype_name(14));
+  assert_null(rd_dtype_name(0));
+  assert_int_equal(rd_dtype_size(8), 0);
+  /* rd_dtypes lists each supported type once, in the documented order. */
+  assert_int_equal(RD_NDTYPES, sizeof t / sizeof t[0]);
+  {
+    static const int order[RD_NDTYPES] = {
+      RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_BFLOAT16, RD_INT8, RD_UINT8,
+      RD_INT16, RD_UINT16, RD_INT32, RD_UINT32, RD_INT64, RD_UINT64, RD_BOOL};
+    for (size_t i = 0; i < RD_NDTYPES; i++)
+      assert_int_equal(rd_dtypes[i], order[i]);
+  }
+  for (int o = 1; o <= RD_OP_COUNT; o++) {
+    const struct rd_op_info *oi = rd_op_info(o);
+    assert_non_null(oi);
+    assert_int_equal(oi->op, o);
+    assert_string_equal(oi->name, opnames[o]);
+    assert_string_equal(rd_op_name(o), opnames[o]);
+    assert_int_equal(rd_op_parse(opnames[o], &op), 0);
+    assert_int_equal(op, o);
+  }
+  assert_null(rd_op_info(0));
+  assert_null(rd_op_info(RD_OP_COUNT + 1));
+  assert_null(rd_op_name(RD_OP_COUNT + 1));
 
   assert_string_equal(rd_op_name(RD_OP_L2), "ReduceL2");
   assert_string_equal(rd_op_name(RD_OP_SUM_SQUARE), "ReduceSumSquare");
-  assert_null(rd_op_name(3));
+  assert_null(rd_op_name(0));
   assert_int_equal(rd_op_parse("ReduceL2", &op), 0);
   assert_int_equal(op, RD_OP_L2);
   assert_int_equal(rd_op_parse("ReduceSumSquare", &op), 0);
   assert_int_equal(op, RD_OP_SUM_SQUARE);
   assert_int_equal(rd_op_parse("reducel2", &op), RD_E_OP);
-  assert_int_equal(rd_op_parse("ReduceL1", &op), RD_E_OP);
+  assert_int_equal(rd_op_parse("ReduceLogsum", &op), RD_E_OP);
+  assert_int_equal(rd_op_parse("Argmax", &op), RD_E_OP);
 
   assert_string_equal(rd_overflow_name(RD_OVERFLOW_ERROR), "error");
   assert_string_equal(rd_overflow_name(RD_OVERFLOW_SATURATE), "saturate");
@@ -237,22 +269,25 @@ static void test_dtype_version_matrix(void **state)
 {
   static const int ok[] = {RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_INT32,
                            RD_INT64, RD_UINT32, RD_UINT64};
-  static const int bad[] = {0, 2, 3, 4, 5, 8, 9, 14, 15, 17, -1, 1000};
+  static const int bad[] = {0, 8, 14, 15, 17, -1, 1000};
+  /* Types of other operators: known, but never in ReduceL2's lists. */
+  static const int other[] = {RD_UINT8, RD_INT8, RD_UINT16, RD_INT16,
+                              RD_BOOL};
   (void)state;
   for (int64_t opset = 1; opset <= 20; opset++) {
-    int v = rd_op_version(opset);
+    int v = rd_op_version(RD_OP_L2, opset);
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
       struct spec s = spec0(RD_OP_SUM_SQUARE, ok[i]);
       struct rd_plan pl;
       s.opset = opset;
-      assert_int_equal(rd_dtype_in_version(ok[i], v), 1);
+      assert_int_equal(rd_dtype_in_version(RD_OP_L2, ok[i], v), 1);
       assert_int_equal(plan_of(&s, &pl, NULL), 0);
       assert_int_equal(pl.dtype, ok[i]);
     }
     {
       struct spec s = spec0(RD_OP_L2, RD_BFLOAT16);
       s.opset = opset;
-      assert_int_equal(rd_dtype_in_version(RD_BFLOAT16, v), v >= 13);
+      assert_int_equal(rd_dtype_in_version(RD_OP_L2, RD_BFLOAT16, v), v >= 13);
       if (v >= 13) {
         struct rd_plan pl;
         assert_int_equal(plan_of(&s, &pl, NULL), 0);
@@ -265,14 +300,23 @@ static void test_dtype_version_matrix(void **state)
       char want[32];
       s.opset = opset;
       snprintf(want, sizeof want, "dtype %d", bad[i]);
-      assert_int_equal(rd_dtype_in_version(bad[i], v), 0);
+      assert_int_equal(rd_dtype_in_version(RD_OP_L2, bad[i], v), 0);
       expect_plan_error(&s, RD_E_DTYPE, want);
+    }
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+      struct spec s = spec0(RD_OP_L2, other[i]);
+      char want[64];
+      s.opset = opset;
+      snprintf(want, sizeof want, "dtype %s is not allowed by ReduceL2 "
+               "version %d", rd_dtype_name(other[i]), v);
+      assert_int_equal(rd_dtype_in_version(RD_OP_L2, other[i], v), 0);
+      expect_plan_error(&s, RD_E_DTYPE_VERSION, want);
     }
   }
   {
     struct spec s = spec0(RD_OP_L2, RD_BFLOAT16);
     s.opset = 12;
-    expect_plan_error(&s, RD_E_DTYPE_VERSION, "opset 12 selects version 11");
+    expect_plan_error(&s, RD_E_DTYPE_VERSION, "version 11 (opset 12)");
   }
 }
 
@@ -287,8 +331,8 @@ static void test_errors(void **state)
 
   s = spec0(0, RD_FLOAT32);
   expect_plan_error(&s, RD_E_OP, "op is 0");
-  s = spec0(3, RD_FLOAT32);
-  expect_plan_error(&s, RD_E_OP, "op is 3");
+  s = spec0(RD_OP_COUNT + 1, RD_FLOAT32);
+  expect_plan_error(&s, RD_E_OP, "op is 13");
 
   s = spec0(RD_OP_L2, RD_FLOAT32);
   s.opset = 0;
@@ -384,9 +428,9 @@ static void test_errors(void **state)
 
   /* Validation order: op, opset, dtype, dtype-in-version, noop, keepdims,
    * sizes, axes. */
-  s = spec0(9, 99);
+  s = spec0(99, 99);
   s.opset = 0;
-  expect_plan_error(&s, RD_E_OP, "op is 9");
+  expect_plan_error(&s, RD_E_OP, "op is 99");
   s.op = RD_OP_L2;
   expect_plan_error(&s, RD_E_OPSET, "opset");
   s.opset = 11;
@@ -1594,6 +1638,311 @@ static void test_f16_all_patterns(void **state)
   free(in);
 }
 
+/* ------------------------------------------------------------------ */
+/* The operator table: versions, dtype lists, attributes              */
+/* ------------------------------------------------------------------ */
+
+/* The version lists of the issue (onnx-reduce-family.md section 1.1). */
+static void test_op_versions(void **state)
+{
+  static const struct {
+    int op;
+    size_t n;
+    int v[6];
+    int axes_input, select_last, is_arg;
+  } want[] = {
+    {RD_OP_L2, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_SUM_SQUARE, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_SUM, 3, {1, 11, 13}, 13, 0, 0},
+    {RD_OP_MEAN, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_MAX, 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
+    {RD_OP_MIN, 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
+    {RD_OP_PROD, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_L1, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_LOG_SUM, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_LOG_SUM_EXP, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_ARGMAX, 4, {1, 11, 12, 13}, 0, 12, 1},
+    {RD_OP_ARGMIN, 4, {1, 11, 12, 13}, 0, 12, 1},
+  };
+  (void)state;
+  assert_int_equal(sizeof want / sizeof want[0], RD_OP_COUNT);
+  for (size_t i = 0; i < RD_OP_COUNT; i++) {
+    const struct rd_op_info *oi = rd_op_info(want[i].op);
+    assert_non_null(oi);
+    assert_int_equal(oi->nversions, want[i].n);
+    for (size_t k = 0; k < want[i].n; k++)
+      assert_int_equal(oi->versions[k], want[i].v[k]);
+    assert_int_equal(oi->axes_input_version, want[i].axes_input);
+    assert_int_equal(oi->select_last_version, want[i].select_last);
+    assert_int_equal(oi->is_arg, want[i].is_arg);
+    /* newest version <= opset, for opsets 1..40 and beyond */
+    for (int64_t o = 1; o <= 40; o++) {
+      int w = 1;
+      for (size_t k = 0; k < want[i].n; k++)
+        if (want[i].v[k] <= o)
+          w = want[i].v[k];
+      assert_int_equal(rd_op_version(want[i].op, o), w);
+    }
+    assert_int_equal(rd_op_version(want[i].op, INT64_MAX),
+                     want[i].v[want[i].n - 1]);
+    assert_int_equal(rd_op_version(want[i].op, 0), RD_E_OPSET);
+    assert_int_equal(rd_op_version(want[i].op, -5), RD_E_OPSET);
+  }
+  /* the issue's examples */
+  assert_int_equal(rd_op_version(RD_OP_SUM, 12), 11);
+  assert_int_equal(rd_op_version(RD_OP_SUM, 20), 13);
+  assert_int_equal(rd_op_version(RD_OP_MAX, 12), 12);
+  assert_int_equal(rd_op_version(RD_OP_MAX, 20), 20);
+  assert_int_equal(rd_op_version(RD_OP_MEAN, 17), 13);
+  assert_int_equal(rd_op_version(RD_OP_ARGMIN, 19), 13);
+  assert_int_equal(rd_op_version(0, 18), RD_E_OP);
+  assert_int_equal(rd_op_version(RD_OP_COUNT + 1, 18), RD_E_OP);
+}
+
+/* The exact lists of section 2, spelled out per operator and version. */
+static void test_op_dtype_lists(void **state)
+{
+  static const char *const A = "uint32 uint64 int32 int64 float16 float32 "
+                               "float64";
+  static const char *const B = "uint32 uint64 int32 int64 float16 float32 "
+                               "float64 bfloat16";
+  static const char *const A8 = "uint32 uint64 int32 int64 float16 float32 "
+                                "float64 uint8 int8";
+  static const char *const B8 = "uint32 uint64 int32 int64 float16 float32 "
+                                "float64 bfloat16 uint8 int8";
+  static const char *const B8b = "uint32 uint64 int32 int64 float16 float32 "
+                                 "float64 bfloat16 uint8 int8 bool";
+  static const char *const C = "uint8 uint16 uint32 uint64 int8 int16 int32 "
+                               "int64 float16 float32 float64";
+  static const char *const D = "uint8 uint16 uint32 uint64 int8 int16 int32 "
+                               "int64 float16 float32 float64 bfloat16";
+  static const struct {
+    int op, version;
+    const char *const *list;
+  } rows[] = {
+    {RD_OP_SUM, 1, &A}, {RD_OP_SUM, 11, &A}, {RD_OP_SUM, 13, &B},
+    {RD_OP_MEAN, 1, &A}, {RD_OP_MEAN, 11, &A}, {RD_OP_MEAN, 13, &B},
+    {RD_OP_MEAN, 18, &B},
+    {RD_OP_PROD, 1, &A}, {RD_OP_PROD, 11, &A}, {RD_OP_PROD, 13, &B},
+    {RD_OP_PROD, 18, &B},
+    {RD_OP_L1, 1, &A}, {RD_OP_L1, 11, &A}, {RD_OP_L1, 13, &B},
+    {RD_OP_L1, 18, &B},
+    {RD_OP_LOG_SUM, 1, &A}, {RD_OP_LOG_SUM, 11, &A},
+    {RD_OP_LOG_SUM, 13, &B}, {RD_OP_LOG_SUM, 18, &B},
+    {RD_OP_LOG_SUM_EXP, 1, &A}, {RD_OP_LOG_SUM_EXP, 11, &A},
+    {RD_OP_LOG_SUM_EXP, 13, &B}, {RD_OP_LOG_SUM_EXP, 18, &B},
+    {RD_OP_L2, 1, &A}, {RD_OP_L2, 11, &A}, {RD_OP_L2, 13, &B},
+    {RD_OP_L2, 18, &B},
+    {RD_OP_SUM_SQUARE, 1, &A}, {RD_OP_SUM_SQUARE, 11, &A},
+    {RD_OP_SUM_SQUARE, 13, &B}, {RD_OP_SUM_SQUARE, 18, &B},
+    {RD_OP_MAX, 1, &A}, {RD_OP_MAX, 11, &A}, {RD_OP_MAX, 12, &A8},
+    {RD_OP_MAX, 13, &B8}, {RD_OP_MAX, 18, &B8}, {RD_OP_MAX, 20, &B8b},
+    {RD_OP_MIN, 1, &A}, {RD_OP_MIN, 11, &A}, {RD_OP_MIN, 12, &A8},
+    {RD_OP_MIN, 13, &B8}, {RD_OP_MIN, 18, &B8}, {RD_OP_MIN, 20, &B8b},
+    {RD_OP_ARGMAX, 1, &C}, {RD_OP_ARGMAX, 11, &C}, {RD_OP_ARGMAX, 12, &C},
+    {RD_OP_ARGMAX, 13, &D},
+    {RD_OP_ARGMIN, 1, &C}, {RD_OP_ARGMIN, 11, &C}, {RD_OP_ARGMIN, 12, &C},
+    {RD_OP_ARGMIN, 13, &D},
+  };
+  size_t nrows = sizeof rows / sizeof rows[0], total = 0;
+  (void)state;
+  for (size_t i = 0; i < nrows; i++) {
+    for (size_t d = 0; d < RD_NDTYPES; d++) {
+      int dt = rd_dtypes[d];
+      char word[24];
+      const char *l = *rows[i].list, *hit;
+      int in;
+      snprintf(word, sizeof word, "%s", rd_dtype_name(dt));
+      /* whole-word membership */
+      in = 0;
+      for (hit = strstr(l, word); hit; hit = strstr(hit + 1, word))
+        if ((hit == l || hit[-1] == ' ') &&
+            (hit[strlen(word)] == ' ' || hit[strlen(word)] == '\0'))
+          in = 1;
+      total += (size_t)in;
+      assert_int_equal(rd_dtype_in_version(rows[i].op, dt, rows[i].version),
+                       in);
+      {
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        int64_t shape[1] = {3};
+        rd_params_init(&p);
+        p.op = rows[i].op;
+        p.dtype = dt;
+        p.opset = rows[i].version;
+        p.rank = 1;
+        p.shape = shape;
+        if (in) {
+          assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+          assert_int_equal(pl.version, rows[i].version);
+          assert_int_equal(pl.out_dtype, rd_op_info(p.op)->is_arg ? RD_INT64
+                                                                  : dt);
+          assert_int_equal(rd_op_out_dtype(p.op, dt), pl.out_dtype);
+          assert_int_equal(pl.out_elem_size, rd_dtype_size(pl.out_dtype));
+          assert_int_equal(pl.out_bytes, pl.out_count * pl.out_elem_size);
+        } else {
+          char v[16];
+          assert_int_equal(rd_plan_init(&pl, &p, &err), RD_E_DTYPE_VERSION);
+          assert_non_null(strstr(err.msg, rd_op_name(p.op)));
+          assert_non_null(strstr(err.msg, rd_dtype_name(dt)));
+          snprintf(v, sizeof v, "version %d", rows[i].version);
+          assert_non_null(strstr(err.msg, v));
+        }
+      }
+    }
+    /* versions that do not exist and unknown dtypes are never allowed */
+    assert_int_equal(rd_dtype_in_version(rows[i].op, RD_FLOAT32, 2), 0);
+    assert_int_equal(rd_dtype_in_version(rows[i].op, 8, rows[i].version), 0);
+    assert_int_equal(rd_dtype_in_version(rows[i].op, 0, rows[i].version), 0);
+  }
+  assert_int_equal(rd_dtype_in_version(RD_OP_SUM, RD_FLOAT32, 18), 0);
+  assert_int_equal(rd_dtype_in_version(0, RD_FLOAT32, 1), 0);
+  assert_int_equal(rd_dtype_in_version(RD_OP_ARGMAX, RD_BOOL, 13), 0);
+  /* every op has all its versions in the table */
+  {
+    size_t nv = 0;
+    for (int op = 1; op <= RD_OP_COUNT; op++)
+      nv += rd_op_info(op)->nversions;
+    assert_int_equal(nv, nrows);
+  }
+  assert_true(total > 400);
+}
+
+static int plan_p(struct rd_params *p, struct rd_plan *pl, struct rd_error *err,
+                  int code, const char *sub)
+{
+  int rc = rd_plan_init(pl, p, err);
+  if (rc != code || (sub && !strstr(err->msg, sub)))
+    print_error("rc %d (want %d), msg \"%s\" (want \"%s\")\n", rc, code,
+                err->msg, sub ? sub : "");
+  assert_int_equal(rc, code);
+  if (sub)
+    assert_non_null(strstr(err->msg, sub));
+  return rc;
+}
+
+static void test_op_attributes(void **state)
+{
+  struct rd_params p;
+  struct rd_plan pl;
+  struct rd_error err;
+  int64_t shape[3] = {2, 3, 4}, axes[1] = {0};
+  (void)state;
+#define RESET(o, os)                                                           \
+  do {                                                                         \
+    rd_params_init(&p);                                                        \
+    p.op = (o);                                                                \
+    p.opset = (os);                                                            \
+    p.dtype = RD_FLOAT32;                                                      \
+    p.rank = 3;                                                                \
+    p.shape = shape;                                                           \
+  } while (0)
+  /* axis and select_last_index only for ArgMax/ArgMin */
+  for (int op = 1; op <= RD_OP_COUNT; op++) {
+    if (rd_op_info(op)->is_arg)
+      continue;
+    RESET(op, 18);
+    p.axis = 1;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "axis is 1");
+    RESET(op, 18);
+    p.select_last_index = 0;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "select_last_index");
+  }
+  for (int op = RD_OP_ARGMAX; op <= RD_OP_ARGMIN; op++) {
+    RESET(op, 13);
+    p.axes = axes;
+    p.naxes = 1;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "axes");
+    RESET(op, 13);
+    p.noop_with_empty_axes = 0;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "noop_with_empty_axes");
+    RESET(op, 11);
+    p.select_last_index = 1;
+    plan_p(&p, &pl, &err, RD_E_SELECT_LAST_VERSION, "version 12");
+    RESET(op, 12);
+    p.select_last_index = 2;
+    plan_p(&p, &pl, &err, RD_E_SELECT_LAST, "select_last_index is 2");
+    RESET(op, 12);
+    p.select_last_index = -1;
+    plan_p(&p, &pl, &err, RD_E_SELECT_LAST, "must be 0 or 1");
+    RESET(op, 13);
+    p.select_last_index = 1;
+    p.axis = -1;
+    plan_p(&p, &pl, &err, 0, NULL);
+    assert_int_equal(pl.axis, 2);
+    assert_int_equal(pl.select_last_index, 1);
+    assert_int_equal(pl.out_rank, 3);
+    assert_int_equal(pl.out_shape[2], 1);
+    assert_int_equal(pl.out_count, 6);
+    assert_int_equal(pl.out_bytes, 48);
+    RESET(op, 13);
+    p.keepdims = 0;
+    plan_p(&p, &pl, &err, 0, NULL); /* default axis 0 */
+    assert_int_equal(pl.axis, 0);
+    assert_int_equal(pl.select_last_index, 0);
+    assert_int_equal(pl.out_rank, 2);
+    assert_int_equal(pl.out_shape[0], 3);
+    assert_int_equal(pl.out_shape[1], 4);
+    RESET(op, 13);
+    p.axis = 3;
+    plan_p(&p, &pl, &err, RD_E_AXIS_RANGE, "axis 3 is out of range [-3, 2]");
+    RESET(op, 13);
+    p.axis = -4;
+    plan_p(&p, &pl, &err, RD_E_AXIS_RANGE, "axis -4");
+    RESET(op, 13);
+    p.rank = 0;
+    plan_p(&p, &pl, &err, RD_E_AXIS_RANGE, "rank 0");
+    RESET(op, 13);
+    p.keepdims = 2;
+    plan_p(&p, &pl, &err, RD_E_KEEPDIMS, "keepdims is 2");
+  }
+  /* noop_with_empty_axes only from the op's axes-input version */
+  RESET(RD_OP_SUM, 12);
+  p.noop_with_empty_axes = 1;
+  plan_p(&p, &pl, &err, RD_E_NOOP_VERSION, "needs version 13");
+  RESET(RD_OP_SUM, 13);
+  p.noop_with_empty_axes = 1;
+  plan_p(&p, &pl, &err, 0, NULL);
+  assert_int_equal(pl.noop, 1);
+  for (int op = RD_OP_MEAN; op <= RD_OP_LOG_SUM_EXP; op++) {
+    RESET(op, 17);
+    p.noop_with_empty_axes = 0;
+    plan_p(&p, &pl, &err, RD_E_NOOP_VERSION, "needs version 18");
+    RESET(op, 18);
+    p.noop_with_empty_axes = 3;
+    plan_p(&p, &pl, &err, RD_E_NOOP, "noop_with_empty_axes is 3");
+    RESET(op, 18);
+    p.noop_with_empty_axes = 1;
+    plan_p(&p, &pl, &err, 0, NULL);
+    assert_int_equal(pl.noop, 1);
+    assert_int_equal(pl.out_count, 24);
+    /* duplicate axes refused */
+    {
+      int64_t dup[2] = {1, -2};
+      RESET(op, 18);
+      p.axes = dup;
+      p.naxes = 2;
+      plan_p(&p, &pl, &err, RD_E_AXIS_DUP, "both name axis 1");
+    }
+  }
+  /* rank 0: a rank-0 output for every reduce op */
+  for (int op = 1; op <= RD_OP_COUNT; op++) {
+    if (rd_op_info(op)->is_arg)
+      continue;
+    for (int keep = 0; keep <= 1; keep++) {
+      RESET(op, 18);
+      p.rank = 0;
+      p.keepdims = keep;
+      plan_p(&p, &pl, &err, 0, NULL);
+      assert_int_equal(pl.out_rank, 0);
+      assert_int_equal(pl.out_count, 1);
+      assert_int_equal(pl.in_count, 1);
+    }
+  }
+#undef RESET
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1618,6 +1967,9 @@ int main(void)
     cmocka_unit_test(test_parts_values),
     cmocka_unit_test(test_summation_order),
     cmocka_unit_test(test_f16_all_patterns),
+    cmocka_unit_test(test_op_versions),
+    cmocka_unit_test(test_op_dtype_lists),
+    cmocka_unit_test(test_op_attributes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
