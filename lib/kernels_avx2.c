@@ -484,65 +484,74 @@ TGT static inline __m256i id_u32(__m256i v)
 
 /* Eight columns at p over nr rows (stride rs) into o[0..7]: pmuludq
  * squares the even 32-bit lanes, so the odd columns are shifted down. */
-#define DEF_AVX_I32_COLS(name, absf, sq)                                       \
-  TGT static inline void cols8_##name(u128 *o, const unsigned char *p,         \
-                                      size_t rs, size_t nr)                    \
-  {                                                                            \
-    const __m256i m32 = _mm256_set1_epi64x(0xffffffff);                        \
-    __m256i le = _mm256_setzero_si256(), he = le, lo = le, ho = le;            \
-    uint64_t t[16];                                                            \
-    for (size_t q = 0; q < nr; q++) {                                          \
-      __m256i v = absf(                                                        \
-          _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));    \
-      __m256i e = _mm256_mul_epu32(v, v);                                      \
-      __m256i d = _mm256_srli_epi64(v, 32);                                    \
-      d = _mm256_mul_epu32(d, d);                                              \
-      le = _mm256_add_epi64(le, _mm256_and_si256(e, m32));                     \
-      he = _mm256_add_epi64(he, _mm256_srli_epi64(e, 32));                     \
-      lo = _mm256_add_epi64(lo, _mm256_and_si256(d, m32));                     \
-      ho = _mm256_add_epi64(ho, _mm256_srli_epi64(d, 32));                     \
-    }                                                                          \
-    _mm256_storeu_si256((__m256i *)(void *)t, le);                             \
-    _mm256_storeu_si256((__m256i *)(void *)(t + 4), he);                       \
-    _mm256_storeu_si256((__m256i *)(void *)(t + 8), lo);                       \
-    _mm256_storeu_si256((__m256i *)(void *)(t + 12), ho);                      \
-    for (size_t k = 0; k < 4; k++) {                                           \
-      o[2 * k] += ((u128)t[4 + k] << 32) + t[k];                               \
-      o[2 * k + 1] += ((u128)t[12 + k] << 32) + t[8 + k];                      \
-    }                                                                          \
-  }                                                                            \
+/* Templates: the per-lane absolute value (absf) and the scalar square (sq)
+ * are parameters, instantiated per type below. */
+typedef __m256i (*vabs_fn)(__m256i v);
+
+TGT ALWAYS_INLINE void avx_cols8_i32(u128 *o, const unsigned char *p,
+                                     size_t rs, size_t nr, vabs_fn absf)
+{
+  const __m256i m32 = _mm256_set1_epi64x(0xffffffff);
+  __m256i le = _mm256_setzero_si256(), he = le, lo = le, ho = le;
+  uint64_t t[16];
+  for (size_t q = 0; q < nr; q++) {
+    __m256i v = absf(
+        _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));
+    __m256i e = _mm256_mul_epu32(v, v);
+    __m256i d = _mm256_srli_epi64(v, 32);
+    d = _mm256_mul_epu32(d, d);
+    le = _mm256_add_epi64(le, _mm256_and_si256(e, m32));
+    he = _mm256_add_epi64(he, _mm256_srli_epi64(e, 32));
+    lo = _mm256_add_epi64(lo, _mm256_and_si256(d, m32));
+    ho = _mm256_add_epi64(ho, _mm256_srli_epi64(d, 32));
+  }
+  _mm256_storeu_si256((__m256i *)(void *)t, le);
+  _mm256_storeu_si256((__m256i *)(void *)(t + 4), he);
+  _mm256_storeu_si256((__m256i *)(void *)(t + 8), lo);
+  _mm256_storeu_si256((__m256i *)(void *)(t + 12), ho);
+  for (size_t k = 0; k < 4; k++) {
+    o[2 * k] += ((u128)t[4 + k] << 32) + t[k];
+    o[2 * k + 1] += ((u128)t[12 + k] << 32) + t[8 + k];
+  }
+}
+TGT ALWAYS_INLINE void avx_cols_i32(void *acc, const unsigned char *x,
+                                     size_t n, size_t nrows, vabs_fn absf,
+                                     sq32_fn sq)
+{
+  u128 *o = acc;
+  const size_t rs = n * 4;
+  size_t r = 0;
+  while (r < nrows) {
+    size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      for (size_t q = 0; q < nr; q++)
+        PF(x + q * rs + j * 4);
+      avx_cols8_i32(o + j, x + j * 4, rs, nr, absf);
+      avx_cols8_i32(o + j + 8, x + (j + 8) * 4, rs, nr, absf);
+    }
+    if (j + 8 <= n) {
+      avx_cols8_i32(o + j, x + j * 4, rs, nr, absf);
+      j += 8;
+    }
+    for (; j < n; j++) {
+      u128 s = 0;
+      for (size_t q = 0; q < nr; q++)
+        s += sq(x + q * rs + j * 4);
+      o[j] += s;
+    }
+    r += nr;
+    x += nr * rs;
+  }
+}
+
+#define AVX_I32_COLS(name, absf, sq)                                           \
   TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
                               size_t nrows)                                    \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    const size_t rs = n * 4;                                                   \
-    size_t r = 0;                                                              \
-    while (r < nrows) {                                                        \
-      size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;       \
-      size_t j = 0;                                                            \
-      for (; j + 16 <= n; j += 16) {                                           \
-        for (size_t q = 0; q < nr; q++)                                        \
-          PF(x + q * rs + j * 4);                                              \
-        cols8_##name(o + j, x + j * 4, rs, nr);                                \
-        cols8_##name(o + j + 8, x + (j + 8) * 4, rs, nr);                      \
-      }                                                                        \
-      if (j + 8 <= n) {                                                        \
-        cols8_##name(o + j, x + j * 4, rs, nr);                                \
-        j += 8;                                                                \
-      }                                                                        \
-      for (; j < n; j++) {                                                     \
-        u128 s = 0;                                                            \
-        for (size_t q = 0; q < nr; q++)                                        \
-          s += sq(x + q * rs + j * 4);                                         \
-        o[j] += s;                                                             \
-      }                                                                        \
-      r += nr;                                                                 \
-      x += nr * rs;                                                            \
-    }                                                                          \
-  }
+  { avx_cols_i32(acc, x, n, nrows, absf, sq); }
 
-DEF_AVX_I32_COLS(i32, abs_i32, sq_i32)
-DEF_AVX_I32_COLS(u32, id_u32, sq_u32)
+AVX_I32_COLS(i32, abs_i32, sq_i32)
+AVX_I32_COLS(u32, id_u32, sq_u32)
 
 /* ------------------------------------------------------------------ */
 /* 32-bit integers: the portable loops, vectorised with AVX2           */
