@@ -17,13 +17,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${FUZZ_JOBS:=2}"
 CC_FUZZ=${CC_FUZZ:-clang-14}
 
-# clang-14 and its runtime (libFuzzer, sanitizers): install when missing.
+# clang-14 and its runtime (libFuzzer, sanitizers): scripts/bootstrap.sh
+# installs them; nothing is installed here.
 if ! command -v "$CC_FUZZ" >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "ok installed"; then
-  echo "fuzz: installing clang-14 libclang-rt-14-dev"
-  [ "$(id -u)" -eq 0 ] || { echo "fuzz: need root to install clang-14 libclang-rt-14-dev" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev >/dev/null ||
-    { echo "fuzz: cannot install clang-14" >&2; exit 1; }
+  echo "fuzz: missing $CC_FUZZ or libclang-rt-14-dev: run scripts/bootstrap.sh (step: Debian packages)" >&2
+  exit 1
 fi
 
 S=$top_srcdir
@@ -36,8 +34,9 @@ declare -A SRC=(
   [fuzz_plan]="$LIB_SRC"
   [fuzz_npy]="$API_SRC $LIB_SRC"
   [fuzz_query]="$API_SRC $LIB_SRC"
+  [fuzz_prefix]="$API_SRC $LIB_SRC"
 )
-TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query)
+TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query fuzz_prefix)
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE
