@@ -7,8 +7,9 @@ api_libapi_a_SOURCES = \
 	api/jsonconv.h api/jsonconv.c \
 	api/json.c api/jsonfast.h api/jsonfast.c \
 	api/binary.h api/binary.c \
-	api/v2.h api/v2.c
-api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+	api/v2.h api/v2.c \
+	api/encoding.h api/encoding.c
+api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ZLIB_CFLAGS)
 # api/ sees lib/ and itself (Makefile.am, layering).
 api_libapi_a_CPPFLAGS = $(API_CPPFLAGS)
 
@@ -36,3 +37,10 @@ UNIT_TESTS += tests/unit/test_v2
 tests_unit_test_v2_SOURCES = tests/unit/test_v2.c
 tests_unit_test_v2_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_v2_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The content-coding decoder and encoder (zlib).
+check_PROGRAMS += tests/unit/test_encoding
+UNIT_TESTS += tests/unit/test_encoding
+tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
+tests_unit_test_encoding_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS)
+tests_unit_test_encoding_LDADD = api/libapi.a lib/libreduce.a $(ZLIB_LIBS) $(CMOCKA_LIBS) -lm
