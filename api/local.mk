@@ -8,6 +8,8 @@ api_libapi_a_SOURCES = \
 	api/json.c api/jsonfast.h api/jsonfast.c \
 	api/binary.h api/binary.c \
 	api/v2.h api/v2.c \
+	api/prefix.h api/prefix.c \
+	api/proto.h api/proto.c \
 	api/encoding.h api/encoding.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ZLIB_CFLAGS)
 # api/ sees lib/ and itself (Makefile.am, layering).
@@ -37,6 +39,20 @@ UNIT_TESTS += tests/unit/test_v2
 tests_unit_test_v2_SOURCES = tests/unit/test_v2.c
 tests_unit_test_v2_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_v2_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The push decoder of binary bodies' prefixes, fed split at every byte.
+check_PROGRAMS += tests/unit/test_prefix
+UNIT_TESTS += tests/unit/test_prefix
+tests_unit_test_prefix_SOURCES = tests/unit/test_prefix.c
+tests_unit_test_prefix_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_prefix_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The /v1 and /v2 rows of the protocol table.
+check_PROGRAMS += tests/unit/test_proto
+UNIT_TESTS += tests/unit/test_proto
+tests_unit_test_proto_SOURCES = tests/unit/test_proto.c
+tests_unit_test_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_proto_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 # The content-coding decoder and encoder (zlib).
 check_PROGRAMS += tests/unit/test_encoding

@@ -33,8 +33,6 @@
   ((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* Static fallback when even the error body cannot be allocated. */
-static const char nomem_body[] =
-  "{\"error\":{\"code\":\"OUT_OF_MEMORY\",\"message\":\"out of memory\"}}";
 
 /* ------------------------------------------------------------------ */
 /* Helpers (pool threads)                                             */
@@ -59,8 +57,7 @@ fail(struct job *j, int rc, struct rd_error *err)
     snprintf(err->msg, sizeof err->msg, "%s", api_errname(rc));
   }
   api_buf_init(&b);
-  if ((j->v2 ? api_v2_encode_error(err, &b)
-             : api_json_encode_error(err, &b)) != 0) {
+  if (j->call.proto->encode_error(err, &b) != 0) {
     api_buf_free(&b);
     j->status = 503;   /* out of memory: retry later */
     j->reply = NULL;
@@ -69,59 +66,25 @@ fail(struct job *j, int rc, struct rd_error *err)
   set_reply(j, api_http_status(err->code), &b);
 }
 
-/* Encodes j->out (in the order of j->plan) in the negotiated format. */
+/* Encodes j->out (in the order of j->plan) as the protocol answers it
+ * (v1: the format Accept picks; v2: as the request's "outputs" say). */
 static void
 encode_result(struct job *j)
 {
-  const struct rd_plan *lp = &j->lplan;
   struct api_buf b;
   struct rd_error err;
-  void *c_order = NULL;
-  const void *out = j->out;
-  int rc, fmt;
+  int rc;
 
   memset(&err, 0, sizeof err);
-  if (j->v2) {
-    /* The protocol chooses JSON or binary per output, not by Accept. */
-    api_buf_init(&b);
-    if (api_v2_encode_result(&j->v2info, lp, j->out, &b,
-                             &j->reply_json_len) != 0) {
-      api_buf_free(&b);
-      fail(j, api_fail(&err, RD_E_NOMEM, "out of memory"), &err);
-      return;
-    }
-    j->reply_fmt = j->v2info.binary_output ? API_FMT_RAW : API_FMT_JSON;
-    set_reply(j, 200, &b);
-    return;
-  }
-  rc = api_accept_pick(&j->accept, lp->dtype, &fmt, &err);
-  if (rc != 0) {
-    fail(j, rc, &err);
-    return;
-  }
-  if (j->fortran && lp->out_rank > 1 && lp->out_count > 1) {
-    /* The plan ran over the reversed shape: its output is the logical
-     * output in Fortran order. */
-    c_order = malloc((size_t)lp->out_bytes);
-    if (c_order == NULL) {
-      fail(j, api_fail(&err, RD_E_NOMEM, "out of memory"), &err);
-      return;
-    }
-    api_fortran_to_c(j->out, c_order, lp->out_rank, lp->out_shape,
-                     lp->elem_size);
-    out = c_order;
-  }
   api_buf_init(&b);
-  rc = api_encode_result(fmt, lp, j->req.params.opset, out, &b, &err);
-  free(c_order);
+  rc = j->call.proto->encode_result(&j->call, &j->lplan,
+                                    j->req.params.opset, j->fortran, j->out,
+                                    &b, &j->reply_info, &err);
   if (rc != 0) {
     api_buf_free(&b);
     fail(j, rc, &err);
     return;
   }
-  j->reply_fmt = fmt;
-  j->reply_dtype = rd_dtype_name(lp->dtype);
-  api_shape_header(lp, j->reply_shape);
   set_reply(j, 200, &b);
 }
 
@@ -218,12 +181,8 @@ first_work_cb(uv_work_t *w)
     if (j->swap)
       api_swap_bytes(j->req.data, j->req.data_bytes, j->plan.elem_size);
   } else {
-    if (j->v2)
-      rc = api_v2_decode(j->body, j->body_len, j->v2_header_len,
-                         j->max_elements, &j->req, &j->v2info, &err);
-    else
-      rc = api_json_decode(j->body, j->body_len, j->max_elements, &j->req,
-                           &err);
+    rc = j->call.proto->decode(&j->call, j->body, j->body_len,
+                               j->max_elements, &j->req, &err);
     /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
     j->op = j->req.params.op;
     if (rc != 0) {
@@ -342,7 +301,7 @@ reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb)
   j->status = 0;
   j->reply = NULL;
   j->reply_len = 0;
-  j->reply_fmt = API_FMT_JSON;
+  j->reply_info.fmt = API_FMT_JSON;
   j->out = NULL;
   j->ex = NULL;
   j->tasks = NULL;
@@ -533,7 +492,7 @@ job_stream_close(struct job *j, job_done_cb done_cb)
   j->status = 0;
   j->reply = NULL;
   j->reply_len = 0;
-  j->reply_fmt = API_FMT_JSON;
+  j->reply_info.fmt = API_FMT_JSON;
   rc = uv_queue_work(j->loop, &j->work, close_work_cb, close_after_cb);
   j->busy = rc == 0;
   return rc;
@@ -547,12 +506,4 @@ job_release(struct job *j)
   j->reply_len = 0;
   drop_stream_state(j);
   api_request_free(&j->req);
-}
-
-/* The fallback body for a job whose reply could not be allocated. */
-const char *
-job_nomem_body(size_t *len)
-{
-  *len = sizeof nomem_body - 1;
-  return nomem_body;
 }

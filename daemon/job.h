@@ -1,4 +1,5 @@
-/* job.h - one POST /v1/reduce computation on the libuv worker pool.
+/* job.h - one reduction request (POST /v1/reduce, /v2 infer) computed on
+ * the libuv worker pool.
  *
  * The loop thread fills the inputs and calls job_submit(); every CPU step
  * (JSON decode, plan, reduction, encoding) then runs on pool threads, and
@@ -29,6 +30,7 @@
 #include "api.h"
 #include "metrics.h"
 #include "binary.h"
+#include "proto.h"
 #include "reduce.h"
 #include "v2.h"
 
@@ -45,22 +47,16 @@ struct job {
   unsigned max_tasks;        /* pool threads one job may use at once */
   struct metrics *metrics;   /* optional: counted in reduced_requests_queued
                               * until a pool thread takes the job up */
-  struct api_accept accept;  /* response formats the client takes */
-  /* Open Inference Protocol (/v2 infer): decode and encode with api_v2_*;
-   * v2info.op/version come from the route, the rest from the request. */
-  int v2;
-  size_t v2_header_len;      /* Inference-Header-Content-Length; SIZE_MAX: none */
-  struct api_v2_info v2info;
+  struct api_call call;      /* the protocol (/v1, /v2: proto.h) decodes
+                              * and encodes; its Accept or v2 state */
 
   /* Outputs: valid in done_cb. */
   int status;                /* HTTP status */
   char *reply;               /* malloc'ed body, or NULL if out of memory */
   size_t reply_len;
   int op;                    /* enum rd_op the body named, 0 if not read */
-  int reply_fmt;             /* format of a 200 body; errors are JSON */
-  const char *reply_dtype;   /* 200: output dtype name (Tensor-Dtype) */
-  char reply_shape[API_SHAPE_HDR_MAX];   /* 200: Tensor-Shape */
-  size_t reply_json_len;     /* v2 200: the JSON part (binary output) */
+  struct api_reply reply_info;   /* a 200's format and headers; errors
+                                  * are JSON */
 
   /* Private. */
   job_done_cb done_cb;
@@ -136,9 +132,5 @@ int job_stream_close(struct job *j, job_done_cb done_cb);
  * NULL after taking it; buffers and the stream of an abandoned upload).
  * Loop thread, never while job_busy(); safe to call twice. */
 void job_release(struct job *j);
-
-/* A static error body for status 503 when a job's reply is NULL (out of
- * memory); sets *len. */
-const char *job_nomem_body(size_t *len);
 
 #endif /* RD_JOB_H */

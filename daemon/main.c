@@ -17,11 +17,11 @@
 #include <uv.h>
 
 #include "conf.h"
-#include "http.h"
+#include "server.h"
 #include "log.h"
 
 static struct conf conf;
-static struct http_server server;
+static struct server server;
 static uv_signal_t sig_term, sig_int;
 static uv_timer_t grace_timer;
 static int draining;
@@ -30,7 +30,7 @@ static int draining;
 static void
 close_all(void)
 {
-  http_close(&server);
+  server_close(&server);
   uv_close((uv_handle_t *)&sig_term, NULL);
   uv_close((uv_handle_t *)&sig_int, NULL);
   uv_close((uv_handle_t *)&grace_timer, NULL);
@@ -68,9 +68,9 @@ signal_cb(uv_signal_t *h, int signum)
   draining = 1;
   LOG_INFO("received %s: draining (grace %llu s)", strsignal(signum),
            (unsigned long long)conf.grace);
-  /* Arm the deadline first: http_drain() may call idle_cb() at once. */
+  /* Arm the deadline first: server_drain() may call idle_cb() at once. */
   uv_timer_start(&grace_timer, grace_cb, conf.grace * 1000, 0);
-  http_drain(&server, idle_cb, NULL);
+  server_drain(&server, idle_cb, NULL);
 }
 
 /* Room for --max-connections sockets plus a few descriptors of our own. */
@@ -131,9 +131,9 @@ main(int argc, char **argv)
             (unsigned long long)conf.max_connections,
             (unsigned long long)conf.timeout, (unsigned long long)conf.grace);
 
-  rc = http_start(&server, loop, &conf);
+  rc = server_start(&server, loop, &conf);
   if (rc != 0) {
-    status = rc == HTTP_E_CONFIG ? 2 : 1;
+    status = rc == SERVER_E_CONFIG ? 2 : 1;
     close_all();
   }
 

@@ -23,6 +23,13 @@ tests_fuzz_replay_query_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_query.c
 tests_fuzz_replay_query_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_replay_query_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
 
+# fuzz_prefix.c: api/prefix.c (the .npy and /v2 headers before tensor
+# data) fed whole, cut in two and byte by byte: the answers must agree.
+check_PROGRAMS += tests/fuzz/replay_prefix
+tests_fuzz_replay_prefix_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_prefix.c
+tests_fuzz_replay_prefix_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_replay_prefix_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
+
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/replay.sh tests/fuzz/fuzz_json.dict \
 	tests/fuzz/corpus
 

@@ -34,8 +34,9 @@ declare -A SRC=(
   [fuzz_plan]="$LIB_SRC"
   [fuzz_npy]="$API_SRC $LIB_SRC"
   [fuzz_query]="$API_SRC $LIB_SRC"
+  [fuzz_prefix]="$API_SRC $LIB_SRC"
 )
-TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query)
+TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query fuzz_prefix)
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE

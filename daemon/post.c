@@ -1,0 +1,673 @@
+/* post.c - the life of a POST body (post.h): admission, upload, submit,
+ * answer.  Loop thread throughout: the access handler's calls, and the
+ * job callbacks (reduce_done_cb, stream_wake_cb) that libuv runs there.
+ *
+ *   first call    Content-Type (or Content-Encoding), Accept,
+ *                 Content-Length, for raw bodies the query and the plan (so
+ *                 bad parameters and too-large tensors are refused before
+ *                 the body), admission; the body buffer, the stream, or
+ *                 the prefix decoder                        -> a reading state
+ *   upload calls  PREFIX: api_prefix_feed() until it answers; BODY, DATA:
+ *                 copy; STREAMING: job_stream_write(), and when it takes
+ *                 less the connection is suspended (PAUSED) with the rest
+ *                 left unprocessed until a feed finishes (backpressure);
+ *                 DISCARDING: count and drop
+ *   final call    answer an error, or suspend and queue the job (RUNNING;
+ *                 a stream: once its last feed is done, close it)
+ *   job done      resume, MHD_run() -> the handler is re-entered (DONE)
+ *                 and queues the response
+ * Errors found mid-upload (a bad .npy header, too many bytes) cannot be
+ * answered before the final call: the rest of the body is discarded.
+ */
+#include "config.h"   /* autoconf */
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "post.h"
+#include "proto.h"
+
+/* First allocation for a chunked body; it doubles up to --max-body. */
+#define POST_CHUNKED_START (64 * 1024)
+/* Each of a stream's two buffers: bounds a streamed request's memory (with
+ * the output) and sets how much work one feed hands to the pool. */
+#define POST_STREAM_BUF (4u << 20)
+/* /v2 infer: a JSON header up to this size is parsed on the loop thread as
+ * soon as it has arrived, so that the data blob after it can stream; a
+ * larger header means the whole body is buffered and decoded on the pool. */
+#define POST_V2_HEADER_MAX (64u * 1024)
+
+static void reduce_done_cb(struct job *j);
+static void stream_wake_cb(struct job *j);
+
+/* ------------------------------------------------------------------ */
+/* Discarding                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The first error found mid-upload is the answer (at the final call); the
+ * rest of the body is dropped until then.  `err` NULL: more tensor bytes
+ * than the plan (named at the end, with the count). */
+static void
+discard(struct req *r, const struct rd_error *err)
+{
+  if (r->state == REQ_DISCARDING)
+    return;
+  if (err != NULL)
+    r->derr = *err;
+  else
+    memset(&r->derr, 0, sizeof r->derr);
+  req_set_state(r, REQ_DISCARDING);
+}
+
+/* A chunked body passed --max-body (MHD enforces a Content-Length).  This
+ * answer replaces an earlier one of a binary body; a JSON body keeps the
+ * first (an earlier out-of-memory). */
+static void
+discard_too_large(struct server *s, struct req *r)
+{
+  if (r->state == REQ_DISCARDING && r->job.in_fmt == API_FMT_JSON)
+    return;
+  free(r->body);
+  r->body = NULL;
+  r->body_len = r->body_cap = 0;
+  api_fail(&r->derr, API_E_BODY_TOO_LARGE, "the chunked body is above the "
+           "limit of %llu bytes (--max-body)",
+           (unsigned long long)s->conf->max_body);
+  req_set_state(r, REQ_DISCARDING);
+}
+
+/* ------------------------------------------------------------------ */
+/* First call                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The checks both POST routes make before reading.  Each returns 0 to go
+ * on, or 1 with *res the queued answer (in the protocol's form). */
+
+/* Content-Length or chunked Transfer-Encoding, within --max-body; sets
+ * r->expect_len. */
+static int
+body_length(struct server *s, struct req *r, int *chunked,
+            uint64_t *len, enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+  const char *cl;
+
+  *chunked = req_is_chunked(r->conn);
+  cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (!*chunked) {
+    if (cl == NULL) {
+      *res = req_respond_error(r, NULL, API_E_LENGTH_REQUIRED,
+                               "a POST body needs Content-Length or chunked "
+                               "Transfer-Encoding");
+      return 1;
+    }
+    if (req_parse_length(cl, len) != 0) {
+      *res = req_respond_error(r, NULL, API_E_LENGTH_REQUIRED,
+                               "invalid Content-Length '%.32s'", cl);
+      return 1;
+    }
+    if (*len > c->max_body) {
+      *res = req_respond_error(r, NULL, API_E_BODY_TOO_LARGE,
+                               "Content-Length %llu is above the limit of "
+                               "%llu bytes (--max-body)",
+                               (unsigned long long)*len,
+                               (unsigned long long)c->max_body);
+      return 1;
+    }
+  }
+  r->expect_len = *chunked ? UINT64_MAX : *len;
+  return 0;
+}
+
+/* Not while draining (503 DRAINING), nor beyond --max-pending. */
+static int
+admission(struct server *s, struct req *r, enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+
+  if (s->draining) {
+    *res = req_respond_error(r, NULL, API_E_DRAINING,
+                             "the server is shutting down");
+    return 1;
+  }
+  if (s->pending >= c->max_pending) {
+    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
+                             "%zu requests are already in progress "
+                             "(--max-pending %llu); retry later", s->pending,
+                             (unsigned long long)c->max_pending);
+    return 1;
+  }
+  return 0;
+}
+
+/* Counts the admitted request in --max-pending; it reads from now on. */
+static void
+admit(struct server *s, struct req *r)
+{
+  r->admitted = 1;
+  s->pending++;
+}
+
+/* The buffer of a JSON body: allocated once when the length is known;
+ * chunked grows geometrically from POST_CHUNKED_START.  BODY. */
+static int
+body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
+           enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+
+  r->body_cap = chunked ? (size_t)(c->max_body < POST_CHUNKED_START
+                                   ? c->max_body : POST_CHUNKED_START)
+                        : (size_t)len;
+  r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+  if (r->body == NULL) {
+    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
+                             "cannot allocate %zu bytes for the body; retry "
+                             "later", r->body_cap);
+    return 1;
+  }
+  r->job.in_fmt = API_FMT_JSON;
+  req_set_state(r, REQ_BODY);
+  return 0;
+}
+
+/* The plan of a binary body is set up (job_binary_setup()): check the
+ * declared size and the response format, then allocate the whole tensor
+ * (up to --buffer-max: DATA) or open a stream (STREAMING). */
+static int
+plan_ready(struct server *s, struct req *r, struct rd_error *err)
+{
+  const struct conf *c = s->conf;
+  const struct rd_plan *p = &r->job.lplan;
+  int rc;
+
+  if ((rc = api_prefix_check_size(&r->prefix, p, c->max_body, err)) != 0 ||
+      (rc = r->job.call.proto->check_accept(&r->job.call, p->dtype,
+                                            err)) != 0 ||
+      (rc = api_prefix_check_length(&r->prefix, p, err)) != 0)
+    return rc;
+  if (p->in_bytes <= c->buffer_max) {
+    r->body_cap = (size_t)p->in_bytes;
+    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+    if (r->body == NULL)
+      return api_fail(err, API_E_OVERLOADED, "cannot allocate %zu bytes for "
+                      "the body; retry later", r->body_cap);
+    req_set_state(r, REQ_DATA);
+    return 0;
+  }
+  LOG_DEBUG("request id=%s: streaming %llu tensor bytes", r->id,
+            (unsigned long long)p->in_bytes);
+  if (job_stream_open(&r->job, s->loop, POST_STREAM_BUF, stream_wake_cb) != 0)
+    return api_fail(err, API_E_OVERLOADED, "cannot allocate the stream "
+                    "buffers and the output; retry later");
+  req_set_state(r, REQ_STREAMING);
+  return 0;
+}
+
+/* The query string of a raw or .npy body, and a raw body's plan. */
+static int
+binary_begin(struct req *r, struct rd_error *err)
+{
+  struct api_request q;
+  size_t taken;
+  int rc;
+
+  if (r->query_lost)
+    return api_fail(err, API_E_OVERLOADED, "out of memory while reading "
+                    "the query string; retry later");
+  memset(&q, 0, sizeof q);
+  if ((rc = api_query_parse(r->query, r->job.in_fmt, &q, err)) != 0)
+    return rc;
+  if (r->job.in_fmt == API_FMT_NPY) {
+    api_prefix_init_npy(&r->prefix, &q, r->expect_len);
+    return 0;
+  }
+  api_prefix_init_raw(&r->prefix, &q, r->expect_len);
+  /* The query string was the whole prefix: READY at once. */
+  (void)api_prefix_feed(&r->prefix, NULL, 0, &taken, err);
+  return job_binary_setup(&r->job, &r->prefix.req, r->prefix.fortran,
+                          r->prefix.swap, err);
+}
+
+enum MHD_Result
+post_begin_v1(struct server *s, struct req *r)
+{
+  enum MHD_Result res;
+  struct rd_error err;
+  const char *ct;
+  uint64_t len = 0;
+  int chunked, fmt;
+
+  ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_CONTENT_TYPE);
+  fmt = api_format_of_content_type(ct);
+  if (fmt == API_FMT_NONE)
+    return req_respond_error(r, NULL, API_E_MEDIA_TYPE,
+                             "Content-Type must be application/json, "
+                             "application/octet-stream or application/x-npy, "
+                             "not '%.64s'", ct ? ct : "(none)");
+  r->job.in_fmt = fmt;
+  r->format = fmt == API_FMT_RAW   ? METRICS_FMT_RAW
+              : fmt == API_FMT_NPY ? METRICS_FMT_NPY
+                                   : METRICS_FMT_JSON;
+  memset(&err, 0, sizeof err);
+  if (api_accept_parse(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_ACCEPT),
+                       fmt, &r->job.call.accept, &err) != 0)
+    return req_respond_rd_error(r, &err);
+  if (body_length(s, r, &chunked, &len, &res) != 0)
+    return res;
+  if (fmt != API_FMT_JSON && binary_begin(r, &err) != 0)
+    return req_respond_rd_error(r, &err);
+  if (admission(s, r, &res) != 0)
+    return res;
+
+  if (fmt == API_FMT_RAW) {
+    if (plan_ready(s, r, &err) != 0)
+      return req_respond_rd_error(r, &err);
+  } else if (fmt == API_FMT_JSON) {
+    if (body_alloc(s, r, chunked, len, &res) != 0)
+      return res;
+  } else {
+    req_set_state(r, REQ_PREFIX);   /* planned once the header is here */
+  }
+  admit(s, r);
+  return MHD_YES;
+}
+
+/* Inference-Header-Content-Length: absent (SIZE_MAX), or within the body
+ * and --max-body.  0, or 1 with *res the queued answer. */
+static int
+v2_header_length(struct server *s, struct req *r, const char *ih,
+                 int chunked, uint64_t len, size_t *hlen,
+                 enum MHD_Result *res)
+{
+  const struct conf *c = s->conf;
+  uint64_t hl;
+
+  *hlen = SIZE_MAX;
+  if (ih == NULL)
+    return 0;
+  if (req_parse_length(ih, &hl) != 0)
+    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD, "invalid "
+                             "Inference-Header-Content-Length '%.32s'", ih);
+  else if (hl == 0)
+    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD, "Inference-Header-"
+                             "Content-Length 0 (a raw binary request) is not "
+                             "supported: the shape of input \"data\" must "
+                             "come in a JSON header");
+  else if (!chunked && hl > len)
+    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD, "Inference-Header-"
+                             "Content-Length %llu is larger than the body "
+                             "(Content-Length %llu)", (unsigned long long)hl,
+                             (unsigned long long)len);
+  else if (hl > c->max_body)
+    *res = req_respond_error(r, NULL, API_E_BODY_TOO_LARGE, "Inference-"
+                             "Header-Content-Length %llu is above the limit "
+                             "of %llu bytes (--max-body)",
+                             (unsigned long long)hl,
+                             (unsigned long long)c->max_body);
+  else {
+    *hlen = (size_t)hl;
+    return 0;
+  }
+  return 1;
+}
+
+/* The checks of post_begin_v1, plus the binary extension's
+ * Inference-Header-Content-Length.  The body's Content-Type is not
+ * consulted (tritonclient sends none); a Content-Encoding other than
+ * identity is 415. */
+enum MHD_Result
+post_begin_v2(struct server *s, struct req *r)
+{
+  struct api_call *call = &r->job.call;
+  const char *ce, *ih;
+  uint64_t len = 0;
+  enum MHD_Result res;
+  struct rd_error err;
+  size_t hl;
+  int chunked;
+
+  ce = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_CONTENT_ENCODING);
+  if (ce != NULL && strcasecmp(ce, "identity") != 0)
+    return req_respond_error(r, NULL, API_E_MEDIA_TYPE, "Content-Encoding "
+                             "'%.64s' is not supported; send the body "
+                             "uncompressed", ce);
+  ih = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   "Inference-Header-Content-Length");
+  /* Like /v1's Content-Type: the body format is known from here on. */
+  r->format = ih != NULL ? METRICS_FMT_BINARY : METRICS_FMT_JSON;
+  if (body_length(s, r, &chunked, &len, &res) != 0 ||
+      v2_header_length(s, r, ih, chunked, len, &hl, &res) != 0 ||
+      admission(s, r, &res) != 0)
+    return res;
+
+  call->header_len = hl;
+  call->v2info.op = r->v2rt.op;
+  call->v2info.version = r->v2rt.version;
+  memset(&err, 0, sizeof err);
+  if (hl != SIZE_MAX && hl <= POST_V2_HEADER_MAX && (chunked || hl < len)) {
+    /* Blobs follow: read the header first, maybe stream the data. */
+    r->job.in_fmt = API_FMT_RAW;
+    if (api_prefix_init_v2(&r->prefix, hl, r->expect_len, &call->v2info,
+                           &err) != 0)
+      return req_respond_rd_error(r, &err);
+    req_set_state(r, REQ_PREFIX);
+  } else if (body_alloc(s, r, chunked, len, &res) != 0) {
+    return res;
+  }
+  admit(s, r);
+  return MHD_YES;
+}
+
+/* ------------------------------------------------------------------ */
+/* Upload calls                                                       */
+/* ------------------------------------------------------------------ */
+
+/* BODY: keep the bytes (the buffer grows up to --max-body). */
+static void
+body_append(struct server *s, struct req *r, const char *data, size_t n)
+{
+  uint64_t max = s->conf->max_body;
+
+  r->in_bytes += n;
+  if (r->body_len + n > r->body_cap) {
+    size_t cap = r->body_cap;
+    char *p;
+    while (cap < r->body_len + n)
+      cap = cap > (size_t)max / 2 ? (size_t)max : cap * 2;
+    p = realloc(r->body, cap);
+    if (p == NULL) {
+      struct rd_error err;
+      free(r->body);
+      r->body = NULL;
+      r->body_len = r->body_cap = 0;
+      api_fail(&err, API_E_OVERLOADED, "out of memory while reading the "
+               "body; retry later");
+      discard(r, &err);
+      return;
+    }
+    r->body = p;
+    r->body_cap = cap;
+  }
+  memcpy(r->body + r->body_len, data, n);
+  r->body_len += n;
+}
+
+/* A /v2 body that cannot stream: buffered whole from here on, starting
+ * with the JSON header the decoder holds.  BODY (JSON, decoded on the
+ * pool). */
+static void
+body_from_prefix(struct server *s, struct req *r)
+{
+  const unsigned char *hdr;
+  struct rd_error err;
+  size_t hl, cap;
+
+  hdr = api_prefix_bytes(&r->prefix, &hl);
+  cap = r->expect_len != UINT64_MAX
+        ? (size_t)r->expect_len
+        : (size_t)(s->conf->max_body < POST_CHUNKED_START
+                   ? s->conf->max_body : POST_CHUNKED_START);
+  if (cap < hl)
+    cap = hl;
+  r->body = malloc(cap > 0 ? cap : 1);
+  if (r->body == NULL) {
+    api_fail(&err, API_E_OVERLOADED, "cannot allocate %zu bytes for the "
+             "body; retry later", cap);
+    discard(r, &err);
+    return;
+  }
+  memcpy(r->body, hdr, hl);
+  r->body_len = hl;
+  r->body_cap = cap;
+  r->job.in_fmt = API_FMT_JSON;
+  req_set_state(r, REQ_BODY);
+}
+
+/* PREFIX: offers the bytes to the decoder; once it answers, plans (DATA or
+ * STREAMING), or buffers whole (BODY), or discards.  Returns the bytes
+ * taken. */
+static size_t
+prefix_upload(struct server *s, struct req *r, const char *data,
+              size_t n)
+{
+  struct rd_error err;
+  size_t taken;
+
+  memset(&err, 0, sizeof err);
+  switch (api_prefix_feed(&r->prefix, data, n, &taken, &err)) {
+  case API_PREFIX_MORE:
+    break;
+  case API_PREFIX_READY:
+    if (job_binary_setup(&r->job, &r->prefix.req, r->prefix.fortran,
+                         r->prefix.swap, &err) != 0 ||
+        plan_ready(s, r, &err) != 0)
+      discard(r, &err);
+    break;
+  case API_PREFIX_WHOLE:
+    body_from_prefix(s, r);
+    break;
+  default:
+    discard(r, &err);
+  }
+  return taken;
+}
+
+/* DATA, STREAMING: the tensor bytes.  Leaves in *n what the stream did not
+ * take; the connection is then suspended until a feed frees a buffer. */
+static void
+data_upload(struct req *r, const char *data, size_t left, size_t *n)
+{
+  size_t taken;
+
+  assert(r->state == REQ_DATA || r->state == REQ_STREAMING);
+  if (r->data_bytes + left > r->job.lplan.in_bytes) {
+    discard(r, NULL);   /* more than the plan: answered at the end */
+    r->in_bytes += left;
+    r->data_bytes += left;
+    return;
+  }
+  if (r->state == REQ_DATA) {
+    memcpy(r->body + r->data_bytes, data, left);
+    taken = left;
+  } else {
+    taken = job_stream_write(&r->job, data, left);
+  }
+  r->in_bytes += taken;
+  r->data_bytes += taken;
+  if (taken < left) {
+    *n = left - taken;
+    req_set_state(r, REQ_PAUSED);
+    MHD_suspend_connection(r->conn);
+  }
+}
+
+void
+post_upload(struct server *s, struct req *r, const char *data,
+            size_t *n)
+{
+  size_t left = *n, taken;
+
+  assert(req_reading(r));
+  *n = 0;
+  if (r->in_bytes + left > s->conf->max_body)
+    discard_too_large(s, r);   /* only when chunked */
+  if (r->state == REQ_PREFIX) {
+    taken = prefix_upload(s, r, data, left);
+    r->in_bytes += taken;
+    data += taken;
+    left -= taken;
+  }
+  switch (r->state) {
+  case REQ_BODY:
+    if (left > 0)
+      body_append(s, r, data, left);
+    return;
+  case REQ_DATA:
+  case REQ_STREAMING:
+    data_upload(r, data, left, n);
+    return;
+  default:
+    /* DISCARDING (or PREFIX with nothing left): count and drop. */
+    r->in_bytes += left;
+    r->data_bytes += left;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Final call, job callbacks, answer                                  */
+/* ------------------------------------------------------------------ */
+
+/* Loop thread: the job finished; wake the connection so that MHD re-enters
+ * the handler, which queues the response. */
+static void
+reduce_done_cb(struct job *j)
+{
+  struct req *r = container_of(j, struct req, job);
+  struct server *s = r->srv;
+
+  assert(r->state == REQ_RUNNING || r->state == REQ_ORPHANED);
+  if (r->state == REQ_ORPHANED) {
+    /* Defensive: MHD never completes a suspended request, but if it did,
+     * the context outlived it only for the job; free it now. */
+    req_free(r);
+    return;
+  }
+  /* The body is no longer needed; free it before the response goes out. */
+  free(r->body);
+  r->body = NULL;
+  req_set_state(r, REQ_DONE);
+  MHD_resume_connection(r->conn);
+  server_run(s);   /* required in external mode after a resume */
+}
+
+/* Loop thread: a feed of a streamed body finished. */
+static void
+stream_wake_cb(struct job *j)
+{
+  struct req *r = container_of(j, struct req, job);
+
+  if (r->state == REQ_ORPHANED) {
+    /* The client went away mid-body; the last pool work frees. */
+    if (!job_busy(j))
+      req_free(r);
+    return;
+  }
+  if (r->state == REQ_PAUSED) {
+    req_set_state(r, REQ_STREAMING);
+    MHD_resume_connection(r->conn);
+    server_run(r->srv);
+  }
+}
+
+/* Queues the job (or the stream's close) and suspends: RUNNING. */
+static enum MHD_Result
+run_job(struct req *r, int rc)
+{
+  if (rc != 0)
+    return req_respond_error(r, NULL, API_E_OVERLOADED,
+                             "cannot queue the work (%s); retry later",
+                             uv_strerror(rc));
+  req_set_state(r, REQ_RUNNING);
+  MHD_suspend_connection(r->conn);
+  return MHD_YES;   /* never MHD_NO after suspending */
+}
+
+/* BODY: the whole JSON body is here. */
+static enum MHD_Result
+submit_body(struct server *s, struct req *r)
+{
+  struct job *j = &r->job;
+
+  j->body = r->body;
+  j->body_len = r->body_len;
+  /* Every element takes at least two bytes of JSON ("0,"). */
+  j->max_elements = (uint64_t)r->body_len / 2 + 1;
+  j->max_tasks = (unsigned)s->conf->threads;
+  j->metrics = s->metrics;
+  if (j->call.proto->inline_ok && r->body_len <= s->conf->inline_max) {
+    job_run_inline(s->loop, j);
+    free(r->body);
+    r->body = NULL;
+    req_set_state(r, REQ_DONE);
+    return post_answer(r);
+  }
+  return run_job(r, job_submit(s->loop, j, reduce_done_cb));
+}
+
+/* DATA, STREAMING: exactly the plan's bytes must have come. */
+static enum MHD_Result
+submit_data(struct server *s, struct req *r)
+{
+  struct rd_error err;
+
+  memset(&err, 0, sizeof err);
+  if (api_prefix_check_end(&r->prefix, &r->job.lplan, r->in_bytes,
+                           r->data_bytes, &err) != 0)
+    return req_respond_rd_error(r, &err);
+  if (r->state == REQ_STREAMING) {
+    if (job_busy(&r->job)) {
+      /* Wait for the last feed; stream_wake_cb resumes. */
+      req_set_state(r, REQ_PAUSED);
+      MHD_suspend_connection(r->conn);
+      return MHD_YES;
+    }
+    return run_job(r, job_stream_close(&r->job, reduce_done_cb));
+  }
+  r->job.req.data = r->body;   /* the job owns it now */
+  r->job.req.data_bytes = (size_t)r->job.lplan.in_bytes;
+  r->body = NULL;
+  r->job.max_tasks = (unsigned)s->conf->threads;
+  return run_job(r, job_submit(s->loop, &r->job, reduce_done_cb));
+}
+
+enum MHD_Result
+post_submit(struct server *s, struct req *r)
+{
+  struct rd_error err;
+
+  assert(req_reading(r));
+  memset(&err, 0, sizeof err);
+  switch (r->state) {
+  case REQ_BODY:
+    return submit_body(s, r);
+  case REQ_DATA:
+  case REQ_STREAMING:
+    return submit_data(s, r);
+  case REQ_PREFIX:
+    /* The body ended inside the header. */
+    api_prefix_check_end(&r->prefix, NULL, r->in_bytes, 0, &err);
+    return req_respond_rd_error(r, &err);
+  default:
+    if (r->derr.code != 0)
+      return req_respond_rd_error(r, &r->derr);
+    /* More tensor bytes than the plan. */
+    api_prefix_check_end(&r->prefix, &r->job.lplan, r->in_bytes,
+                         r->data_bytes, &err);
+    return req_respond_rd_error(r, &err);
+  }
+}
+
+enum MHD_Result
+post_answer(struct req *r)
+{
+  struct job *j = &r->job;
+  char *body = j->reply;
+
+  assert(r->state == REQ_DONE && !job_busy(j));
+  if (body == NULL)
+    return req_respond_static(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                              j->call.proto->nomem_body);
+  j->reply = NULL;   /* MHD owns it now */
+  return req_respond_as(r, j->status, body, j->reply_len, 1, NULL,
+                        j->status == MHD_HTTP_OK ? j : NULL);
+}

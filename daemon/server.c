@@ -1,0 +1,649 @@
+/* server.c - libmicrohttpd driven by the libuv loop: the access handler's
+ * dispatch on the request's state, the completed and URI callbacks, MHD
+ * runs from the poll and timer handles, and start, drain and close.
+ * Routing is in http.c, POST bodies in post.c, keys and TLS files in
+ * auth.c; the request's states are drawn in req.h, the threads and the
+ * request path in docs/mhd-libuv.md.
+ *
+ * Threads: MHD runs in external epoll mode, so MHD_run() - and with it the
+ * access handler, the completed callback and the MHD logger - runs only on
+ * the loop thread, as do the poll/timer callbacks and the job's done
+ * callback.  The pool threads touch only the job inside a request context,
+ * never MHD or this file's state.
+ */
+#include "config.h"   /* autoconf */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "api.h"
+#include "server.h"
+#include "log.h"
+#include "metrics.h"
+#include "post.h"
+#include "proto.h"
+#include "req.h"
+#include "http.h"
+
+/* Per-connection memory: bounds the request headers and each upload chunk.
+ * libmicrohttpd zeroes the whole pool for every request, so a large pool
+ * costs more than the copies it saves: measured with wrk on small requests,
+ * 256 KiB gave 29k requests/s and 32 KiB 48k, while a 256 MiB raw upload
+ * took 0.15-0.17 s either way. */
+#define SERVER_CONN_MEMORY (32 * 1024)
+
+/* ------------------------------------------------------------------ */
+/* Request ids and log fields                                         */
+/* ------------------------------------------------------------------ */
+
+static uint64_t
+now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Copies `src` for the log: printable ASCII only, bounded. */
+static void
+copy_printable(char *dst, size_t cap, const char *src)
+{
+  size_t i = 0;
+
+  for (; src != NULL && src[i] != '\0' && i + 1 < cap; i++)
+    dst[i] = (src[i] > 0x20 && src[i] < 0x7f) ? src[i] : '?';
+  dst[i] = '\0';
+}
+
+/* A client id is echoed only if it is 1-128 of [A-Za-z0-9._:-]. */
+static int
+valid_request_id(const char *id)
+{
+  size_t n = 0;
+
+  if (id == NULL)
+    return 0;
+  for (; id[n] != '\0'; n++) {
+    char ch = id[n];
+    if (n >= HTTP_ID_MAX)
+      return 0;
+    if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+          (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':' ||
+          ch == '-'))
+      return 0;
+  }
+  return n > 0;
+}
+
+/* splitmix64: distinct counters give distinct, unguessable-looking ids. */
+static uint64_t
+mix64(uint64_t x)
+{
+  x += UINT64_C(0x9e3779b97f4a7c15);
+  x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return x ^ (x >> 31);
+}
+
+static void
+set_request_id(struct server *s, struct req *r)
+{
+  const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                               "X-Request-Id");
+  if (valid_request_id(id)) {
+    snprintf(r->id, sizeof r->id, "%s", id);
+    return;
+  }
+  snprintf(r->id, sizeof r->id, "%016llx",
+           (unsigned long long)mix64(s->id_seed + s->id_counter++));
+}
+
+/* Chunked, or a Content-Length other than 0. */
+static int
+has_body(struct MHD_Connection *conn)
+{
+  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_LENGTH);
+  uint64_t len;
+
+  if (req_is_chunked(conn))
+    return 1;
+  return cl != NULL && (req_parse_length(cl, &len) != 0 || len > 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The access handler (loop thread, inside MHD_run)                   */
+/* ------------------------------------------------------------------ */
+
+/* The first call of a request: the context's fields, the API key check,
+ * then routing (at once when a body follows).  HEADERS, or ANSWERED. */
+static enum MHD_Result
+first_call(struct server *s, struct req *r, struct MHD_Connection *conn,
+           const char *url, const char *method)
+{
+  r->srv = s;
+  r->conn = conn;
+  r->t0_ns = now_ns();
+  r->route = METRICS_ROUTE_NONE;
+  copy_printable(r->method, sizeof r->method, method);
+  copy_printable(r->path, sizeof r->path, url);
+  set_request_id(s, r);
+  s->inflight++;
+  metrics_inflight_add(s->metrics, 1);
+  req_set_state(r, REQ_HEADERS);
+  if (!auth_allows(&s->auth, url,
+                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_AUTHORIZATION)))
+    return req_respond_error(r, NULL, API_E_UNAUTHORIZED,
+                             "this route needs 'Authorization: Bearer <key>' "
+                             "with a valid API key");
+  /* MHD 0.9.75 closes the connection after a response queued at this
+   * first call (it discards the rest of the request), which is right for
+   * refusing a body but would end keep-alive for every GET: requests
+   * without a body are answered at their final call instead. */
+  if (!has_body(conn))
+    return MHD_YES;
+  return http_dispatch(s, r, url, method);
+}
+
+static enum MHD_Result
+access_cb(void *cls, struct MHD_Connection *conn, const char *url,
+          const char *method, const char *version, const char *upload_data,
+          size_t *upload_data_size, void **con_cls)
+{
+  struct server *s = cls;
+  struct req *r = *con_cls;
+
+  (void)version;
+  if (r == NULL) {
+    /* uri_log_cb ran out of memory: the query string is lost. */
+    if ((r = calloc(1, sizeof *r)) == NULL)
+      return MHD_NO;
+    r->query_lost = 1;
+    r->job.call.proto = &api_proto_v1;
+    *con_cls = r;
+  }
+  switch (r->state) {
+  case REQ_NEW:
+    return first_call(s, r, conn, url, method);
+  case REQ_HEADERS:
+    /* The final call of a request without a body. */
+    if (http_dispatch(s, r, url, method) != MHD_YES)
+      return MHD_NO;
+    if (req_reading(r))   /* an admitted empty POST body */
+      return post_submit(s, r);
+    return MHD_YES;
+  case REQ_PREFIX:
+  case REQ_BODY:
+  case REQ_DATA:
+  case REQ_STREAMING:
+  case REQ_DISCARDING:
+    if (*upload_data_size == 0)
+      return post_submit(s, r);
+    post_upload(s, r, upload_data, upload_data_size);
+    return MHD_YES;   /* suspended if it left bytes unprocessed */
+  case REQ_DONE:
+    return post_answer(r);
+  default:
+    break;
+  }
+  /* Answered early (or not expecting data): drop whatever still arrives. */
+  r->in_bytes += *upload_data_size;
+  *upload_data_size = 0;
+  return MHD_YES;
+}
+
+/* Loop thread (inside MHD_run): the request is over; log it, free it. */
+static void
+completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+             enum MHD_RequestTerminationCode toe)
+{
+  struct server *s = cls;
+  struct req *r = *con_cls;
+  struct metrics_obs obs;
+  uint64_t ns;
+
+  (void)conn;
+  if (r == NULL)
+    return;
+  *con_cls = NULL;
+  if (r->state == REQ_NEW) {
+    /* Refused by MHD before the handler ran (its own error page): never
+     * counted in flight, never logged. */
+    free(r->query);
+    free(r);
+    return;
+  }
+  ns = now_ns() - r->t0_ns;
+  obs.route = r->route;
+  /* A /v2 model path names the operator whatever the body says; a
+   * running job may still write job.op: not read then. */
+  obs.op = r->v2rt.op != 0           ? r->v2rt.op
+           : r->state == REQ_RUNNING ? 0
+                                     : r->job.op;
+  obs.format = r->format;
+  obs.status = r->status;
+  obs.duration_ns = ns;
+  obs.in_bytes = r->in_bytes;
+  obs.out_bytes = r->out_bytes;
+  metrics_observe(s->metrics, &obs);
+  metrics_inflight_add(s->metrics, -1);
+  LOG_INFO("request id=%s method=%s path=%s status=%d in=%llu out=%zu "
+           "ms=%.3f", r->id, r->method, r->path, r->status,
+           (unsigned long long)r->in_bytes, r->out_bytes,
+           (double)ns / 1e6);
+  if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+    LOG_DEBUG("request id=%s ended early (MHD reason %d)", r->id, (int)toe);
+  if (r->admitted)
+    s->pending--;
+  s->inflight--;
+  if (r->state == REQ_RUNNING || job_busy(&r->job)) {
+    /* A pool work still uses it (a client gone mid-stream): the job's
+     * callback frees it. */
+    req_set_state(r, REQ_ORPHANED);
+    return;
+  }
+  req_free(r);
+}
+
+/* Loop thread (inside MHD_run), before the headers are parsed: the only
+ * place MHD 0.9.75 shows the raw request target, so keep its query string
+ * (api_query_parse() decodes it).  The context starts here; the access
+ * handler completes it. */
+static void *
+uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+  struct req *r = calloc(1, sizeof *r);
+  const char *q = uri != NULL ? strchr(uri, '?') : NULL;
+
+  (void)cls;
+  (void)conn;
+  if (r == NULL)
+    return NULL;
+  r->state = REQ_NEW;
+  r->job.call.proto = &api_proto_v1;   /* a /v2 path switches it */
+  if (q != NULL) {
+    r->query = strdup(q + 1);
+    r->query_lost = r->query == NULL;
+  }
+  return r;
+}
+
+/* MHD's own diagnostics (loop thread). */
+static void
+mhd_log_cb(void *cls, const char *fmt, va_list ap)
+{
+  char msg[512];
+  size_t n;
+
+  (void)cls;
+  if (LOG_LVL_WARN > log_threshold)
+    return;
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  n = strlen(msg);
+  while (n > 0 && msg[n - 1] == '\n')
+    msg[--n] = '\0';
+  LOG_WARN("mhd: %s", msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Driving MHD from libuv (loop thread)                               */
+/* ------------------------------------------------------------------ */
+
+static void timer_cb(uv_timer_t *t);
+
+/* Runs MHD, re-arms the timer, and tells a draining owner when idle
+ * (server.h).  Nothing may touch `s` after the idle callback. */
+void
+server_run(struct server *s)
+{
+  const union MHD_DaemonInfo *info;
+  MHD_UNSIGNED_LONG_LONG ms;
+
+  if (s->closed)
+    return;
+  MHD_run(s->mhd);
+  /* At --max-connections MHD stops watching the listen socket, and only
+   * watches it again at the start of a later MHD_run().  When a run freed
+   * a slot, run again at once, or a client waiting in the backlog would
+   * wait for an unrelated event (up to --timeout). */
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  if (info != NULL) {
+    unsigned int now = info->num_connections;
+    if (s->at_limit && now < s->conf->max_connections)
+      MHD_run(s->mhd);
+    s->at_limit = now >= s->conf->max_connections;
+  }
+  if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
+    uv_timer_start(&s->timer, timer_cb, (uint64_t)ms, 0);
+  else
+    uv_timer_stop(&s->timer);
+  if (s->draining && s->inflight == 0 && s->idle_cb != NULL) {
+    server_idle_cb cb = s->idle_cb;
+    s->idle_cb = NULL;
+    cb(s->idle_arg);
+  }
+}
+
+static void
+poll_cb(uv_poll_t *p, int status, int events)
+{
+  (void)events;
+  if (status < 0)
+    LOG_WARN("poll on the MHD epoll fd: %s", uv_strerror(status));
+  server_run(container_of(p, struct server, poll));
+}
+
+static void
+timer_cb(uv_timer_t *t)
+{
+  server_run(container_of(t, struct server, timer));
+}
+
+/* ------------------------------------------------------------------ */
+/* Start, drain, close                                                */
+/* ------------------------------------------------------------------ */
+
+static void
+seed_ids(struct server *s)
+{
+  uint64_t seed;
+
+  if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+    seed = now_ns() ^ ((uint64_t)getpid() << 32);
+  s->id_seed = seed;
+  s->id_counter = 0;
+}
+
+/* Writes the port to `path` atomically: a temp file renamed over it. */
+static int
+write_port_file(const char *path, unsigned port)
+{
+  char tmp[4096];
+  FILE *f;
+  int n;
+
+  n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    LOG_ERROR("--port-file %s: name too long", path);
+    return -1;
+  }
+  f = fopen(tmp, "w");
+  if (f == NULL) {
+    LOG_ERROR("--port-file %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  if (fprintf(f, "%u\n", port) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+    LOG_ERROR("--port-file %s: %s", tmp, strerror(errno));
+    fclose(f);
+    unlink(tmp);
+    return -1;
+  }
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    LOG_ERROR("--port-file %s: %s", path, strerror(errno));
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+/* The metrics, with every route pattern of the route table as a label
+ * value (the route index of a request is its index there). */
+static int
+metrics_setup(struct server *s)
+{
+  struct timespec start;
+
+  clock_gettime(CLOCK_REALTIME, &start);
+  s->metrics = metrics_create((unsigned)s->conf->threads,
+                              (uint64_t)s->conf->max_pending, &start);
+  if (s->metrics == NULL) {
+    LOG_ERROR("cannot allocate the metrics: out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < http_route_count(); i++)
+    if (metrics_route_add(s->metrics, http_route_path(i)) != (int)i) {
+      LOG_ERROR("more routes than METRICS_MAX_ROUTES");
+      return -1;
+    }
+  return 0;
+}
+
+/* --api-key-file, --tls-cert and --tls-key.  0 or SERVER_E_CONFIG. */
+static int
+secrets_load(struct server *s, const struct conf *c)
+{
+  if (c->api_key_file != NULL && auth_load_keys(&s->auth, c->api_key_file))
+    return SERVER_E_CONFIG;
+  if (c->tls_cert == NULL)
+    return 0;
+  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    LOG_ERROR("--tls-cert: this libmicrohttpd has no TLS support");
+    return SERVER_E_CONFIG;
+  }
+  return auth_load_tls(&s->auth, c->tls_cert, c->tls_key) != 0
+         ? SERVER_E_CONFIG : 0;
+}
+
+/* The bodies built once: GET /v1/ops. */
+static int
+bodies_build(struct server *s)
+{
+  struct api_buf b;
+
+  api_buf_init(&b);
+  if (api_json_encode_ops(&b) != 0) {
+    api_buf_free(&b);
+    LOG_ERROR("cannot build the /v1/ops body: out of memory");
+    return -1;
+  }
+  s->ops_body = api_buf_steal(&b, &s->ops_len);
+  return 0;
+}
+
+/* Binds conf->host:conf->port and starts MHD in external epoll mode. */
+static int
+mhd_start(struct server *s, const struct conf *c)
+{
+  struct addrinfo hints, *ai = NULL;
+  const char *cert = s->auth.tls_cert;
+  unsigned int flags;
+  char portstr[8];
+  int rc;
+
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  snprintf(portstr, sizeof portstr, "%u", (unsigned)c->port);
+  rc = getaddrinfo(c->host, portstr, &hints, &ai);
+  if (rc != 0) {
+    LOG_ERROR("--listen %s: %s", c->listen, gai_strerror(rc));
+    return -1;
+  }
+
+  flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  if (ai->ai_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  if (cert != NULL)
+    flags |= MHD_USE_TLS;
+  /* Options that may be absent go last, each ending the list when unused
+   * (MHD stops at the first MHD_OPTION_END). */
+  s->mhd = MHD_start_daemon(
+    flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
+    MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
+    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
+    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,
+    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
+    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,
+    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
+    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+    MHD_OPTION_HTTPS_MEM_KEY, s->auth.tls_key,
+    MHD_OPTION_END);
+  freeaddrinfo(ai);
+  if (s->mhd == NULL) {
+    LOG_ERROR("cannot listen on %s (address in use or not available%s?)",
+              c->listen, cert != NULL ? ", or a bad TLS certificate "
+              "or key" : "");
+    return -1;
+  }
+  return 0;
+}
+
+/* Reads the bound port and watches MHD's epoll fd from the loop.  0; -1
+ * before the handles exist (the caller stops MHD); -2 after (the caller
+ * runs server_close()). */
+static int
+mhd_watch(struct server *s, uv_loop_t *loop)
+{
+  const union MHD_DaemonInfo *info;
+  int rc, fd;
+
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = info != NULL ? info->port : 0;
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+  fd = info != NULL ? info->epoll_fd : -1;
+  if (s->port == 0 || fd < 0) {
+    LOG_ERROR("cannot read the bound port or the epoll fd from MHD");
+    return -1;
+  }
+  rc = uv_poll_init(loop, &s->poll, fd);
+  if (rc != 0) {
+    LOG_ERROR("cannot watch the MHD epoll fd: %s", uv_strerror(rc));
+    return -1;
+  }
+  uv_timer_init(loop, &s->timer);
+  s->handles = 1;
+  rc = uv_poll_start(&s->poll, UV_READABLE, poll_cb);
+  if (rc != 0) {
+    LOG_ERROR("cannot watch the MHD epoll fd: %s", uv_strerror(rc));
+    return -2;
+  }
+  return 0;
+}
+
+int
+server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
+{
+  int rc;
+
+  memset(s, 0, sizeof *s);
+  s->conf = c;
+  s->loop = loop;
+  seed_ids(s);
+
+  if ((rc = secrets_load(s, c)) != 0 || (rc = bodies_build(s)) != 0 ||
+      (rc = metrics_setup(s)) != 0 || (rc = mhd_start(s, c)) != 0)
+    goto fail;
+  rc = mhd_watch(s, loop);
+  if (rc == -2)
+    return -1;   /* the caller runs server_close() */
+  if (rc != 0) {
+    MHD_stop_daemon(s->mhd);
+    s->mhd = NULL;
+    goto fail;
+  }
+
+  if (strchr(c->host, ':') != NULL)
+    LOG_INFO("listening on [%s]:%u", c->host, (unsigned)s->port);
+  else
+    LOG_INFO("listening on %s:%u", c->host, (unsigned)s->port);
+  if (c->port_file != NULL && write_port_file(c->port_file, s->port) != 0)
+    return -1;
+  server_run(s);
+  return 0;
+
+fail:
+  free(s->ops_body);
+  s->ops_body = NULL;
+  auth_free(&s->auth);
+  metrics_destroy(s->metrics);
+  s->metrics = NULL;
+  s->closed = 1;   /* nothing left for server_close() */
+  return rc;
+}
+
+/* Loop thread, at the start of draining: connections the kernel already
+ * completed but MHD has not accepted would be reset when the listen socket
+ * closes.  Let MHD accept them first; being draining, they are answered 503
+ * DRAINING with Retry-After, a clean refusal the client can retry. */
+static void
+accept_backlog(struct server *s)
+{
+  const union MHD_DaemonInfo *info;
+  struct pollfd p;
+
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+  if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET)
+    return;
+  p.fd = info->listen_fd;
+  p.events = POLLIN;
+  /* Bounded: a flood of new connections must not stall the drain. */
+  for (int i = 0; i < 256; i++) {
+    p.revents = 0;
+    if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+      break;
+    MHD_run(s->mhd);
+  }
+}
+
+void
+server_drain(struct server *s, server_idle_cb idle_cb, void *arg)
+{
+  int fd;
+
+  if (s->closed || s->draining)
+    return;
+  s->draining = 1;
+  s->idle_cb = idle_cb;
+  s->idle_arg = arg;
+  accept_backlog(s);
+  /* Stop accepting.  The listen fd is now ours; in external polling mode
+   * no MHD thread can still use it, so close it at once and let new
+   * connections be refused instead of waiting in the backlog. */
+  fd = (int)MHD_quiesce_daemon(s->mhd);
+  if (fd >= 0)
+    close(fd);
+  LOG_INFO("draining: %zu request(s) in flight", s->inflight);
+  server_run(s);   /* also reports idle at once if nothing is in flight */
+}
+
+void
+server_close(struct server *s)
+{
+  if (s->closed)
+    return;
+  s->closed = 1;
+  /* Close the poll handle before MHD closes the fd it watches. */
+  if (s->handles) {
+    uv_close((uv_handle_t *)&s->poll, NULL);
+    uv_close((uv_handle_t *)&s->timer, NULL);
+    s->handles = 0;
+  }
+  if (s->mhd != NULL) {
+    MHD_stop_daemon(s->mhd);
+    s->mhd = NULL;
+  }
+  free(s->ops_body);
+  s->ops_body = NULL;
+  auth_free(&s->auth);
+  /* After MHD_stop_daemon: its completion callbacks still count requests. */
+  metrics_destroy(s->metrics);
+  s->metrics = NULL;
+}
