@@ -247,9 +247,13 @@ api_inflate_run(struct api_inflate *z, const unsigned char **in,
       return 0;
   }
 
-  while (*in_len > 0 && *out_len < cap) {
+  /* With no input left zlib may still hold decoded bytes that did not fit
+   * the last window: it runs until it makes no progress. */
+  while (*out_len < cap) {
     size_t n = *in_len, made = *out_len;
     if (z->state == ST_END) {
+      if (*in_len == 0)
+        break;
       /* gzip: another member may follow (RFC 1952 2.2); deflate: nothing
        * may. */
       if (z->coding != API_CODING_GZIP)
@@ -265,7 +269,7 @@ api_inflate_run(struct api_inflate *z, const unsigned char **in,
       return rc;
     }
     if (n == *in_len && made == *out_len && z->state != ST_END)
-      break;   /* no progress: zlib needs more room */
+      break;   /* no progress: needs input or room */
     *in_len = n;
   }
   return 0;

@@ -52,8 +52,8 @@ int api_inflate_init(struct api_inflate *z, enum api_coding coding,
 
 /* Decodes from (*in, *in_len) into out[0..cap): advances *in, lowers
  * *in_len by what it took and sets *out_len to the bytes written.  Stops
- * when the input is used up or `out` is full (call again with more room:
- * *in_len > 0 then).  Returns 0, or an error code with `err` filled:
+ * when the input is used up and zlib has nothing more, or `out` is full
+ * (call again: with *in_len 0 too, zlib may still hold output).  Returns 0, or an error code with `err` filled:
  * API_E_BAD_ENCODING (corrupt data, or data after the end of a deflate
  * stream; gzip may have several members), API_E_BODY_TOO_LARGE (decoded
  * bytes passed max_out; nothing past max_out + 1 is produced, and

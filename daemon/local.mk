@@ -14,7 +14,8 @@ daemon_reduced_SOURCES = \
 	daemon/job.h daemon/job.c \
 	daemon/metrics.h daemon/metrics.c \
 	daemon/openapi.h \
-	daemon/pages.h daemon/pages.c
+	daemon/pages.h daemon/pages.c \
+	daemon/zbody.h daemon/zbody.c
 nodist_daemon_reduced_SOURCES = daemon/openapi_yaml.c daemon/pages_web.c
 daemon_reduced_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(UV_CFLAGS) $(JANSSON_CFLAGS) $(ZLIB_CFLAGS)
 daemon_reduced_CPPFLAGS = $(DAEMON_CPPFLAGS)

@@ -27,7 +27,8 @@ INTEGRATION_TESTS = \
 	tests/integration/t_metrics.sh \
 	tests/integration/t_openapi.sh \
 	tests/integration/t_security.sh \
-	tests/integration/t_limits.sh
+	tests/integration/t_limits.sh \
+	tests/integration/t_pages.sh
 
 TESTS += $(UNIT_TESTS) $(INTEGRATION_TESTS) tests/conformance/run.sh
 
@@ -35,7 +36,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/run-test.sh tests/summary.sh \
 	tests/integration/README.md tests/integration/run.sh tests/integration/lib.sh \
 	tests/integration/npytool.py tests/integration/promcheck.awk \
-	tests/integration/openapi-tool.cjs \
+	tests/integration/openapi-tool.cjs tests/integration/pages.cjs \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # ---- how each test runs
