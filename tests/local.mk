@@ -28,7 +28,8 @@ INTEGRATION_TESTS = \
 	tests/integration/t_openapi.sh \
 	tests/integration/t_security.sh \
 	tests/integration/t_limits.sh \
-	tests/integration/t_pages.sh
+	tests/integration/t_pages.sh \
+	tests/integration/t_compress.sh
 
 TESTS += $(UNIT_TESTS) $(INTEGRATION_TESTS) tests/conformance/run.sh
 
