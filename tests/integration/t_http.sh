@@ -36,7 +36,7 @@ check "/v1/ops dtype lists: 7 dtypes at versions 1, 11; 8 at 13, 18 (x2 ops)" \
   "$JTOOL" opscheck "$TMP/ops.json" .
 
 # ---- 404 and 405
-for p in /nope / /v1 /v1/reduce/x /v1/REDUCE /healthz/x; do
+for p in /nope /v1 /v1/reduce/x /v1/REDUCE /healthz/x; do
   http GET "$p"
   expect_error_body "GET $p -> 404 NOT_FOUND" 404 NOT_FOUND
 done
