@@ -69,7 +69,7 @@ daemon/pages_web.c: $(PAGES_WEB) $(top_srcdir)/daemon/embed.awk
 	  $(EMBED_PAGE) name=page_playground_css $(top_srcdir)/web/playground.css; \
 	} >$@.tmp && mv $@.tmp $@
 CLEANFILES += daemon/pages_web.c
-EXTRA_DIST += $(PAGES_WEB) $(PAGES_DOCS)
+EXTRA_DIST += $(PAGES_WEB) $(PAGES_DOCS) docs/pages.md
 if DOCS_UI
 nodist_daemon_reduced_SOURCES += daemon/pages_docs.c
 SWAGGER_UI_FILES = swagger-ui-bundle.js swagger-ui.css LICENSE NOTICE \
