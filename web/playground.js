@@ -338,6 +338,14 @@
     $('npy-clear').addEventListener('click', clearFile);
   }
 
+  /* A build without the docs UI (--disable-docs-ui) has no /docs. */
+  function checkDocs() {
+    fetch('/docs', { method: 'HEAD' }).then((res) => {
+      if (res.status === 404) $('link-docs').hidden = true;
+    }, () => {});
+  }
+
   wire();
   loadOps();
+  checkDocs();
 })();

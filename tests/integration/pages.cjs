@@ -113,6 +113,30 @@ async function playground(context, problems) {
   check('ReduceL2 defaults to its newest version', v18 === '18', v18);
   check('version 18 has noop_with_empty_axes', await page.isVisible('#noop'), 'hidden');
 
+  // ArgMax (when the server has it): "axis" instead of "axes", and
+  // select_last_index from version 12, as /v1/ops says.  Row-wise argmax
+  // of [[1, 5, 2], [7, 0, 9]], keepdims 0 = [1, 2], int64.
+  const argmax = ops.find((o) => o.op === 'ArgMax');
+  if (argmax) {
+    await page.selectOption('#op', 'ArgMax');
+    const newest = argmax.versions[argmax.versions.length - 1];
+    check('ArgMax shows axis, not axes', await page.isVisible('#axis') && !(await page.isVisible('#axes')), 'fields');
+    check('ArgMax ' + newest.version + ': select_last_index as /v1/ops says',
+      (await page.isVisible('#select-last')) === !!newest.select_last_index, String(newest.select_last_index));
+    await page.fill('#axis', '1');
+    await page.uncheck('#keepdims');
+    await page.selectOption('#dtype', 'float32');
+    await page.fill('#data', '[[1, 5, 2], [7, 0, 9]]');
+    await page.click('#run');
+    await page.waitForFunction(() => !document.getElementById('result').hidden &&
+      document.getElementById('result-dtype').textContent === 'int64' ||
+      !document.getElementById('error').hidden, null, { timeout: 20000 });
+    r = await readResult(page);
+    check('ArgMax over axis 1: [1, 2] int64', r.shown && same(JSON.parse(r.data || 'null'), [1, 2]) &&
+      r.dtype === 'int64', JSON.stringify(r));
+    await page.selectOption('#op', 'ReduceL2');
+  }
+
   // A dropped .npy: ReduceL2 over axis 1 of float64 [[3,4],[6,8]],
   // keepdims 1 = [[5], [10]].
   const b64 = fs.readFileSync(env.NPY).toString('base64');
