@@ -343,6 +343,7 @@ test_truncated(void **state)
   assert_int_equal(f.rc, API_E_BAD_ENCODING);
   assert_string_equal(err.msg, "the gzip body is empty (not even a header)");
   free(f.out);
+  free(plain);
 }
 
 /* Not gzip at all, a flipped byte (the CRC / Adler-32 catches what the
