@@ -290,6 +290,7 @@
       $('drop-text').textContent = file.name + ' (' + file.size + ' bytes) will be sent as .npy; dtype and shape come from its header';
       $('npy-clear').hidden = false;
       $('data').disabled = true;
+      $('dtype').disabled = true;   /* the file's header says */
     };
     reader.readAsArrayBuffer(file);
   }
@@ -302,6 +303,7 @@
     $('drop-text').textContent = 'drop a .npy file here';
     $('npy-clear').hidden = true;
     $('data').disabled = false;
+    $('dtype').disabled = false;
   }
 
   function wire() {

@@ -38,6 +38,8 @@ etag=$(hdr ETag)
 check "GET / has a quoted ETag" grep -Eq '^"[0-9a-f]{16}"$' <<<"$etag"
 http GET / -H "If-None-Match: $etag"
 check "If-None-Match with the ETag: 304, no body" test "$ST:$(wc -c <"$B")" = "304:0"
+http GET / -H "If-None-Match: \"0000000000000000\", W/$etag"
+check "If-None-Match with a list holding the weak tag: 304" test "$ST" = 304
 http GET / -H 'If-None-Match: "0000000000000000"'
 check "If-None-Match with another tag: 200" test "$ST" = 200
 http HEAD /
