@@ -189,6 +189,7 @@ req_respond_as(struct req *r, int status, const char *body, size_t len,
   }
   ret = MHD_queue_response(r->conn, (unsigned int)status, resp);
   MHD_destroy_response(resp);
+  r->encoded = 0;   /* said of this body only */
   req_set_state(r, REQ_ANSWERED);
   if (ret == MHD_YES) {
     r->status = status;
