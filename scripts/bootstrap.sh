@@ -6,8 +6,9 @@
 #   scripts/bootstrap.sh [configure options...]
 #
 # Steps:
-#   Debian packages   the build, `make check`, check-style, fuzz, check-load
-#                     and check-deploy (one apt-get install of what is missing)
+#   Debian packages   the build, `make check`, check-style, fuzz, check-load,
+#                     bench and check-deploy (one apt-get install of what is
+#                     missing)
 #   npm tools         pinned npm packages into the build tree:
 #                     web/npm (swagger-ui-dist: /docs, embedded by make),
 #                     tests/browser-tools (playwright-core: t_pages.sh),
@@ -32,14 +33,19 @@ zlib1g-dev"
 # test certificate), nodejs and npm (t_openapi.sh), prometheus (promtool,
 # t_metrics.sh), coreutils (timeout: tests/run-test.sh), chromium
 # (t_pages.sh: the playground and /docs in a real headless browser)
-PKGS_CHECK="curl ca-certificates python3-numpy openssl nodejs npm prometheus
-coreutils perl chromium"
+PKGS_CHECK="curl ca-certificates python3-numpy openssl prometheus coreutils
+perl chromium"
+# node and npm: Debian's nodejs and npm, unless the commands are there already
+# (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
+PKGS_NODE="nodejs npm"
 # make check-style
 PKGS_STYLE="clang-format-14"
 # make fuzz: clang-14 with libFuzzer and the sanitizer runtimes
 PKGS_FUZZ="clang-14 libclang-rt-14-dev"
 # make check-load
 PKGS_LOAD="wrk slowhttptest iproute2"
+# make bench: nginx, the baseline of bench/daemon.sh (it starts its own instance)
+PKGS_BENCH="nginx"
 # make check-deploy (deploy/podman-env.sh, deploy/check-deploy.sh)
 PKGS_DEPLOY="podman runc catatonit uidmap slirp4netns netavark aardvark-dns
 fuse-overlayfs conmon iptables containernetworking-plugins debootstrap
@@ -49,11 +55,14 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 missing_of() { _m=""; for _p in $1; do installed "$_p" || _m="$_m $_p"; done; echo "$_m"; }
 
 need_build=$(missing_of "$PKGS_BUILD $PKGS_CHECK")
-need_more=$(missing_of "$PKGS_STYLE $PKGS_FUZZ $PKGS_LOAD $PKGS_DEPLOY")
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  need_build="$need_build$(missing_of "$PKGS_NODE")"
+fi
+need_more=$(missing_of "$PKGS_STYLE $PKGS_FUZZ $PKGS_LOAD $PKGS_BENCH $PKGS_DEPLOY")
 if [ -n "$need_build$need_more" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     [ -n "$need_more" ] &&
-      echo "bootstrap: (step: Debian packages) not root; check-style, fuzz, check-load or check-deploy will lack:$need_more" >&2
+      echo "bootstrap: (step: Debian packages) not root; check-style, fuzz, check-load, bench or check-deploy will lack:$need_more" >&2
     if [ -n "$need_build" ]; then
       echo "bootstrap: (step: Debian packages) missing and not root; run as root or install:$need_build" >&2
       exit 1

@@ -23,12 +23,12 @@ fi
 
 if [ $# -gt 0 ]; then
   files=$(printf '%s\n' "$@")
-elif git rev-parse --git-dir >/dev/null 2>&1; then
-  files=$(git ls-files '*.c' '*.h')
 else
-  files=$(find lib api daemon tests bench -name '*.[ch]' | sort)
+  files=$(git ls-files '*.c' '*.h' 2>/dev/null)
+  [ -n "$files" ] || files=$(find lib api daemon tests bench -name '*.[ch]' | sort)
 fi
 files=$(printf '%s\n' "$files" | grep -Ev "$EXCLUDE" | grep .)
+[ -n "$files" ] || { echo "format: no C files found" >&2; exit 2; }
 
 if [ "$check" = no ]; then
   # shellcheck disable=SC2086

@@ -5,13 +5,16 @@
 # stopped (TERM, then KILL 30 s later: the integration scripts stop their
 # daemons on TERM) and fails with a line saying so.  The exit status is the
 # test's own otherwise (77 = skipped, 99 = hard error, as automake reads it).
+# The last line of each log says how long the test took.
 limit=${TEST_TIMEOUT:-600}
 if ! command -v timeout >/dev/null 2>&1; then
   echo "run-test: timeout (coreutils) is missing: run scripts/bootstrap.sh (step: Debian packages)"
   exit 99
 fi
+t0=$(date +%s)
 timeout -k 30 "$limit" "$@"
 rc=$?
+echo "run-test: $* took $(( $(date +%s) - t0 )) s (exit $rc)"
 case $rc in
   124|137)
     echo "run-test: TIMEOUT: '$*' ran out of its $limit s (TEST_TIMEOUT) and was stopped"

@@ -18,7 +18,7 @@
 # code is slower) and the npm tools of the calling build tree (the copy has
 # none; scripts/bootstrap.sh installs them there).  Prints each test's
 # result line and, when anything failed, the logs tests/summary.sh shows.
-#   top_srcdir, top_builddir, SAN_WORK, SAN_TEST_TIMEOUT, KIND = asan | tsan
+#   top_srcdir, top_builddir, SAN_WORK, SAN_TEST_TIMEOUT, SAN_TESTS, KIND = asan | tsan
 set -u
 kind=${1:?usage: sancheck.sh asan|tsan}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -67,7 +67,9 @@ tools=$top_builddir/tests/openapi-tools
 [ -d "$tools" ] || tools=$top_srcdir/tests/openapi-tools
 browser=$top_builddir/tests/browser-tools
 [ -d "$browser" ] || browser=$top_srcdir/tests/browser-tools
-REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" >"$SAN_WORK/check.log" 2>&1
+# SAN_TESTS: a subset (make check TESTS=...), e.g. while working on one test
+REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
+  ${SAN_TESTS:+TESTS="$SAN_TESTS"} >"$SAN_WORK/check.log" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|XFAIL|ERROR|SKIP|XPASS):' "$SAN_WORK/check.log"
 if [ "$rc" -ne 0 ]; then
