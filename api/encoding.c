@@ -17,21 +17,18 @@ enum { ST_FRESH, ST_RUN, ST_END, ST_ERR };
 #define WBITS_GZIP (15 + 16)
 
 /* Does s[0..n) equal the lower-case word `w`, ignoring case? */
-static int
-word_is(const char *s, size_t n, const char *w)
+static int word_is(const char *s, size_t n, const char *w)
 {
   return strlen(w) == n && strncasecmp(s, w, n) == 0;
 }
 
-static int
-is_ows(char c)
+static int is_ows(char c)
 {
   return c == ' ' || c == '\t';
 }
 
-int
-api_coding_parse(const char *value, enum api_coding *out,
-                 struct rd_error *err)
+int api_coding_parse(const char *value, enum api_coding *out,
+                     struct rd_error *err)
 {
   const char *b, *e;
 
@@ -57,26 +54,22 @@ api_coding_parse(const char *value, enum api_coding *out,
   }
   return api_fail(err, API_E_MEDIA_TYPE,
                   "Content-Encoding '%.64s' is not supported (gzip, "
-                  "deflate or identity; one coding)", value);
+                  "deflate or identity; one coding)",
+                  value);
 }
 
-const char *
-api_coding_name(enum api_coding c)
+const char *api_coding_name(enum api_coding c)
 {
   switch (c) {
-  case API_CODING_GZIP:
-    return "gzip";
-  case API_CODING_DEFLATE:
-    return "deflate";
-  case API_CODING_IDENTITY:
-    break;
+  case API_CODING_GZIP: return "gzip";
+  case API_CODING_DEFLATE: return "deflate";
+  case API_CODING_IDENTITY: break;
   }
   return "identity";
 }
 
-int
-api_inflate_init(struct api_inflate *z, enum api_coding coding,
-                 uint64_t max_out)
+int api_inflate_init(struct api_inflate *z, enum api_coding coding,
+                     uint64_t max_out)
 {
   memset(z, 0, sizeof *z);
   z->coding = coding;
@@ -88,8 +81,7 @@ api_inflate_init(struct api_inflate *z, enum api_coding coding,
   return 0;
 }
 
-void
-api_inflate_free(struct api_inflate *z)
+void api_inflate_free(struct api_inflate *z)
 {
   if (z->zs != NULL) {
     if (z->state != ST_FRESH)
@@ -101,16 +93,14 @@ api_inflate_free(struct api_inflate *z)
 
 /* The error state: later calls return `code` again (message in `err`
  * only the first time; the daemon answers once). */
-static int
-fail_stream(struct api_inflate *z, int code)
+static int fail_stream(struct api_inflate *z, int code)
 {
   z->state = ST_ERR;
   z->code = code;
   return code;
 }
 
-static int
-corrupt(struct api_inflate *z, struct rd_error *err, const char *why)
+static int corrupt(struct api_inflate *z, struct rd_error *err, const char *why)
 {
   api_fail(err, API_E_BAD_ENCODING,
            "the %s body is corrupt after %llu compressed bytes: %s",
@@ -122,8 +112,7 @@ corrupt(struct api_inflate *z, struct rd_error *err, const char *why)
 /* Starts zlib once the wrapper is known: gzip always; deflate by its first
  * two bytes (a zlib header is CM 8, a window up to 32 KiB and a check sum
  * making CMF*256+FLG a multiple of 31; anything else is raw deflate). */
-static int
-start(struct api_inflate *z, struct rd_error *err)
+static int start(struct api_inflate *z, struct rd_error *err)
 {
   int wbits = WBITS_GZIP;
 
@@ -131,7 +120,8 @@ start(struct api_inflate *z, struct rd_error *err)
     unsigned cmf = z->peek[0], flg = z->peek[1];
     wbits = ((cmf & 0x0f) == 8 && (cmf >> 4) <= 7 &&
              (cmf * 256 + flg) % 31 == 0)
-            ? WBITS_ZLIB : WBITS_RAW;
+              ? WBITS_ZLIB
+              : WBITS_RAW;
   }
   if (inflateInit2((z_stream *)z->zs, wbits) != Z_OK) {
     api_fail(err, RD_E_NOMEM, "out of memory starting the %s decoder",
@@ -144,13 +134,13 @@ start(struct api_inflate *z, struct rd_error *err)
 
 /* One inflate() over src[0..*n) into out + *olen, bounded by both the room
  * and max_out + 1 decoded bytes in all.  Lowers *n by what it took. */
-static int
-step(struct api_inflate *z, const unsigned char *src, size_t *n,
-     unsigned char *out, size_t cap, size_t *olen, struct rd_error *err)
+static int step(struct api_inflate *z, const unsigned char *src, size_t *n,
+                unsigned char *out, size_t cap, size_t *olen,
+                struct rd_error *err)
 {
   z_stream *zs = z->zs;
-  uint64_t allowed = z->max_out == UINT64_MAX
-                     ? UINT64_MAX : z->max_out + 1 - z->out_total;
+  uint64_t allowed = z->max_out == UINT64_MAX ? UINT64_MAX
+                                              : z->max_out + 1 - z->out_total;
   size_t room = cap - *olen;
   size_t in_before, out_before;
   int rc;
@@ -177,32 +167,27 @@ step(struct api_inflate *z, const unsigned char *src, size_t *n,
   }
   switch (rc) {
   case Z_OK:
-  case Z_BUF_ERROR:   /* no progress possible: needs input or room */
-    return 0;
-  case Z_STREAM_END:
-    z->state = ST_END;
-    return 0;
+  case Z_BUF_ERROR: /* no progress possible: needs input or room */ return 0;
+  case Z_STREAM_END: z->state = ST_END; return 0;
   case Z_MEM_ERROR:
     api_fail(err, RD_E_NOMEM, "out of memory decoding the %s body",
              api_coding_name(z->coding));
     return fail_stream(z, RD_E_NOMEM);
   case Z_NEED_DICT:
     return corrupt(z, err, "a preset dictionary is not supported");
-  default:
-    return corrupt(z, err, zs->msg);
+  default: return corrupt(z, err, zs->msg);
   }
 }
 
-int
-api_inflate_run(struct api_inflate *z, const unsigned char **in,
-                size_t *in_len, unsigned char *out, size_t cap,
-                size_t *out_len, struct rd_error *err)
+int api_inflate_run(struct api_inflate *z, const unsigned char **in,
+                    size_t *in_len, unsigned char *out, size_t cap,
+                    size_t *out_len, struct rd_error *err)
 {
   int rc;
 
   *out_len = 0;
   if (z->state == ST_ERR) {
-    *in_len = 0;   /* dropped: the request is answered with the error */
+    *in_len = 0; /* dropped: the request is answered with the error */
     return z->code;
   }
   if (z->state == ST_FRESH) {
@@ -223,8 +208,8 @@ api_inflate_run(struct api_inflate *z, const unsigned char **in,
       size_t left = z->npeek;
       while (left > 0 && z->state == ST_RUN && *out_len < cap) {
         size_t before = left;
-        if ((rc = step(z, z->peek + (z->npeek - left), &left, out, cap,
-                       out_len, err)) != 0)
+        if ((rc = step(z, z->peek + (z->npeek - left), &left, out, cap, out_len,
+                       err)) != 0)
           return rc;
         if (left == before && *out_len == 0)
           break;
@@ -269,14 +254,13 @@ api_inflate_run(struct api_inflate *z, const unsigned char **in,
       return rc;
     }
     if (n == *in_len && made == *out_len && z->state != ST_END)
-      break;   /* no progress: needs input or room */
+      break; /* no progress: needs input or room */
     *in_len = n;
   }
   return 0;
 }
 
-int
-api_inflate_finish(struct api_inflate *z, struct rd_error *err)
+int api_inflate_finish(struct api_inflate *z, struct rd_error *err)
 {
   if (z->state == ST_ERR)
     return z->code;
@@ -297,8 +281,7 @@ api_inflate_finish(struct api_inflate *z, struct rd_error *err)
 /* ---- Accept-Encoding ------------------------------------------------ */
 
 /* q of one element's parameters "; q=0.5" (RFC 9110 12.4.2); 1000 = 1. */
-static int
-qvalue(const char *p, const char *e)
+static int qvalue(const char *p, const char *e)
 {
   while (p < e) {
     while (p < e && (is_ows(*p) || *p == ';'))
@@ -309,7 +292,7 @@ qvalue(const char *p, const char *e)
       if (p < e && *p == '1')
         return 1000;
       if (p >= e || *p != '0')
-        return 0;   /* malformed: treated as not acceptable */
+        return 0; /* malformed: treated as not acceptable */
       p++;
       if (p < e && *p == '.') {
         for (p++; p < e && *p >= '0' && *p <= '9' && scale > 1; p++) {
@@ -325,8 +308,7 @@ qvalue(const char *p, const char *e)
   return 1000;
 }
 
-int
-api_accept_gzip(const char *value)
+int api_accept_gzip(const char *value)
 {
   const char *p = value;
   int gzip_q = -1, star_q = -1;
@@ -356,8 +338,7 @@ api_accept_gzip(const char *value)
 
 /* ---- gzip answers --------------------------------------------------- */
 
-int
-api_gzip(const void *data, size_t n, int level, struct api_buf *out)
+int api_gzip(const void *data, size_t n, int level, struct api_buf *out)
 {
   z_stream zs;
   uLong bound;
@@ -365,9 +346,9 @@ api_gzip(const void *data, size_t n, int level, struct api_buf *out)
 
   memset(&zs, 0, sizeof zs);
   if (n > UINT_MAX)
-    return RD_E_NOMEM;   /* answers are far smaller; one call suffices */
-  if (deflateInit2(&zs, level, Z_DEFLATED, WBITS_GZIP, 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK)
+    return RD_E_NOMEM; /* answers are far smaller; one call suffices */
+  if (deflateInit2(&zs, level, Z_DEFLATED, WBITS_GZIP, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
     return RD_E_NOMEM;
   bound = deflateBound(&zs, (uLong)n);
   if (bound > UINT_MAX || api_buf_reserve(out, (size_t)bound) != 0) {

@@ -19,9 +19,9 @@
 #include "buf.h"
 
 enum api_coding {
-  API_CODING_IDENTITY = 0,   /* no Content-Encoding, or "identity" */
-  API_CODING_GZIP,           /* "gzip", "x-gzip" (RFC 1952) */
-  API_CODING_DEFLATE         /* "deflate": zlib (RFC 1950); raw RFC 1951
+  API_CODING_IDENTITY = 0, /* no Content-Encoding, or "identity" */
+  API_CODING_GZIP,         /* "gzip", "x-gzip" (RFC 1952) */
+  API_CODING_DEFLATE       /* "deflate": zlib (RFC 1950); raw RFC 1951
                               * accepted too, as browsers once sent it */
 };
 
@@ -35,14 +35,14 @@ int api_coding_parse(const char *value, enum api_coding *out,
 const char *api_coding_name(enum api_coding c);
 
 struct api_inflate {
-  void *zs;                  /* z_stream, allocated by _init */
+  void *zs; /* z_stream, allocated by _init */
   enum api_coding coding;
-  int state;                 /* internal */
-  int code;                  /* the error, once in the error state */
-  uint64_t in_total;         /* compressed bytes taken */
-  uint64_t out_total;        /* decoded bytes given out */
-  uint64_t max_out;          /* above it: API_E_BODY_TOO_LARGE */
-  unsigned char peek[2];     /* deflate: the first bytes, to tell zlib from raw */
+  int state;             /* internal */
+  int code;              /* the error, once in the error state */
+  uint64_t in_total;     /* compressed bytes taken */
+  uint64_t out_total;    /* decoded bytes given out */
+  uint64_t max_out;      /* above it: API_E_BODY_TOO_LARGE */
+  unsigned char peek[2]; /* deflate: the first bytes, to tell zlib from raw */
   size_t npeek;
 };
 

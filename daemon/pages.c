@@ -11,7 +11,9 @@
 
 /* Generated: daemon/pages_web.c (web/), daemon/pages_docs.c (web/docs.*
  * and swagger-ui-dist's files; only with the docs UI). */
-#define PAGE_FILE(name) extern const char name[]; extern const size_t name##_len;
+#define PAGE_FILE(name)                                                        \
+  extern const char name[];                                                    \
+  extern const size_t name##_len;
 PAGE_FILE(page_index_html)
 PAGE_FILE(page_playground_js)
 PAGE_FILE(page_playground_css)
@@ -31,7 +33,10 @@ PAGE_FILE(page_swagger_bundle_license)
 #define JS "text/javascript; charset=utf-8"
 #define CSS "text/css; charset=utf-8"
 #define TEXT "text/plain; charset=utf-8"
-#define PAGE(path, ctype, name) { path, ctype, name, &name##_len, "", NULL, 0, 0 }
+#define PAGE(path, ctype, name)                                                \
+  {                                                                            \
+    path, ctype, name, &name##_len, "", NULL, 0, 0                             \
+  }
 
 static struct page pages[] = {
   PAGE("/", HTML, page_index_html),
@@ -53,8 +58,7 @@ static struct page pages[] = {
 
 #define NPAGES (sizeof pages / sizeof pages[0])
 
-struct page *
-pages_find(const char *url)
+struct page *pages_find(const char *url)
 {
   for (size_t i = 0; i < NPAGES; i++)
     if (strcmp(url, pages[i].path) == 0)
@@ -62,8 +66,7 @@ pages_find(const char *url)
   return NULL;
 }
 
-int
-pages_docs_ui(void)
+int pages_docs_ui(void)
 {
 #ifdef RD_DOCS_UI
   return 1;
@@ -72,8 +75,7 @@ pages_docs_ui(void)
 #endif
 }
 
-const char *
-pages_missing_hint(const char *url)
+const char *pages_missing_hint(const char *url)
 {
   if (!pages_docs_ui() &&
       (strcmp(url, "/docs") == 0 || strncmp(url, "/docs/", 6) == 0))
@@ -82,8 +84,7 @@ pages_missing_hint(const char *url)
   return NULL;
 }
 
-const char *
-pages_etag(struct page *p)
+const char *pages_etag(struct page *p)
 {
   if (p->etag[0] == '\0') {
     /* FNV-1a 64 of the bytes: changes with every build that changes them. */
@@ -97,8 +98,7 @@ pages_etag(struct page *p)
   return p->etag;
 }
 
-int
-pages_not_modified(struct page *p, const char *inm)
+int pages_not_modified(struct page *p, const char *inm)
 {
   const char *tag = pages_etag(p), *s = inm;
   size_t n = strlen(tag);
@@ -123,9 +123,8 @@ pages_not_modified(struct page *p, const char *inm)
   return 0;
 }
 
-void
-pages_body(struct page *p, int gzip, const char **body, size_t *len,
-           int *gzipped)
+void pages_body(struct page *p, int gzip, const char **body, size_t *len,
+                int *gzipped)
 {
   if (gzip && !p->gz_tried && *p->len >= API_GZIP_MIN) {
     struct api_buf b;
@@ -147,8 +146,7 @@ pages_body(struct page *p, int gzip, const char **body, size_t *len,
   *gzipped = 0;
 }
 
-void
-pages_free(void)
+void pages_free(void)
 {
   for (size_t i = 0; i < NPAGES; i++) {
     free(pages[i].gz);

@@ -19,18 +19,19 @@
 
 /* Pages may load only from this daemon; Swagger UI's CSS draws its icons
  * from data: URLs. */
-#define PAGES_CSP "default-src 'self'; img-src 'self' data:; " \
-                  "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+#define PAGES_CSP                                                              \
+  "default-src 'self'; img-src 'self' data:; "                                 \
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 /* Revalidated on every use (ETag), so a new build is seen at once. */
 #define PAGES_CACHE "no-cache"
 
 struct page {
-  const char *path;        /* exact URL path */
-  const char *ctype;       /* Content-Type */
+  const char *path;  /* exact URL path */
+  const char *ctype; /* Content-Type */
   const char *body;
   const size_t *len;
-  char etag[20];           /* "\"" 16 hex "\"", made on first use */
-  char *gz;                /* gzip form, made on first use; NULL: none */
+  char etag[20]; /* "\"" 16 hex "\"", made on first use */
+  char *gz;      /* gzip form, made on first use; NULL: none */
   size_t gz_len;
   int gz_tried;
 };

@@ -5,8 +5,7 @@
 #include "req.h"
 #include "zbody.h"
 
-int
-zbody_open(struct req *r, enum api_coding coding, uint64_t max_out)
+int zbody_open(struct req *r, enum api_coding coding, uint64_t max_out)
 {
   struct zbody *zb = malloc(sizeof *zb);
 
@@ -21,8 +20,7 @@ zbody_open(struct req *r, enum api_coding coding, uint64_t max_out)
   return 0;
 }
 
-void
-zbody_free(struct zbody *zb)
+void zbody_free(struct zbody *zb)
 {
   if (zb != NULL) {
     api_inflate_free(&zb->z);
@@ -31,8 +29,7 @@ zbody_free(struct zbody *zb)
 }
 
 /* Offers the pending decoded bytes to the sink.  1 if it paused. */
-static int
-drain(struct server *s, struct req *r, zbody_sink *sink)
+static int drain(struct server *s, struct req *r, zbody_sink *sink)
 {
   struct zbody *zb = r->zbody;
 
@@ -52,10 +49,9 @@ drain(struct server *s, struct req *r, zbody_sink *sink)
   return 0;
 }
 
-void
-zbody_upload(struct server *s, struct req *r, const char *data, size_t *n,
-             zbody_sink *sink,
-             void (*fail)(struct req *r, const struct rd_error *err))
+void zbody_upload(struct server *s, struct req *r, const char *data, size_t *n,
+                  zbody_sink *sink,
+                  void (*fail)(struct req *r, const struct rd_error *err))
 {
   struct zbody *zb = r->zbody;
   const unsigned char *in = (const unsigned char *)data;
@@ -65,25 +61,24 @@ zbody_upload(struct server *s, struct req *r, const char *data, size_t *n,
   memset(&err, 0, sizeof err);
   for (;;) {
     if (drain(s, r, sink)) {
-      *n = left;   /* MHD offers these again after the resume */
+      *n = left; /* MHD offers these again after the resume */
       return;
     }
     if (left == 0 || r->state == REQ_DISCARDING)
-      break;   /* a discarded body is not decoded: a bomb costs nothing more */
-    if (api_inflate_run(&zb->z, &in, &left, zb->out, sizeof zb->out,
-                        &zb->len, &err) != 0) {
+      break; /* a discarded body is not decoded: a bomb costs nothing more */
+    if (api_inflate_run(&zb->z, &in, &left, zb->out, sizeof zb->out, &zb->len,
+                        &err) != 0) {
       fail(r, &err);
       break;
     }
     if (zb->len == 0 && left > 0)
-      break;   /* cannot happen with a 64 KiB window; no spinning anyway */
+      break; /* cannot happen with a 64 KiB window; no spinning anyway */
   }
   *n = 0;
 }
 
-int
-zbody_finish(struct server *s, struct req *r, zbody_sink *sink,
-             void (*fail)(struct req *r, const struct rd_error *err))
+int zbody_finish(struct server *s, struct req *r, zbody_sink *sink,
+                 void (*fail)(struct req *r, const struct rd_error *err))
 {
   static const unsigned char nothing[1];
   const unsigned char *in = nothing;
@@ -96,8 +91,8 @@ zbody_finish(struct server *s, struct req *r, zbody_sink *sink,
     if (r->state == REQ_DISCARDING)
       return 0;
     /* zlib may still hold decoded bytes for a full window: run it dry. */
-    if (api_inflate_run(&r->zbody->z, &in, &none, r->zbody->out, sizeof r->zbody->out,
-                        &r->zbody->len, &err) != 0) {
+    if (api_inflate_run(&r->zbody->z, &in, &none, r->zbody->out,
+                        sizeof r->zbody->out, &r->zbody->len, &err) != 0) {
       fail(r, &err);
       return 0;
     }

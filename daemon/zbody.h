@@ -26,7 +26,7 @@ typedef void zbody_sink(struct server *s, struct req *r, const char *data,
 /* The decoder of one body and the decoded bytes the sink has not taken. */
 struct zbody {
   struct api_inflate z;
-  size_t off, len;               /* pending: out[off..len) */
+  size_t off, len; /* pending: out[off..len) */
   unsigned char out[64 * 1024];
 };
 
@@ -37,8 +37,8 @@ int zbody_open(struct req *r, enum api_coding coding, uint64_t max_out);
  * not consumed (the sink paused).  A decoding error (corrupt, over
  * --max-body) discards the body through `fail`; the rest is dropped
  * undecoded. */
-void zbody_upload(struct server *s, struct req *r, const char *data,
-                  size_t *n, zbody_sink *sink,
+void zbody_upload(struct server *s, struct req *r, const char *data, size_t *n,
+                  zbody_sink *sink,
                   void (*fail)(struct req *r, const struct rd_error *err));
 
 /* Final call: hands the sink what is pending and checks that the stream

@@ -25,8 +25,8 @@
 #define W_ZLIB 15
 #define W_RAW (-15)
 
-static unsigned char *
-zcompress(const void *src, size_t n, int wbits, size_t *out_len)
+static unsigned char *zcompress(const void *src, size_t n, int wbits,
+                                size_t *out_len)
 {
   z_stream zs;
   uLong cap;
@@ -34,7 +34,8 @@ zcompress(const void *src, size_t n, int wbits, size_t *out_len)
 
   memset(&zs, 0, sizeof zs);
   assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, wbits, 8,
-                                Z_DEFAULT_STRATEGY), Z_OK);
+                                Z_DEFAULT_STRATEGY),
+                   Z_OK);
   cap = deflateBound(&zs, (uLong)n) + 64;
   out = malloc(cap);
   assert_non_null(out);
@@ -49,8 +50,7 @@ zcompress(const void *src, size_t n, int wbits, size_t *out_len)
 }
 
 /* A JSON body of `n` bytes (compressible, not trivially so). */
-static char *
-plain_json(size_t n)
+static char *plain_json(size_t n)
 {
   char *p = malloc(n + 1);
   size_t i = 0;
@@ -84,10 +84,9 @@ struct fed {
 
 /* Feeds `in` in the pieces given by `cuts` (ascending offsets), through a
  * window of `win` bytes, collecting the output; stops at the first error. */
-static void
-feed(enum api_coding c, uint64_t max_out, const unsigned char *in, size_t n,
-     const size_t *cuts, size_t ncuts, size_t win, struct fed *f,
-     struct rd_error *err)
+static void feed(enum api_coding c, uint64_t max_out, const unsigned char *in,
+                 size_t n, const size_t *cuts, size_t ncuts, size_t win,
+                 struct fed *f, struct rd_error *err)
 {
   struct api_inflate z;
   unsigned char *w = malloc(win);
@@ -134,12 +133,11 @@ feed(enum api_coding c, uint64_t max_out, const unsigned char *in, size_t n,
   if (f->rc == 0)
     f->rc = api_inflate_finish(&z, err);
   api_inflate_free(&z);
-  api_inflate_free(&z);   /* twice: safe */
+  api_inflate_free(&z); /* twice: safe */
   free(w);
 }
 
-static void
-check_splits(enum api_coding c, int wbits, size_t plain_n)
+static void check_splits(enum api_coding c, int wbits, size_t plain_n)
 {
   char *plain = plain_json(plain_n);
   size_t zn;
@@ -179,24 +177,21 @@ check_splits(enum api_coding c, int wbits, size_t plain_n)
   free(plain);
 }
 
-static void
-test_gzip_every_split(void **state)
+static void test_gzip_every_split(void **state)
 {
   (void)state;
   check_splits(API_CODING_GZIP, W_GZIP, 3000);
   check_splits(API_CODING_GZIP, W_GZIP, 1);
 }
 
-static void
-test_deflate_zlib_every_split(void **state)
+static void test_deflate_zlib_every_split(void **state)
 {
   (void)state;
   check_splits(API_CODING_DEFLATE, W_ZLIB, 3000);
   check_splits(API_CODING_DEFLATE, W_ZLIB, 1);
 }
 
-static void
-test_deflate_raw_every_split(void **state)
+static void test_deflate_raw_every_split(void **state)
 {
   (void)state;
   check_splits(API_CODING_DEFLATE, W_RAW, 3000);
@@ -204,8 +199,7 @@ test_deflate_raw_every_split(void **state)
 }
 
 /* Large: 2 MiB through a 64 KiB window, as the daemon feeds it. */
-static void
-test_large_body(void **state)
+static void test_large_body(void **state)
 {
   size_t n = 2u << 20;
   char *plain = plain_json(n);
@@ -228,8 +222,7 @@ test_large_body(void **state)
 }
 
 /* Two gzip members decode to their concatenation (RFC 1952 2.2). */
-static void
-test_gzip_members(void **state)
+static void test_gzip_members(void **state)
 {
   const char *a = "{\"op\":\"ReduceL2\",", *b = "\"data\":[3,4]}";
   size_t an, bn;
@@ -246,8 +239,7 @@ test_gzip_members(void **state)
     feed(API_CODING_GZIP, 1000, both, an + bn, &cut, 1, 5, &f, &err);
     assert_int_equal(f.rc, 0);
     assert_int_equal(f.len, strlen(a) + strlen(b));
-    assert_memory_equal(f.out, "{\"op\":\"ReduceL2\",\"data\":[3,4]}",
-                        f.len);
+    assert_memory_equal(f.out, "{\"op\":\"ReduceL2\",\"data\":[3,4]}", f.len);
     free(f.out);
   }
   free(both);
@@ -257,8 +249,7 @@ test_gzip_members(void **state)
 
 /* A bomb: 64 MiB of zeros (about 64 KiB compressed) against a 1 MiB
  * limit: the error comes with at most limit + 1 bytes decoded. */
-static void
-test_bomb(void **state)
+static void test_bomb(void **state)
 {
   size_t n = 64u << 20, zn;
   char *zeros = calloc(1, n);
@@ -286,8 +277,7 @@ test_bomb(void **state)
 }
 
 /* Decoding to exactly the limit is fine; one byte more is not. */
-static void
-test_limit_edge(void **state)
+static void test_limit_edge(void **state)
 {
   char *plain = plain_json(5000);
   size_t zn;
@@ -310,8 +300,7 @@ test_limit_edge(void **state)
 
 /* Every truncation is BAD_ENCODING (at the end of the body at the latest),
  * never a short body taken as whole. */
-static void
-test_truncated(void **state)
+static void test_truncated(void **state)
 {
   char *plain = plain_json(2000);
   enum api_coding cs[] = { API_CODING_GZIP, API_CODING_DEFLATE,
@@ -327,8 +316,7 @@ test_truncated(void **state)
     for (size_t len = 0; len < zn; len++) {
       feed(cs[i], 2000, zd, len, NULL, 0, 4096, &f, &err);
       if (f.rc != API_E_BAD_ENCODING)
-        fail_msg("wrapper %d cut to %zu of %zu: rc %d", ws[i], len, zn,
-                 f.rc);
+        fail_msg("wrapper %d cut to %zu of %zu: rc %d", ws[i], len, zn, f.rc);
       assert_int_equal(api_http_status(f.rc), 400);
       assert_string_equal(api_errname(f.rc), "BAD_ENCODING");
       assert_true(strstr(err.msg, "truncated") != NULL ||
@@ -348,8 +336,7 @@ test_truncated(void **state)
 
 /* Not gzip at all, a flipped byte (the CRC / Adler-32 catches what the
  * Huffman decoder does not), trailing bytes after a deflate stream. */
-static void
-test_corrupt(void **state)
+static void test_corrupt(void **state)
 {
   const char *json = "{\"op\":\"ReduceL2\",\"data\":[3,4]}";
   char *plain = plain_json(3000);
@@ -360,11 +347,11 @@ test_corrupt(void **state)
   unsigned char *more;
 
   (void)state;
-  feed(API_CODING_GZIP, 1000, (const unsigned char *)json, strlen(json),
-       NULL, 0, 64, &f, &err);
+  feed(API_CODING_GZIP, 1000, (const unsigned char *)json, strlen(json), NULL,
+       0, 64, &f, &err);
   assert_int_equal(f.rc, API_E_BAD_ENCODING);
   assert_string_equal(err.msg, "the gzip body is corrupt after 2 compressed "
-                      "bytes: incorrect header check");
+                               "bytes: incorrect header check");
   free(f.out);
   /* Plain JSON sent as deflate reads as raw deflate and fails there. */
   feed(API_CODING_DEFLATE, 1000, (const unsigned char *)json, strlen(json),
@@ -417,8 +404,7 @@ test_corrupt(void **state)
   free(plain);
 }
 
-static void
-test_coding_parse(void **state)
+static void test_coding_parse(void **state)
 {
   enum api_coding c;
   struct rd_error err;
@@ -444,16 +430,14 @@ test_coding_parse(void **state)
   assert_int_equal(api_coding_parse("br", &c, &err), API_E_MEDIA_TYPE);
   assert_int_equal(api_http_status(API_E_MEDIA_TYPE), 415);
   assert_string_equal(err.msg, "Content-Encoding 'br' is not supported "
-                      "(gzip, deflate or identity; one coding)");
-  assert_int_equal(api_coding_parse("gzip, gzip", &c, &err),
-                   API_E_MEDIA_TYPE);
+                               "(gzip, deflate or identity; one coding)");
+  assert_int_equal(api_coding_parse("gzip, gzip", &c, &err), API_E_MEDIA_TYPE);
   assert_non_null(strstr(err.msg, "'gzip, gzip'"));
   assert_int_equal(api_coding_parse("zstd", &c, &err), API_E_MEDIA_TYPE);
   assert_non_null(strstr(err.msg, "'zstd'"));
 }
 
-static void
-test_accept_gzip(void **state)
+static void test_accept_gzip(void **state)
 {
   (void)state;
   assert_false(api_accept_gzip(NULL));
@@ -476,8 +460,7 @@ test_accept_gzip(void **state)
 }
 
 /* api_gzip's answer is a gzip stream zlib (and our decoder) read back. */
-static void
-test_gzip_answer(void **state)
+static void test_gzip_answer(void **state)
 {
   char *plain = plain_json(10000);
   struct api_buf b;
@@ -504,8 +487,8 @@ test_gzip_answer(void **state)
   assert_int_equal(zs.total_out, 10000);
   assert_memory_equal(back, plain, 10000);
   inflateEnd(&zs);
-  feed(API_CODING_GZIP, 10000, (unsigned char *)b.data + 7, b.len - 7, NULL,
-       0, 999, &f, &err);
+  feed(API_CODING_GZIP, 10000, (unsigned char *)b.data + 7, b.len - 7, NULL, 0,
+       999, &f, &err);
   assert_int_equal(f.rc, 0);
   assert_int_equal(f.len, 10000);
   assert_memory_equal(f.out, plain, 10000);
@@ -515,8 +498,7 @@ test_gzip_answer(void **state)
   free(plain);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_gzip_every_split),
