@@ -25,9 +25,8 @@ struct answer {
   size_t len;
 };
 
-static void
-decode(enum api_coding c, uint64_t max, const uint8_t *body, size_t n,
-       size_t step, size_t win, struct answer *a)
+static void decode(enum api_coding c, uint64_t max, const uint8_t *body,
+                   size_t n, size_t step, size_t win, struct answer *a)
 {
   struct api_inflate z;
   struct rd_error err;
@@ -47,7 +46,7 @@ decode(enum api_coding c, uint64_t max, const uint8_t *body, size_t n,
       got = 0;
       a->rc = api_inflate_run(&z, &p, &left, w, win, &got, &err);
       if (got > win || a->len + got > max + 1)
-        abort();   /* past the window or past limit + 1 */
+        abort(); /* past the window or past limit + 1 */
       memcpy(a->out + a->len, w, got);
       a->len += got;
     } while (a->rc == 0 && (left > 0 || got > 0));
@@ -62,7 +61,7 @@ decode(enum api_coding c, uint64_t max, const uint8_t *body, size_t n,
         a->rc != RD_E_NOMEM)
       abort();
     if (a->rc == API_E_BODY_TOO_LARGE && a->len <= max)
-      abort();   /* the limit is "more than max" */
+      abort(); /* the limit is "more than max" */
     if (err.msg[0] == '\0')
       abort();
     memcpy(a->msg, err.msg, sizeof a->msg);
@@ -71,8 +70,7 @@ decode(enum api_coding c, uint64_t max, const uint8_t *body, size_t n,
   free(w);
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   enum api_coding c;
   uint64_t max;
