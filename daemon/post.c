@@ -125,6 +125,37 @@ body_length(struct server *s, struct req *r, int *chunked,
   return 0;
 }
 
+/* Content-Encoding: identity, or gzip / deflate decoded as the body
+ * streams (zbody.h), its decoded length unknown until the end: read as if
+ * chunked.  Another coding is 415 naming it. */
+static int
+body_coding(struct server *s, struct req *r, int *chunked,
+            enum MHD_Result *res)
+{
+  enum api_coding coding;
+  struct rd_error err;
+
+  memset(&err, 0, sizeof err);
+  if (api_coding_parse(MHD_lookup_connection_value(
+                         r->conn, MHD_HEADER_KIND,
+                         MHD_HTTP_HEADER_CONTENT_ENCODING),
+                       &coding, &err) != 0) {
+    *res = req_respond_rd_error(r, &err);
+    return 1;
+  }
+  if (coding == API_CODING_IDENTITY)
+    return 0;
+  if (zbody_open(r, coding, s->conf->max_body) != 0) {
+    *res = req_respond_error(r, NULL, API_E_OVERLOADED, "cannot allocate "
+                             "the %s decoder; retry later",
+                             api_coding_name(coding));
+    return 1;
+  }
+  *chunked = 1;
+  r->expect_len = UINT64_MAX;
+  return 0;
+}
+
 /* Not while draining (503 DRAINING), nor beyond --max-pending. */
 static int
 admission(struct server *s, struct req *r, enum MHD_Result *res)
@@ -261,7 +292,8 @@ post_begin_v1(struct server *s, struct req *r)
                                                    MHD_HTTP_HEADER_ACCEPT),
                        fmt, &r->job.call.accept, &err) != 0)
     return req_respond_rd_error(r, &err);
-  if (body_length(s, r, &chunked, &len, &res) != 0)
+  if (body_length(s, r, &chunked, &len, &res) != 0 ||
+      body_coding(s, r, &chunked, &res) != 0)
     return res;
   if (fmt != API_FMT_JSON && binary_begin(r, &err) != 0)
     return req_respond_rd_error(r, &err);
@@ -328,24 +360,19 @@ enum MHD_Result
 post_begin_v2(struct server *s, struct req *r)
 {
   struct api_call *call = &r->job.call;
-  const char *ce, *ih;
+  const char *ih;
   uint64_t len = 0;
   enum MHD_Result res;
   struct rd_error err;
   size_t hl;
   int chunked;
 
-  ce = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                   MHD_HTTP_HEADER_CONTENT_ENCODING);
-  if (ce != NULL && strcasecmp(ce, "identity") != 0)
-    return req_respond_error(r, NULL, API_E_MEDIA_TYPE, "Content-Encoding "
-                             "'%.64s' is not supported; send the body "
-                             "uncompressed", ce);
   ih = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                    "Inference-Header-Content-Length");
   /* Like /v1's Content-Type: the body format is known from here on. */
   r->format = ih != NULL ? METRICS_FMT_BINARY : METRICS_FMT_JSON;
   if (body_length(s, r, &chunked, &len, &res) != 0 ||
+      body_coding(s, r, &chunked, &res) != 0 ||
       v2_header_length(s, r, ih, chunked, len, &hl, &res) != 0 ||
       admission(s, r, &res) != 0)
     return res;
@@ -491,9 +518,9 @@ data_upload(struct req *r, const char *data, size_t left, size_t *n)
   }
 }
 
-void
-post_upload(struct server *s, struct req *r, const char *data,
-            size_t *n)
+/* The plain (decoded) body's bytes. */
+static void
+plain_upload(struct server *s, struct req *r, const char *data, size_t *n)
 {
   size_t left = *n, taken;
 
@@ -521,6 +548,16 @@ post_upload(struct server *s, struct req *r, const char *data,
     r->in_bytes += left;
     r->data_bytes += left;
   }
+}
+
+void
+post_upload(struct server *s, struct req *r, const char *data,
+            size_t *n)
+{
+  if (r->zbody != NULL)
+    zbody_upload(s, r, data, n, plain_upload, discard);
+  else
+    plain_upload(s, r, data, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -636,6 +673,9 @@ post_submit(struct server *s, struct req *r)
   struct rd_error err;
 
   assert(req_reading(r));
+  /* A compressed body: the decoded bytes still pending, and its end. */
+  if (r->zbody != NULL && zbody_finish(s, r, plain_upload, discard))
+    return MHD_YES;   /* PAUSED: the final call comes again */
   memset(&err, 0, sizeof err);
   switch (r->state) {
   case REQ_BODY:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encoding.h"
 #include "log.h"
 #include "proto.h"
 #include "req.h"
@@ -85,6 +86,7 @@ req_free(struct req *r)
   assert(!job_busy(&r->job));   /* a pool thread would use freed memory */
   job_release(&r->job);
   api_prefix_free(&r->prefix);
+  zbody_free(r->zbody);
   free(r->body);
   free(r->query);
   free(r);
@@ -120,9 +122,41 @@ add_headers(struct req *r, struct MHD_Response *resp, int status,
                   HTTP_AUTH_CHALLENGE) != 0) ||
       /* While draining, do not invite more requests on this connection. */
       (r->srv->draining &&
-       add_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") != 0))
+       add_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") != 0) ||
+      add_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding") != 0 ||
+      (r->encoded &&
+       add_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip") != 0) ||
+      (r->page != NULL &&
+       (add_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, PAGES_CACHE) != 0 ||
+        add_header(resp, MHD_HTTP_HEADER_ETAG, pages_etag(r->page)) != 0 ||
+        add_header(resp, "Content-Security-Policy", PAGES_CSP) != 0 ||
+        add_header(resp, "X-Content-Type-Options", "nosniff") != 0 ||
+        add_header(resp, "Referrer-Policy", "no-referrer") != 0)))
     return -1;
   return 0;
+}
+
+/* The gzip form of an answer the client accepts gzipped: 1 with *body,
+ * *len the new (malloc'ed) body, or 0 to send it as it is (small, not
+ * accepted, no smaller gzipped, out of memory). */
+static int
+gzip_answer(struct req *r, const char **body, size_t *len)
+{
+  struct api_buf b;
+
+  if (r->encoded || *len < API_GZIP_MIN ||
+      !api_accept_gzip(MHD_lookup_connection_value(
+        r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING)))
+    return 0;
+  api_buf_init(&b);
+  /* zlib's level 1 for large answers: the loop thread does this work. */
+  if (api_gzip(*body, *len, *len > (1u << 20) ? 1 : -1, &b) != 0 ||
+      b.len >= *len) {
+    api_buf_free(&b);
+    return 0;
+  }
+  *body = api_buf_steal(&b, len);
+  return *body != NULL;
 }
 
 enum MHD_Result
@@ -131,7 +165,14 @@ req_respond_as(struct req *r, int status, const char *body, size_t len,
 {
   struct MHD_Response *resp;
   enum MHD_Result ret;
+  const char *plain = body;
 
+  if (gzip_answer(r, &body, &len)) {
+    if (must_free)
+      free((void *)plain);
+    must_free = 1;
+    r->encoded = 1;
+  }
   resp = MHD_create_response_from_buffer(len, (void *)body,
                                          must_free ? MHD_RESPMEM_MUST_FREE
                                                    : MHD_RESPMEM_PERSISTENT);
@@ -148,6 +189,7 @@ req_respond_as(struct req *r, int status, const char *body, size_t len,
   }
   ret = MHD_queue_response(r->conn, (unsigned int)status, resp);
   MHD_destroy_response(resp);
+  r->encoded = 0;   /* said of this body only */
   req_set_state(r, REQ_ANSWERED);
   if (ret == MHD_YES) {
     r->status = status;

@@ -45,6 +45,8 @@
 
 #include "server.h"
 #include "job.h"
+#include "pages.h"
+#include "zbody.h"
 #include "prefix.h"
 #include "v2.h"
 
@@ -100,6 +102,10 @@ struct req {
   unsigned route;                  /* index in the route table, or
                                     * METRICS_ROUTE_NONE */
   int format;                      /* enum metrics_format of the body */
+  struct zbody *zbody;             /* Content-Encoding gzip / deflate: the
+                                    * body's decoder (zbody.h), else NULL */
+  struct page *page;               /* a static page (pages.h): its headers */
+  int encoded;                     /* the body given is gzip already */
 };
 
 /* Moves `r` to `to`, asserting the edge is in the diagram above. */
@@ -118,7 +124,10 @@ int req_is_chunked(struct MHD_Connection *conn);
 void req_free(struct req *r);
 
 /* Queues `body` with the headers every response carries, and for a 200 of
- * a job (`result`, else NULL) its format's headers.  `must_free`: `body`
+ * a job (`result`, else NULL) its format's headers.  A body of
+ * API_GZIP_MIN bytes or more goes out gzipped when Accept-Encoding allows
+ * it (unless r->encoded: it is already); every answer has Vary:
+ * Accept-Encoding.  `must_free`: `body`
  * is malloc'ed and now belongs to MHD (or is freed here).  ANSWERED. */
 enum MHD_Result req_respond_as(struct req *r, int status, const char *body,
                                size_t len, int must_free, const char *allow,

@@ -32,6 +32,7 @@
 #include "api.h"
 #include "server.h"
 #include "log.h"
+#include "pages.h"
 #include "metrics.h"
 #include "post.h"
 #include "proto.h"
@@ -144,7 +145,10 @@ first_call(struct server *s, struct req *r, struct MHD_Connection *conn,
   s->inflight++;
   metrics_inflight_add(s->metrics, 1);
   req_set_state(r, REQ_HEADERS);
-  if (!auth_allows(&s->auth, url,
+  /* The static pages are public (pages.h); the API calls they make carry
+   * the key the user typed. */
+  if (pages_find(url) == NULL &&
+      !auth_allows(&s->auth, url,
                    MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_AUTHORIZATION)))
     return req_respond_error(r, NULL, API_E_UNAUTHORIZED,
@@ -640,6 +644,7 @@ server_close(struct server *s)
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
   }
+  pages_free();
   free(s->ops_body);
   s->ops_body = NULL;
   auth_free(&s->auth);

@@ -16,6 +16,7 @@
 # (The slowest first: under -j the harness starts them in this order.)
 INTEGRATION_TESTS = \
 	tests/integration/t_openapi.sh \
+	tests/integration/t_pages.sh \
 	tests/integration/t_concurrency.sh \
 	tests/integration/t_reduce.sh \
 	tests/integration/t_binary.sh \
@@ -29,6 +30,7 @@ INTEGRATION_TESTS = \
 	tests/integration/t_readme.sh \
 	tests/integration/t_security.sh \
 	tests/integration/t_limits.sh \
+	tests/integration/t_compress.sh \
 	tests/integration/t_client.sh \
 	tests/integration/t_ops.sh
 
@@ -38,7 +40,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/run-test.sh tests/summary.sh \
 	tests/integration/README.md tests/integration/run.sh tests/integration/lib.sh \
 	tests/integration/npytool.py tests/integration/promcheck.awk \
-	tests/integration/openapi-tool.cjs \
+	tests/integration/openapi-tool.cjs tests/integration/pages.cjs \
 	tests/integration/client_test.py clients/python/reduced_client.py \
 	clients/python/README.md \
 	tests/conformance/run.sh tests/conformance/onnx-node \
