@@ -8,6 +8,7 @@ daemon_reduced_SOURCES = \
 	daemon/log.h daemon/log.c \
 	daemon/server.h daemon/server.c \
 	daemon/req.h daemon/req.c \
+	daemon/admit.h daemon/admit.c \
 	daemon/http.h daemon/http.c \
 	daemon/post.h daemon/post.c \
 	daemon/auth.h daemon/auth.c \

@@ -125,40 +125,133 @@ body_length(struct server *s, struct req *r, int *chunked,
   return 0;
 }
 
-/* Not while draining (503 DRAINING), nor beyond --max-pending. */
-static int
-admission(struct server *s, struct req *r, enum MHD_Result *res)
-{
-  const struct conf *c = s->conf;
+/* What a request is planned to hold while admitted (admit.h): a buffered
+ * binary tensor and its output; a stream's two buffers and its output; a
+ * JSON body and what decoding it may take (8-byte elements, each at least
+ * "0," in the body).  A .npy or /v2 binary body is counted from its
+ * Content-Length until its header is read (then plan_ready() resizes).
+ * POST_REQ_BYTES stands for the context and the answer. */
+#define POST_REQ_BYTES (16u * 1024)
+#define POST_JSON_FACTOR 5u
 
-  if (s->draining) {
-    *res = req_respond_error(r, NULL, API_E_DRAINING,
-                             "the server is shutting down");
-    return 1;
-  }
-  if (s->pending >= c->max_pending) {
-    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
-                             "%zu requests are already in progress "
-                             "(--max-pending %llu); retry later", s->pending,
-                             (unsigned long long)c->max_pending);
-    return 1;
-  }
-  return 0;
+static uint64_t
+json_bytes(uint64_t body)
+{
+  return POST_REQ_BYTES + body * POST_JSON_FACTOR;
 }
 
-/* Counts the admitted request in --max-pending; it reads from now on. */
-static void
-admit(struct server *s, struct req *r)
+static uint64_t
+planned_bytes(struct server *s, const struct rd_plan *p, int fortran)
 {
-  r->admitted = 1;
-  s->pending++;
+  if (p->in_bytes <= s->conf->buffer_max || fortran)
+    return POST_REQ_BYTES + p->in_bytes + p->out_bytes;
+  return POST_REQ_BYTES + 2u * POST_STREAM_BUF + p->out_bytes;
+}
+
+/* The first estimate, before the body: exact for raw bodies and JSON with
+ * a Content-Length; chunked JSON starts at its first buffer and grows. */
+static uint64_t
+declared_bytes(struct server *s, struct req *r)
+{
+  uint64_t len = r->expect_len;
+  int chunked = len == UINT64_MAX;
+
+  if (r->prefix_first) {
+    if (chunked || len > s->conf->buffer_max)
+      return POST_REQ_BYTES + 2u * POST_STREAM_BUF;
+    return POST_REQ_BYTES + len;
+  }
+  if (r->job.in_fmt == API_FMT_RAW)
+    return planned_bytes(s, &r->job.lplan, 0);
+  if (chunked)
+    return json_bytes(s->conf->max_body < POST_CHUNKED_START
+                      ? s->conf->max_body : POST_CHUNKED_START);
+  return json_bytes(len);
+}
+
+static void admitted_cb(struct admit_ticket *t, enum admit_outcome how);
+static int begin_body(struct server *s, struct req *r, struct rd_error *err);
+
+/* Not while draining (503 DRAINING), nor beyond --max-pending (503), nor
+ * above --max-inflight-bytes (413).  A request that does not fit yet
+ * waits: its connection is suspended before the body (QUEUED), and
+ * admitted_cb() goes on.  Otherwise the body's buffer or stream is set up
+ * at once.  Returns the handler's result. */
+static enum MHD_Result
+admission(struct server *s, struct req *r)
+{
+  const struct conf *c = s->conf;
+  struct rd_error err;
+  uint64_t bytes;
+
+  if (s->draining)
+    return req_respond_error(r, NULL, API_E_DRAINING,
+                             "the server is shutting down");
+  bytes = declared_bytes(s, r);
+  switch (admit_request(&s->admit, &r->ticket, bytes, admitted_cb, r)) {
+  case ADMIT_E_TOO_LARGE:
+    return req_respond_error(r, NULL, API_E_BODY_TOO_LARGE,
+                             "the request needs %llu bytes of memory, above "
+                             "--max-inflight-bytes %llu",
+                             (unsigned long long)bytes,
+                             (unsigned long long)c->max_inflight_bytes);
+  case ADMIT_E_FULL:
+    return req_respond_error(r, NULL, API_E_OVERLOADED,
+                             "%zu requests are already admitted or waiting "
+                             "(--max-pending %llu); retry later",
+                             s->admit.admitted + s->admit.waiting,
+                             (unsigned long long)c->max_pending);
+  case ADMIT_WAIT:
+    LOG_DEBUG("request id=%s: waits for %llu bytes (%zu waiting)", r->id,
+              (unsigned long long)bytes, s->admit.waiting);
+    req_set_state(r, REQ_QUEUED);
+    /* Suspended at the first call of a body: MHD repeats that call after
+     * the resume (server.c skips it, or answers there). */
+    r->recall = r->expect_len != 0;
+    MHD_suspend_connection(r->conn);
+    req_watch_start(r);   /* a client closing while it waits */
+    return MHD_YES;
+  case ADMIT_NOW:
+    break;
+  }
+  memset(&err, 0, sizeof err);
+  if (begin_body(s, r, &err) != 0)
+    return req_respond_rd_error(r, &err);
+  return MHD_YES;
+}
+
+/* Loop thread (admit.c's timer or idle callback): a QUEUED request was
+ * admitted, timed out, or (watch) lost its client.  Sets up its body, or
+ * the 503 answered at the final call, and resumes the connection. */
+static void
+admitted_cb(struct admit_ticket *t, enum admit_outcome how)
+{
+  struct req *r = t->arg;
+  struct server *s = r->srv;
+  struct rd_error err;
+
+  assert(r->state == REQ_QUEUED);
+  req_watch_stop(r);
+  memset(&err, 0, sizeof err);
+  if (how == ADMIT_TIMEOUT) {
+    api_fail(&err, API_E_OVERLOADED, "waited %.1f s for admission "
+             "(--queue-timeout %llu, --max-inflight-bytes %llu); retry "
+             "later", admit_waited(t),
+             (unsigned long long)s->conf->queue_timeout,
+             (unsigned long long)s->conf->max_inflight_bytes);
+    discard(r, &err);
+  } else if (begin_body(s, r, &err) != 0) {
+    discard(r, &err);
+  }
+  MHD_resume_connection(r->conn);
+  server_run(s);   /* required in external mode after a resume */
 }
 
 /* The buffer of a JSON body: allocated once when the length is known;
  * chunked grows geometrically from POST_CHUNKED_START.  BODY. */
 static int
 body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
-           enum MHD_Result *res)
+           struct rd_error *err)
 {
   const struct conf *c = s->conf;
 
@@ -166,12 +259,9 @@ body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
                                    ? c->max_body : POST_CHUNKED_START)
                         : (size_t)len;
   r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
-  if (r->body == NULL) {
-    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
-                             "cannot allocate %zu bytes for the body; retry "
-                             "later", r->body_cap);
-    return 1;
-  }
+  if (r->body == NULL)
+    return api_fail(err, API_E_OVERLOADED, "cannot allocate %zu bytes for "
+                    "the body; retry later", r->body_cap);
   r->job.in_fmt = API_FMT_JSON;
   req_set_state(r, REQ_BODY);
   return 0;
@@ -192,7 +282,13 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
                                             err)) != 0 ||
       (rc = api_prefix_check_length(&r->prefix, p, err)) != 0)
     return rc;
-  if (p->in_bytes <= c->buffer_max) {
+  /* Now the exact need (a raw body was admitted with it already). */
+  admit_resize(&s->admit, &r->ticket,
+               planned_bytes(s, p, r->job.fortran));
+  /* Fortran order is transposed to C order before reducing (job.c), so
+   * that the sum runs in the same order as for C order: the whole tensor
+   * is buffered, also above --buffer-max. */
+  if (p->in_bytes <= c->buffer_max || r->job.fortran) {
     r->body_cap = (size_t)p->in_bytes;
     r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
     if (r->body == NULL)
@@ -265,20 +361,8 @@ post_begin_v1(struct server *s, struct req *r)
     return res;
   if (fmt != API_FMT_JSON && binary_begin(r, &err) != 0)
     return req_respond_rd_error(r, &err);
-  if (admission(s, r, &res) != 0)
-    return res;
-
-  if (fmt == API_FMT_RAW) {
-    if (plan_ready(s, r, &err) != 0)
-      return req_respond_rd_error(r, &err);
-  } else if (fmt == API_FMT_JSON) {
-    if (body_alloc(s, r, chunked, len, &res) != 0)
-      return res;
-  } else {
-    req_set_state(r, REQ_PREFIX);   /* planned once the header is here */
-  }
-  admit(s, r);
-  return MHD_YES;
+  r->prefix_first = fmt == API_FMT_NPY;
+  return admission(s, r);
 }
 
 /* Inference-Header-Content-Length: absent (SIZE_MAX), or within the body
@@ -331,7 +415,6 @@ post_begin_v2(struct server *s, struct req *r)
   const char *ce, *ih;
   uint64_t len = 0;
   enum MHD_Result res;
-  struct rd_error err;
   size_t hl;
   int chunked;
 
@@ -346,26 +429,41 @@ post_begin_v2(struct server *s, struct req *r)
   /* Like /v1's Content-Type: the body format is known from here on. */
   r->format = ih != NULL ? METRICS_FMT_BINARY : METRICS_FMT_JSON;
   if (body_length(s, r, &chunked, &len, &res) != 0 ||
-      v2_header_length(s, r, ih, chunked, len, &hl, &res) != 0 ||
-      admission(s, r, &res) != 0)
+      v2_header_length(s, r, ih, chunked, len, &hl, &res) != 0)
     return res;
 
   call->header_len = hl;
   call->v2info.op = r->v2rt.op;
   call->v2info.version = r->v2rt.version;
-  memset(&err, 0, sizeof err);
-  if (hl != SIZE_MAX && hl <= POST_V2_HEADER_MAX && (chunked || hl < len)) {
-    /* Blobs follow: read the header first, maybe stream the data. */
+  /* Blobs follow: read the header first, maybe stream the data. */
+  r->prefix_first = hl != SIZE_MAX && hl <= POST_V2_HEADER_MAX &&
+                    (chunked || hl < len);
+  return admission(s, r);
+}
+
+/* Admitted: the body's buffer (BODY, DATA), stream (STREAMING) or prefix
+ * decoder (PREFIX).  0, or an error to answer. */
+static int
+begin_body(struct server *s, struct req *r, struct rd_error *err)
+{
+  struct api_call *call = &r->job.call;
+  int chunked = r->expect_len == UINT64_MAX;
+
+  if (r->prefix_first && call->proto != &api_proto_v1) {
     r->job.in_fmt = API_FMT_RAW;
-    if (api_prefix_init_v2(&r->prefix, hl, r->expect_len, &call->v2info,
-                           &err) != 0)
-      return req_respond_rd_error(r, &err);
+    if (api_prefix_init_v2(&r->prefix, call->header_len, r->expect_len,
+                           &call->v2info, err) != 0)
+      return -1;
     req_set_state(r, REQ_PREFIX);
-  } else if (body_alloc(s, r, chunked, len, &res) != 0) {
-    return res;
+    return 0;
   }
-  admit(s, r);
-  return MHD_YES;
+  if (r->prefix_first) {
+    req_set_state(r, REQ_PREFIX);   /* planned once the header is here */
+    return 0;
+  }
+  if (r->job.in_fmt == API_FMT_RAW)
+    return plan_ready(s, r, err);
+  return body_alloc(s, r, chunked, chunked ? 0 : r->expect_len, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -397,6 +495,7 @@ body_append(struct server *s, struct req *r, const char *data, size_t n)
     }
     r->body = p;
     r->body_cap = cap;
+    admit_resize(&s->admit, &r->ticket, json_bytes(cap));   /* chunked */
   }
   memcpy(r->body + r->body_len, data, n);
   r->body_len += n;
@@ -429,6 +528,7 @@ body_from_prefix(struct server *s, struct req *r)
   memcpy(r->body, hdr, hl);
   r->body_len = hl;
   r->body_cap = cap;
+  admit_resize(&s->admit, &r->ticket, json_bytes(cap));
   r->job.in_fmt = API_FMT_JSON;
   req_set_state(r, REQ_BODY);
 }

@@ -22,7 +22,8 @@
  * may become ORPHANED. */
 static const unsigned edges[REQ_NSTATES] = {
   [REQ_NEW] = S(HEADERS),
-  [REQ_HEADERS] = S(ANSWERED) | READING,
+  [REQ_HEADERS] = S(ANSWERED) | S(QUEUED) | READING,
+  [REQ_QUEUED] = READING | S(DISCARDING),
   [REQ_PREFIX] = S(DATA) | S(STREAMING) | S(BODY) | S(DISCARDING) |
                  S(ANSWERED),
   [REQ_BODY] = S(DISCARDING) | S(RUNNING) | S(DONE) | S(ANSWERED),
@@ -79,10 +80,74 @@ req_is_chunked(struct MHD_Connection *conn)
   return te != NULL && strcasestr(te, "chunked") != NULL;
 }
 
+/* The libuv poll of a QUEUED connection's socket: its own allocation,
+ * freed by its close callback (which may run after the request's free). */
+struct req_watch {
+  uv_poll_t poll;
+  struct req *r;
+};
+
+static void
+watch_closed(uv_handle_t *h)
+{
+  free(h->data);
+}
+
+static void
+watch_cb(uv_poll_t *h, int status, int events)
+{
+  struct req_watch *w = h->data;
+  struct req *r = w->r;
+  struct server *s = r->srv;
+
+  (void)status;
+  (void)events;
+  assert(r->state == REQ_QUEUED && r->watch == w);
+  LOG_DEBUG("request id=%s: the client closed while waiting %.3f s",
+            r->id, admit_waited(&r->ticket));
+  req_watch_stop(r);
+  admit_release(&s->admit, &r->ticket);
+  api_fail(&r->derr, API_E_OVERLOADED, "the client closed the connection");
+  req_set_state(r, REQ_DISCARDING);
+  MHD_resume_connection(r->conn);
+  server_run(s);   /* MHD reads the close and completes the request */
+}
+
+void
+req_watch_start(struct req *r)
+{
+  const union MHD_ConnectionInfo *ci;
+  struct req_watch *w;
+
+  ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (ci == NULL || r->watch != NULL || (w = malloc(sizeof *w)) == NULL)
+    return;   /* unwatched: MHD notices at the resume, or --timeout */
+  w->r = r;
+  w->poll.data = w;
+  if (uv_poll_init_socket(r->srv->loop, &w->poll, ci->connect_fd) != 0) {
+    free(w);
+    return;
+  }
+  r->watch = w;
+  if (uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb) != 0)
+    req_watch_stop(r);
+}
+
+void
+req_watch_stop(struct req *r)
+{
+  if (r->watch == NULL)
+    return;
+  uv_close((uv_handle_t *)&r->watch->poll, watch_closed);
+  r->watch = NULL;
+}
+
 void
 req_free(struct req *r)
 {
   assert(!job_busy(&r->job));   /* a pool thread would use freed memory */
+  req_watch_stop(r);
+  admit_release(&r->srv->admit, &r->ticket);
   job_release(&r->job);
   api_prefix_free(&r->prefix);
   free(r->body);

@@ -13,6 +13,7 @@
  */
 #include "config.h"   /* autoconf */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -191,6 +192,15 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
   case REQ_DATA:
   case REQ_STREAMING:
   case REQ_DISCARDING:
+    if (r->recall) {
+      /* The first call again, after waiting in the queue (QUEUED): the
+       * body follows, unless the wait ended in an error, answered now so
+       * that the body is never read (MHD then closes the connection). */
+      r->recall = 0;
+      assert(*upload_data_size == 0);
+      if (r->state != REQ_DISCARDING)
+        return MHD_YES;
+    }
     if (*upload_data_size == 0)
       return post_submit(s, r);
     post_upload(s, r, upload_data, upload_data_size);
@@ -247,8 +257,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
            (double)ns / 1e6);
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
     LOG_DEBUG("request id=%s ended early (MHD reason %d)", r->id, (int)toe);
-  if (r->admitted)
-    s->pending--;
+  admit_release(&s->admit, &r->ticket);
   s->inflight--;
   if (r->state == REQ_RUNNING || job_busy(&r->job)) {
     /* A pool work still uses it (a client gone mid-stream): the job's
@@ -549,7 +558,15 @@ server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
   seed_ids(s);
 
   if ((rc = secrets_load(s, c)) != 0 || (rc = bodies_build(s)) != 0 ||
-      (rc = metrics_setup(s)) != 0 || (rc = mhd_start(s, c)) != 0)
+      (rc = metrics_setup(s)) != 0)
+    goto fail;
+  if ((rc = admit_init(&s->admit, loop, s->metrics, c->max_inflight_bytes,
+                       c->max_pending, c->queue_timeout)) != 0) {
+    LOG_ERROR("cannot start the admission queue: %s", uv_strerror(rc));
+    rc = -1;
+    goto fail;
+  }
+  if ((rc = mhd_start(s, c)) != 0)
     goto fail;
   rc = mhd_watch(s, loop);
   if (rc == -2)
@@ -570,6 +587,7 @@ server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
   return 0;
 
 fail:
+  admit_close(&s->admit);
   free(s->ops_body);
   s->ops_body = NULL;
   auth_free(&s->auth);
@@ -640,6 +658,7 @@ server_close(struct server *s)
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
   }
+  admit_close(&s->admit);   /* after MHD_stop_daemon: completions release */
   free(s->ops_body);
   s->ops_body = NULL;
   auth_free(&s->auth);

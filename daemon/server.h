@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "admit.h"
 #include "auth.h"
 #include "conf.h"
 
@@ -34,7 +35,7 @@ struct server {
   uv_timer_t timer;          /* re-armed from MHD_get_timeout() */
   uint16_t port;             /* bound port */
   size_t inflight;           /* requests between first call and completion */
-  size_t pending;            /* reduce requests admitted (<= max_pending) */
+  struct admit admit;        /* --max-inflight-bytes, --max-pending */
   int draining;
   int closed;
   int handles;               /* poll and timer initialised */

@@ -1,0 +1,105 @@
+#!/bin/bash
+# t_queue.sh - admission by memory (--max-inflight-bytes) with a queue
+# (--queue-timeout), issue 13: a request that does not fit waits with its
+# body unread and is answered once admitted; only one that waited
+# --queue-timeout gets 503 with Retry-After; one that could never fit is
+# 413; a client that closes while waiting is released at once (its file
+# descriptor too), and the queue metrics say so.
+. "$(dirname "$0")/lib.sh"
+need_own_daemon "queue" || { finish; exit; }
+
+RAW='Content-Type: application/octet-stream'
+Q='op=ReduceSumSquare&dtype=float32&shape=4000000&axes=0'
+metric() { curl -s "$URL/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
+nfd() { ls "/proc/$DPID/fd" 2>/dev/null | wc -l; }
+
+# A streamed 16 MB raw body (above --buffer-max 1 MiB) is planned at its two
+# 4 MiB stream buffers plus 4 output bytes plus 16 KiB: 8404996 bytes.  With
+# a budget of 10 MB one of them fits at a time.
+start_daemon --max-inflight-bytes 10000000 --queue-timeout 2 --log-level debug ||
+  { fail "daemon starts"; finish; exit 1; }
+# 16 MB of float32 1.0 (0x3f800000): the sum of squares is exactly 4e6.
+/usr/bin/python3 -c '
+import sys
+sys.stdout.buffer.write(b"\x00\x00\x80\x3f" * 4000000)' >"$TMP/ones" 2>/dev/null ||
+  awk 'BEGIN { for (i = 0; i < 4000000; i++) printf "%c%c%c%c", 0, 0, 128, 63 }' >"$TMP/ones"
+
+# ---- six at once: they queue, and every one gets the exact answer.
+pids=
+for i in 1 2 3 4 5 6; do
+  curl -s -H "Accept: application/json" -o "$TMP/o$i" -w '%{http_code}\n' -H "$RAW" --data-binary @"$TMP/ones" \
+    "$URL/v1/reduce?$Q" >"$TMP/st$i" &
+  pids="$pids $!"
+done
+wait $pids
+good=0
+for i in 1 2 3 4 5 6; do
+  [ "$(cat "$TMP/st$i")" = 200 ] && grep -q '"data":\[4000000\(\.0\)\?\]' "$TMP/o$i" && good=$((good + 1))
+done
+
+check "6 concurrent 16 MB bodies under a 10 MB budget: 6 answers 200 with 4000000 ($good)" test "$good" = 6
+check "some of them waited (log: 'waits for 8404996 bytes')" grep -q 'waits for 8404996 bytes' "$DDIR/log"
+check "reduced_queue_wait_seconds_count counts the 6" test "$(metric reduced_queue_wait_seconds_count)" = 6
+check "reduced_requests_waiting back to 0" test "$(metric reduced_requests_waiting)" = 0
+check "reduced_inflight_bytes back to 0" test "$(metric reduced_inflight_bytes)" = 0
+
+# ---- a slow upload holds the budget; the next waits --queue-timeout 2 s
+# and gets 503 with Retry-After, before its body is read.
+curl -s -o "$TMP/slow" -w '%{http_code}' --limit-rate 2M -H "$RAW" \
+  --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" >"$TMP/slowst" &
+slow=$!
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 8404996 ]'
+t0=$(date +%s%N)
+http POST "/v1/reduce?$Q" -H "$RAW" --data-binary @"$TMP/ones"
+t1=$(date +%s%N)
+expect_error_body "the second waits --queue-timeout 2 and gets 503 OVERLOADED" 503 OVERLOADED
+check "  ... with Retry-After" grep -qi '^Retry-After: ' "$H"
+check "  ... naming --queue-timeout ($(body_excerpt))" grep -q 'queue-timeout 2' "$B"
+ms=$(((t1 - t0) / 1000000))
+check "  ... after about 2 s ($ms ms)" eval '[ "$ms" -ge 1900 ] && [ "$ms" -lt 6000 ]'
+check "  ... with its body unread (the log shows in=0)" \
+  eval 'grep "status=503" "$DDIR/log" | grep -q " in=0 "'
+wait $slow
+check "the slow upload still gets 200" test "$(cat "$TMP/slowst")" = 200
+
+# ---- a request above the whole budget can never fit: 413 at once.
+{ printf '{"op":"ReduceL2","input":{"dtype":"float32","shape":[1],"data":[1]},"pad":"'
+  head -c 2100000 /dev/zero | tr '\0' a; printf '"}'; } >"$TMP/bigjson"
+http POST /v1/reduce -H 'Content-Type: application/json' --data-binary @"$TMP/bigjson"
+expect_error_body "a 2.1 MB JSON body (planned at 5x) above a 10 MB budget -> 413" 413 BODY_TOO_LARGE
+check "  ... naming --max-inflight-bytes" grep -q 'max-inflight-bytes 10000000' "$B"
+
+# ---- a client that closes while it waits is released at once: the wait
+# count and the open descriptors come back well before --timeout (30 s).
+sleep 0.5
+fd0=$(nfd)
+curl -s -o /dev/null --limit-rate 2M -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
+slow=$!
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 8404996 ]'
+for i in 1 2 3 4 5; do
+  curl -s -o /dev/null --max-time 1 -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
+done
+poll 5 eval '[ "$(metric reduced_requests_waiting)" = 5 ]'
+check "5 requests wait behind the slow one" test "$(metric reduced_requests_waiting)" = 5
+sleep 1.2   # their clients give up (--max-time 1)
+t0=$(date +%s)
+poll 2 eval '[ "$(metric reduced_requests_waiting)" = 0 ]'
+check "their closes are seen within 2 s: reduced_requests_waiting 0" test "$(metric reduced_requests_waiting)" = 0
+wait $slow
+poll 5 eval '[ "$(nfd)" -le "$fd0" ]'
+check "open descriptors back to the idle count ($fd0 -> $(nfd))" eval '[ "$(nfd)" -le "$fd0" ]'
+check "the log names the closes" grep -q 'client closed while waiting' "$DDIR/log"
+stop_daemon
+
+# ---- --max-pending counts the waiting too: with 1, a second concurrent
+# request is 503 at once, as before the queue.
+start_daemon --max-pending 1 --max-inflight-bytes 10000000 ||
+  { fail "daemon starts"; finish; exit 1; }
+curl -s -o /dev/null --limit-rate 4M -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
+slow=$!
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 8404996 ]'
+http POST /v1/reduce -H 'Content-Type: application/json' -d '{"op":"ReduceL2","input":{"dtype":"float32","shape":[1],"data":[3]}}'
+expect_error_body "--max-pending 1: the second concurrent request is 503 OVERLOADED" 503 OVERLOADED
+check "  ... naming --max-pending" grep -q 'max-pending 1' "$B"
+wait $slow
+finish
