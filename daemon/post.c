@@ -143,7 +143,9 @@ json_bytes(uint64_t body)
 static uint64_t
 planned_bytes(struct server *s, const struct rd_plan *p, int fortran)
 {
-  if (p->in_bytes <= s->conf->buffer_max || fortran)
+  if (fortran)   /* and its C-order copy (job.c) */
+    return POST_REQ_BYTES + 2u * p->in_bytes + p->out_bytes;
+  if (p->in_bytes <= s->conf->buffer_max)
     return POST_REQ_BYTES + p->in_bytes + p->out_bytes;
   return POST_REQ_BYTES + 2u * POST_STREAM_BUF + p->out_bytes;
 }
