@@ -290,6 +290,9 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
   /* Fortran order is transposed to C order before reducing (job.c), so
    * that the sum runs in the same order as for C order: the whole tensor
    * is buffered, also above --buffer-max. */
+  if (r->job.fortran && p->in_bytes > c->buffer_max)
+    LOG_DEBUG("request id=%s: Fortran order: buffering %llu tensor bytes "
+              "to reorder them", r->id, (unsigned long long)p->in_bytes);
   if (p->in_bytes <= c->buffer_max || r->job.fortran) {
     r->body_cap = (size_t)p->in_bytes;
     r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
