@@ -13,7 +13,7 @@ EXTRA_DIST += \
 	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
 	tests/integration/t_security.sh tests/integration/t_limits.sh \
 	tests/integration/t_queue.sh tests/integration/t_samebits.sh \
-	tests/integration/samebits.py \
+	tests/integration/samebits.py tests/integration/t_reload.sh \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).
