@@ -219,6 +219,7 @@ admission(struct server *s, struct req *r)
   memset(&err, 0, sizeof err);
   if (begin_body(s, r, &err) != 0)
     return req_respond_rd_error(r, &err);
+  req_watch_start(r);   /* a client closing mid-body or while it runs */
   return MHD_YES;
 }
 
@@ -233,7 +234,6 @@ admitted_cb(struct admit_ticket *t, enum admit_outcome how)
   struct rd_error err;
 
   assert(r->state == REQ_QUEUED);
-  req_watch_stop(r);
   memset(&err, 0, sizeof err);
   if (how == ADMIT_TIMEOUT) {
     api_fail(&err, API_E_OVERLOADED, "waited %.1f s for admission "

@@ -5,14 +5,18 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "proto.h"
 #include "req.h"
 
 #define HTTP_RETRY_AFTER "1"
+/* A request that moved this much memory trims the heap when freed. */
+#define REQ_TRIM_BYTES (1u << 20)
 #define HTTP_AUTH_CHALLENGE "Bearer realm=\"reduced\""
 
 #define S(x) (1u << REQ_##x)
@@ -80,11 +84,16 @@ req_is_chunked(struct MHD_Connection *conn)
   return te != NULL && strcasestr(te, "chunked") != NULL;
 }
 
-/* The libuv poll of a QUEUED connection's socket: its own allocation,
- * freed by its close callback (which may run after the request's free). */
+/* The watch of one connection's socket (req.h): a libuv poll for
+ * EPOLLRDHUP from the connection's start to its close (server.c calls
+ * req_conn_open/close from MHD's connection notifications), and the
+ * request it is serving, if admitted or QUEUED.  Its own allocation,
+ * freed by the poll's close callback. */
 struct req_watch {
   uv_poll_t poll;
-  struct req *r;
+  struct server *srv;
+  struct req *r;              /* admitted or QUEUED request, or NULL */
+  int fd;
 };
 
 static void
@@ -98,11 +107,24 @@ watch_cb(uv_poll_t *h, int status, int events)
 {
   struct req_watch *w = h->data;
   struct req *r = w->r;
-  struct server *s = r->srv;
+  struct server *s = w->srv;
 
   (void)status;
   (void)events;
-  assert(r->state == REQ_QUEUED && r->watch == w);
+  uv_poll_stop(h);   /* level-triggered: once is enough */
+  if (r == NULL || r->state != REQ_QUEUED) {
+    /* libmicrohttpd (epoll, edge-triggered) misses a close that arrives
+     * with the last bytes it read (headers half sent, a cut body, right
+     * after the last byte), and does not watch a suspended connection:
+     * it would keep the connection until --timeout.  Shut the socket
+     * down: the change wakes MHD, whose next read or write fails, and it
+     * closes the connection (a suspended one once it is resumed). */
+    LOG_DEBUG("request id=%s: the client closed the connection",
+              r != NULL ? r->id : "-");
+    shutdown(w->fd, SHUT_RDWR);
+    server_run(s);
+    return;
+  }
   LOG_DEBUG("request id=%s: the client closed while waiting %.3f s",
             r->id, admit_waited(&r->ticket));
   req_watch_stop(r);
@@ -113,24 +135,53 @@ watch_cb(uv_poll_t *h, int status, int events)
   server_run(s);   /* MHD reads the close and completes the request */
 }
 
+void *
+req_conn_open(struct server *s, struct MHD_Connection *conn)
+{
+  const union MHD_ConnectionInfo *ci;
+  struct req_watch *w;
+
+  ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (ci == NULL || (w = calloc(1, sizeof *w)) == NULL)
+    return NULL;   /* unwatched: MHD's own detection, or --timeout */
+  w->srv = s;
+  w->fd = ci->connect_fd;
+  w->poll.data = w;
+  if (uv_poll_init_socket(s->loop, &w->poll, w->fd) != 0) {
+    free(w);
+    return NULL;
+  }
+  if (uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb) != 0) {
+    uv_close((uv_handle_t *)&w->poll, watch_closed);
+    return NULL;
+  }
+  return w;
+}
+
+void
+req_conn_close(void *watch)
+{
+  struct req_watch *w = watch;
+
+  if (w == NULL)
+    return;
+  if (w->r != NULL)
+    w->r->watch = NULL;
+  uv_close((uv_handle_t *)&w->poll, watch_closed);
+}
+
 void
 req_watch_start(struct req *r)
 {
   const union MHD_ConnectionInfo *ci;
   struct req_watch *w;
 
-  ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-  if (ci == NULL || r->watch != NULL || (w = malloc(sizeof *w)) == NULL)
-    return;   /* unwatched: MHD notices at the resume, or --timeout */
-  w->r = r;
-  w->poll.data = w;
-  if (uv_poll_init_socket(r->srv->loop, &w->poll, ci->connect_fd) != 0) {
-    free(w);
+  ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  w = ci != NULL ? ci->socket_context : NULL;
+  if (w == NULL || r->watch != NULL)
     return;
-  }
+  w->r = r;
   r->watch = w;
-  if (uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb) != 0)
-    req_watch_stop(r);
 }
 
 void
@@ -138,13 +189,18 @@ req_watch_stop(struct req *r)
 {
   if (r->watch == NULL)
     return;
-  uv_close((uv_handle_t *)&r->watch->poll, watch_closed);
+  r->watch->r = NULL;
   r->watch = NULL;
 }
 
 void
 req_free(struct req *r)
 {
+  /* Give a large request's memory back to the system (the pool threads'
+   * arenas too): the daemon's size returns to idle after large bodies. */
+  int large = r->in_bytes + r->out_bytes >= REQ_TRIM_BYTES ||
+              r->ticket.bytes >= REQ_TRIM_BYTES;
+
   assert(!job_busy(&r->job));   /* a pool thread would use freed memory */
   req_watch_stop(r);
   admit_release(&r->srv->admit, &r->ticket);
@@ -153,6 +209,8 @@ req_free(struct req *r)
   free(r->body);
   free(r->query);
   free(r);
+  if (large)
+    malloc_trim(0);
 }
 
 /* api_header_cb over an MHD response. */

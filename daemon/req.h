@@ -88,7 +88,8 @@ struct req {
   struct MHD_Connection *conn;
   enum req_state state;
   struct admit_ticket ticket;      /* admission: waiting, or admitted */
-  struct req_watch *watch;         /* QUEUED: the socket's close is watched */
+  struct req_watch *watch;         /* admitted or QUEUED: the socket's
+                                    * close is watched (req_watch_start) */
   int recall;                      /* resumed from QUEUED: MHD repeats the
                                     * first call (upload size 0) */
   int prefix_first;                /* .npy, /v2 blobs: a header to read */
@@ -126,10 +127,17 @@ int req_parse_length(const char *s, uint64_t *out);
 /* 1 if the request's Transfer-Encoding is chunked. */
 int req_is_chunked(struct MHD_Connection *conn);
 
-/* QUEUED: watches the connection's socket for the client's close (MHD
- * does not while it is suspended); on a close the request leaves the
- * queue and is resumed to DISCARDING, so that MHD sees the close and
- * completes it.  Stop is safe when not started. */
+/* Every connection's socket is watched for the client's close
+ * (EPOLLRDHUP) from its start to its close: MHD misses it while a request
+ * is suspended, and also when it comes with the last bytes MHD read.  On
+ * a close: a QUEUED request leaves the queue and is resumed to
+ * DISCARDING; otherwise the socket is shut down, so that MHD's next read
+ * or write fails and it closes the connection.  req_conn_open/close are
+ * MHD's connection notifications (server.c; the result is the socket
+ * context); req_watch_start/stop tie an admitted or QUEUED request to its
+ * connection's watch (stop is safe when not started). */
+void *req_conn_open(struct server *s, struct MHD_Connection *conn);
+void req_conn_close(void *watch);
 void req_watch_start(struct req *r);
 void req_watch_stop(struct req *r);
 

@@ -231,6 +231,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r == NULL)
     return;
   *con_cls = NULL;
+  req_watch_stop(r);   /* before MHD closes the socket */
   if (r->state == REQ_NEW) {
     /* Refused by MHD before the handler ran (its own error page): never
      * counted in flight, never logged. */
@@ -267,6 +268,20 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
     return;
   }
   req_free(r);
+}
+
+/* Loop thread (inside MHD_run): a connection starts or closes; its
+ * socket is watched for the client's close meanwhile (req.h). */
+static void
+notify_conn_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+               enum MHD_ConnectionNotificationCode toe)
+{
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    *socket_context = req_conn_open(cls, conn);
+  } else {
+    req_conn_close(*socket_context);
+    *socket_context = NULL;
+  }
 }
 
 /* Loop thread (inside MHD_run), before the headers are parsed: the only
@@ -552,6 +567,7 @@ mhd_open(struct server *s, const struct conf *c, const char *cert,
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,                \
     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,         \
     MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,                           \
+    MHD_OPTION_NOTIFY_CONNECTION, notify_conn_cb, s,                        \
     MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,                             \
     MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,                              \
     cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,        \

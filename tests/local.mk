@@ -14,6 +14,7 @@ EXTRA_DIST += \
 	tests/integration/t_security.sh tests/integration/t_limits.sh \
 	tests/integration/t_queue.sh tests/integration/t_samebits.sh \
 	tests/integration/samebits.py tests/integration/t_reload.sh \
+	tests/integration/t_hostile.sh tests/integration/hostile.py \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).

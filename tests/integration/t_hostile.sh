@@ -1,0 +1,32 @@
+#!/bin/bash
+# t_hostile.sh - connections and memory come back (issue 13): after a
+# battery of hostile requests and clients that close at every stage
+# (10 MB header lines, 10^4 query parameters, lying lengths, cut chunked
+# bodies, pickles, headers half sent, mid-body, right after the last byte,
+# while the job runs, while the answer is sent: hostile.py), the daemon's
+# open descriptors return to their idle count within 5 s and its RSS to
+# within 8 MiB of its idle size, long before --timeout (30 s).
+. "$(dirname "$0")/lib.sh"
+need_own_daemon "hostile" || { finish; exit; }
+start_daemon || { fail "daemon starts"; finish; exit 1; }
+nfd() { ls "/proc/$DPID/fd" 2>/dev/null | wc -l; }
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$DPID/status"; }
+sleep 0.5
+fd0=$(nfd) rss0=$(rss)
+/usr/bin/python3 "$here/hostile.py" "$PORT" 3 >"$TMP/hostile" 2>&1
+check "the battery ran ($(tail -n 1 "$TMP/hostile"))" grep -qx 'battery done' "$TMP/hostile"
+t0=$(date +%s)
+poll 5 eval '[ "$(nfd)" -le "$fd0" ]'
+t1=$(date +%s)
+check "open descriptors back to idle within 5 s ($fd0 -> $(nfd), $((t1 - t0)) s)" eval '[ "$(nfd)" -le "$fd0" ]'
+check "no connection left in CLOSE-WAIT" eval '! ss -tanp 2>/dev/null | grep "pid=$DPID," | grep -q CLOSE-WAIT'
+rss1=$(rss)
+echo "# RSS: idle $rss0 kB, after the battery $rss1 kB"
+check "RSS within 8 MiB of idle ($rss0 -> $rss1 kB)" test $((rss1 - rss0)) -lt 8192
+check "the daemon still answers" eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/healthz")" = 200 ]'
+http GET /metrics
+check "reduced_requests_in_flight back to 1 (the scrape)" grep -qx 'reduced_requests_in_flight 1' "$B"
+check "reduced_inflight_bytes back to 0" grep -qx 'reduced_inflight_bytes 0' "$B"
+stop_daemon
+check "daemon exits 0" test "$DRC" = 0
+finish
