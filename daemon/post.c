@@ -35,8 +35,23 @@
 /* First allocation for a chunked body; it doubles up to --max-body. */
 #define POST_CHUNKED_START (64 * 1024)
 /* Each of a stream's two buffers: bounds a streamed request's memory (with
- * the output) and sets how much work one feed hands to the pool. */
-#define POST_STREAM_BUF (4u << 20)
+ * the output) and sets how much work one feed hands to the pool.  A
+ * sixteenth of the tensor, in 64 KiB steps, between these bounds: a 16 MiB
+ * tensor streams through 2 x 1 MiB, so that 1,000 of them fit in the
+ * default --max-inflight-bytes at once (fewer wait), while feeds stay
+ * large enough that the pool hand-off costs nothing. */
+#define POST_STREAM_BUF_MIN (256u * 1024)
+#define POST_STREAM_BUF_MAX (4u << 20)
+
+static size_t
+stream_buf(uint64_t tensor_bytes)
+{
+  uint64_t b = tensor_bytes / 16 / (64 * 1024) * (64 * 1024);
+
+  return b < POST_STREAM_BUF_MIN   ? POST_STREAM_BUF_MIN
+         : b > POST_STREAM_BUF_MAX ? POST_STREAM_BUF_MAX
+                                   : (size_t)b;
+}
 /* /v2 infer: a JSON header up to this size is parsed on the loop thread as
  * soon as it has arrived, so that the data blob after it can stream; a
  * larger header means the whole body is buffered and decoded on the pool. */
@@ -147,7 +162,7 @@ planned_bytes(struct server *s, const struct rd_plan *p, int fortran)
     return POST_REQ_BYTES + 2u * p->in_bytes + p->out_bytes;
   if (p->in_bytes <= s->conf->buffer_max)
     return POST_REQ_BYTES + p->in_bytes + p->out_bytes;
-  return POST_REQ_BYTES + 2u * POST_STREAM_BUF + p->out_bytes;
+  return POST_REQ_BYTES + 2u * stream_buf(p->in_bytes) + p->out_bytes;
 }
 
 /* The first estimate, before the body: exact for raw bodies and JSON with
@@ -160,7 +175,8 @@ declared_bytes(struct server *s, struct req *r)
 
   if (r->prefix_first) {
     if (chunked || len > s->conf->buffer_max)
-      return POST_REQ_BYTES + 2u * POST_STREAM_BUF;
+      return POST_REQ_BYTES +
+             2u * stream_buf(chunked ? s->conf->max_body : len);
     return POST_REQ_BYTES + len;
   }
   if (r->job.in_fmt == API_FMT_RAW)
@@ -304,7 +320,8 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
   }
   LOG_DEBUG("request id=%s: streaming %llu tensor bytes", r->id,
             (unsigned long long)p->in_bytes);
-  if (job_stream_open(&r->job, s->loop, POST_STREAM_BUF, stream_wake_cb) != 0)
+  if (job_stream_open(&r->job, s->loop, stream_buf(p->in_bytes),
+                      stream_wake_cb) != 0)
     return api_fail(err, API_E_OVERLOADED, "cannot allocate the stream "
                     "buffers and the output; retry later");
   req_set_state(r, REQ_STREAMING);

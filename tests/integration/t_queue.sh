@@ -14,9 +14,10 @@ metric() { curl -s "$URL/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 nfd() { ls "/proc/$DPID/fd" 2>/dev/null | wc -l; }
 
 # A streamed 16 MB raw body (above --buffer-max 1 MiB) is planned at its two
-# 4 MiB stream buffers plus 4 output bytes plus 16 KiB: 8404996 bytes.  With
-# a budget of 10 MB one of them fits at a time.
-start_daemon --max-inflight-bytes 10000000 --queue-timeout 2 --log-level debug ||
+# stream buffers (a sixteenth of the tensor in 64 KiB steps: 983040 bytes
+# each) plus 4 output bytes plus 16 KiB: 1982468 bytes.  With a budget of
+# 3 MB one of them fits at a time.
+start_daemon --max-inflight-bytes 3000000 --queue-timeout 2 --log-level debug ||
   { fail "daemon starts"; finish; exit 1; }
 # 16 MB of float32 1.0 (0x3f800000): the sum of squares is exactly 4e6.
 /usr/bin/python3 -c '
@@ -37,8 +38,8 @@ for i in 1 2 3 4 5 6; do
   [ "$(cat "$TMP/st$i")" = 200 ] && grep -q '"data":\[4000000\(\.0\)\?\]' "$TMP/o$i" && good=$((good + 1))
 done
 
-check "6 concurrent 16 MB bodies under a 10 MB budget: 6 answers 200 with 4000000 ($good)" test "$good" = 6
-check "some of them waited (log: 'waits for 8404996 bytes')" grep -q 'waits for 8404996 bytes' "$DDIR/log"
+check "6 concurrent 16 MB bodies under a 3 MB budget: 6 answers 200 with 4000000 ($good)" test "$good" = 6
+check "some of them waited (log: 'waits for 1982468 bytes')" grep -q 'waits for 1982468 bytes' "$DDIR/log"
 check "reduced_queue_wait_seconds_count counts the 6" test "$(metric reduced_queue_wait_seconds_count)" = 6
 check "reduced_requests_waiting back to 0" test "$(metric reduced_requests_waiting)" = 0
 check "reduced_inflight_bytes back to 0" test "$(metric reduced_inflight_bytes)" = 0
@@ -48,7 +49,7 @@ check "reduced_inflight_bytes back to 0" test "$(metric reduced_inflight_bytes)"
 curl -s -o "$TMP/slow" -w '%{http_code}' --limit-rate 2M -H "$RAW" \
   --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" >"$TMP/slowst" &
 slow=$!
-poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 8404996 ]'
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 1982468 ]'
 t0=$(date +%s%N)
 http POST "/v1/reduce?$Q" -H "$RAW" --data-binary @"$TMP/ones"
 t1=$(date +%s%N)
@@ -66,8 +67,8 @@ check "the slow upload still gets 200" test "$(cat "$TMP/slowst")" = 200
 { printf '{"op":"ReduceL2","input":{"dtype":"float32","shape":[1],"data":[1]},"pad":"'
   head -c 2100000 /dev/zero | tr '\0' a; printf '"}'; } >"$TMP/bigjson"
 http POST /v1/reduce -H 'Content-Type: application/json' --data-binary @"$TMP/bigjson"
-expect_error_body "a 2.1 MB JSON body (planned at 5x) above a 10 MB budget -> 413" 413 BODY_TOO_LARGE
-check "  ... naming --max-inflight-bytes" grep -q 'max-inflight-bytes 10000000' "$B"
+expect_error_body "a 2.1 MB JSON body (planned at 5x) above a 3 MB budget -> 413" 413 BODY_TOO_LARGE
+check "  ... naming --max-inflight-bytes" grep -q 'max-inflight-bytes 3000000' "$B"
 
 # ---- a client that closes while it waits is released at once: the wait
 # count and the open descriptors come back well before --timeout (30 s).
@@ -75,7 +76,7 @@ sleep 0.5
 fd0=$(nfd)
 curl -s -o /dev/null --limit-rate 2M -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
 slow=$!
-poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 8404996 ]'
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 1982468 ]'
 for i in 1 2 3 4 5; do
   curl -s -o /dev/null --max-time 1 -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
 done
@@ -93,11 +94,11 @@ stop_daemon
 
 # ---- --max-pending counts the waiting too: with 1, a second concurrent
 # request is 503 at once, as before the queue.
-start_daemon --max-pending 1 --max-inflight-bytes 10000000 ||
+start_daemon --max-pending 1 ||
   { fail "daemon starts"; finish; exit 1; }
 curl -s -o /dev/null --limit-rate 4M -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
 slow=$!
-poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 8404996 ]'
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 1982468 ]'
 http POST /v1/reduce -H 'Content-Type: application/json' -d '{"op":"ReduceL2","input":{"dtype":"float32","shape":[1],"data":[3]}}'
 expect_error_body "--max-pending 1: the second concurrent request is 503 OVERLOADED" 503 OVERLOADED
 check "  ... naming --max-pending" grep -q 'max-pending 1' "$B"
