@@ -44,7 +44,7 @@ for c in $QUEUE_CLIENTS; do
   for _ in $(seq 100); do curl -s -o /dev/null "$URL/healthz" && break; sleep 0.1; done
   wrk -t2 -c"$c" -d"${QUEUE_SECONDS}s" --timeout 30s --latency -s "$here/bigmix.lua" "$URL/" >"$W/wrk$c.txt" 2>&1
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$DPID/status")
-  waitsum=$(curl -s "$URL/metrics" | awk '$1 == "reduced_queue_wait_seconds_sum" {s = $2} $1 == "reduced_queue_wait_seconds_count" {n = $2} END {printf "%s waits, %.1f s in total", n, s}')
+  waitsum=$(curl -s "$URL/metrics" | awk '$1 == "reduced_queue_wait_seconds_sum" {s = $2} $1 == "reduced_queue_wait_seconds_count" {n = $2} END {printf "%s admissions, %.1f s waited in total", n, s}')
   kill -TERM "$DPID"; wait "$DPID"; drc=$?; DPID=
   g() { sed -n "s/^BIGMIX .*$1=\([0-9.]*\).*/\1/p" "$W/wrk$c.txt" | head -n 1; }
   ans=$(g answers) exact=$(g exact) wrong=$(g wrong) non200=$(g non200) f5=$(g 5xx)
