@@ -49,3 +49,10 @@ TESTS += tests/unit/test_metrics
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c daemon/metrics.c
 tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_metrics_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) $(PTHREAD_LIBS) -lm
+
+# Unit test of the admission queue (compiles the real admit.c, metrics.c).
+check_PROGRAMS += tests/unit/test_admit
+TESTS += tests/unit/test_admit
+tests_unit_test_admit_SOURCES = tests/unit/test_admit.c daemon/admit.c daemon/metrics.c daemon/log.c
+tests_unit_test_admit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(UV_CFLAGS)
+tests_unit_test_admit_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) $(UV_LIBS) $(PTHREAD_LIBS) -lm
