@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "log.h"
@@ -91,48 +92,93 @@ req_is_chunked(struct MHD_Connection *conn)
  * freed by the poll's close callback. */
 struct req_watch {
   uv_poll_t poll;
+  uv_timer_t later;           /* re-looks while the kernel holds data */
   struct server *srv;
   struct req *r;              /* admitted or QUEUED request, or NULL */
   int fd;
+  int open_handles;           /* freed when both are closed */
 };
+
+/* Request bytes libmicrohttpd may hold in its connection buffer. */
+#define REQ_MHD_BUFFERED (32u * 1024)
+/* How long to wait before looking again at a closed connection whose
+ * unread bytes MHD is still to take. */
+#define REQ_WATCH_LATER_MS 250
 
 static void
 watch_closed(uv_handle_t *h)
 {
-  free(h->data);
+  struct req_watch *w = h->data;
+
+  if (--w->open_handles == 0)
+    free(w);
 }
 
+static void watch_cb(uv_poll_t *h, int status, int events);
+
+static void
+later_cb(uv_timer_t *t)
+{
+  struct req_watch *w = t->data;
+
+  uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb);   /* fires again if
+                                                         * still closed */
+}
+
+/* The client shut its side down (EPOLLRDHUP): it closed, or only stopped
+ * sending (a half-close after a whole request, which must be answered).
+ * Decides from what is still unread:
+ *   QUEUED: if the rest of the body cannot be in the kernel's buffer (and
+ *     MHD's), the body can never complete: leave the queue and resume to
+ *     DISCARDING; else wait on, admitted or timed out as usual;
+ *   suspended (PAUSED, RUNNING) or answering (DONE, ANSWERED): nothing;
+ *     MHD reads the end once resumed, or fails to write to a closed peer;
+ *   otherwise (no request yet or between requests, headers or body being
+ *     read): with nothing unread, MHD (epoll, edge-triggered) has missed
+ *     the end that came with the last bytes it read and would keep the
+ *     connection until --timeout: shut the socket down, which wakes MHD,
+ *     whose next read or write fails, and it closes the connection; with
+ *     bytes unread, look again a little later. */
 static void
 watch_cb(uv_poll_t *h, int status, int events)
 {
   struct req_watch *w = h->data;
   struct req *r = w->r;
   struct server *s = w->srv;
+  int unread = 0;
 
   (void)status;
   (void)events;
-  uv_poll_stop(h);   /* level-triggered: once is enough */
-  if (r == NULL || r->state != REQ_QUEUED) {
-    /* libmicrohttpd (epoll, edge-triggered) misses a close that arrives
-     * with the last bytes it read (headers half sent, a cut body, right
-     * after the last byte), and does not watch a suspended connection:
-     * it would keep the connection until --timeout.  Shut the socket
-     * down: the change wakes MHD, whose next read or write fails, and it
-     * closes the connection (a suspended one once it is resumed). */
-    LOG_DEBUG("request id=%s: the client closed the connection",
-              r != NULL ? r->id : "-");
-    shutdown(w->fd, SHUT_RDWR);
-    server_run(s);
+  uv_poll_stop(h);   /* level-triggered: looked at once */
+  if (ioctl(w->fd, FIONREAD, &unread) != 0)
+    unread = 0;
+  if (r != NULL && r->state == REQ_QUEUED) {
+    if (r->expect_len != UINT64_MAX &&
+        (uint64_t)unread + REQ_MHD_BUFFERED >= r->expect_len)
+      return;   /* the whole body may be here: a half-close */
+    LOG_DEBUG("request id=%s: the client closed while waiting %.3f s",
+              r->id, admit_waited(&r->ticket));
+    req_watch_stop(r);
+    admit_release(&s->admit, &r->ticket);
+    api_fail(&r->derr, API_E_OVERLOADED, "the client closed the "
+             "connection");
+    req_set_state(r, REQ_DISCARDING);
+    MHD_resume_connection(r->conn);
+    server_run(s);   /* MHD reads the close and completes the request */
     return;
   }
-  LOG_DEBUG("request id=%s: the client closed while waiting %.3f s",
-            r->id, admit_waited(&r->ticket));
-  req_watch_stop(r);
-  admit_release(&s->admit, &r->ticket);
-  api_fail(&r->derr, API_E_OVERLOADED, "the client closed the connection");
-  req_set_state(r, REQ_DISCARDING);
-  MHD_resume_connection(r->conn);
-  server_run(s);   /* MHD reads the close and completes the request */
+  if (r != NULL && (r->state == REQ_PAUSED || r->state == REQ_RUNNING ||
+                    r->state == REQ_DONE || r->state == REQ_ANSWERED ||
+                    r->state == REQ_ORPHANED))
+    return;
+  if (unread > 0) {
+    uv_timer_start(&w->later, later_cb, REQ_WATCH_LATER_MS, 0);
+    return;
+  }
+  LOG_DEBUG("request id=%s: the client closed the connection",
+            r != NULL ? r->id : "-");
+  shutdown(w->fd, SHUT_RDWR);
+  server_run(s);
 }
 
 void *
@@ -147,12 +193,15 @@ req_conn_open(struct server *s, struct MHD_Connection *conn)
   w->srv = s;
   w->fd = ci->connect_fd;
   w->poll.data = w;
+  w->later.data = w;
   if (uv_poll_init_socket(s->loop, &w->poll, w->fd) != 0) {
     free(w);
     return NULL;
   }
+  uv_timer_init(s->loop, &w->later);
+  w->open_handles = 2;
   if (uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb) != 0) {
-    uv_close((uv_handle_t *)&w->poll, watch_closed);
+    req_conn_close(w);
     return NULL;
   }
   return w;
@@ -168,6 +217,7 @@ req_conn_close(void *watch)
   if (w->r != NULL)
     w->r->watch = NULL;
   uv_close((uv_handle_t *)&w->poll, watch_closed);
+  uv_close((uv_handle_t *)&w->later, watch_closed);
 }
 
 void

@@ -27,6 +27,38 @@ check "the daemon still answers" eval '[ "$(curl -s -o /dev/null -w "%{http_code
 http GET /metrics
 check "reduced_requests_in_flight back to 1 (the scrape)" grep -qx 'reduced_requests_in_flight 1' "$B"
 check "reduced_inflight_bytes back to 0" grep -qx 'reduced_inflight_bytes 0' "$B"
+# A half-close is not a close: a client that sends a whole request and
+# shuts down only its sending side still gets the answer (small inline
+# JSON, and a streamed 16 MB raw body).
+/usr/bin/python3 - "$PORT" >"$TMP/half" 2>&1 <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+body = b"\0\0\x80\x3f" * 4000000
+reqs = [b'POST /v1/reduce HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+        b'Content-Length: 70\r\n\r\n{"op":"ReduceL2","input":{"dtype":"float32","shape":[2],"data":[3,4]}}',
+        b"POST /v1/reduce?op=ReduceSumSquare&dtype=float32&shape=4000000&axes=0 HTTP/1.1\r\n"
+        b"Host: x\r\nAccept: application/json\r\nContent-Type: application/octet-stream\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body) + body]
+for req in reqs:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(req)
+    s.shutdown(socket.SHUT_WR)
+    s.settimeout(10)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    print(out.split(b"\r\n")[0].decode(), out.split(b"\r\n\r\n")[-1].decode()[-30:])
+PY
+check "half-closed small JSON request answered ($(head -n 1 "$TMP/half"))" \
+  eval 'sed -n 1p "$TMP/half" | grep -q "^HTTP/1.1 200 .*\"data\":\[5\]"'
+check "half-closed 16 MB raw request answered ($(sed -n 2p "$TMP/half"))" \
+  eval 'sed -n 2p "$TMP/half" | grep -q "^HTTP/1.1 200 .*\"data\":\[4000000\]"'
 stop_daemon
 check "daemon exits 0" test "$DRC" = 0
 finish
