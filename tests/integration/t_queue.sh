@@ -44,6 +44,38 @@ check "reduced_queue_wait_seconds_count counts the 6" test "$(metric reduced_que
 check "reduced_requests_waiting back to 0" test "$(metric reduced_requests_waiting)" = 0
 check "reduced_inflight_bytes back to 0" test "$(metric reduced_inflight_bytes)" = 0
 
+# ---- every kind of body can wait and is then read whole: behind a slow
+# upload that holds the budget, a big raw body queues first, then a /v2
+# binary body, an .npy body and an empty POST queue behind it (arrival
+# order); all are answered once admitted.
+curl -s -o /dev/null --limit-rate 8M -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" &
+slow=$!
+poll 10 eval '[ "$(metric reduced_inflight_bytes)" = 1982468 ]'
+curl -s -o /dev/null -w '%{http_code}' -H "$RAW" --data-binary @"$TMP/ones" "$URL/v1/reduce?$Q" >"$TMP/q0" &
+q0=$!
+poll 5 eval '[ "$(metric reduced_requests_waiting)" = 1 ]'
+hdr='{"inputs":[{"name":"data","shape":[2],"datatype":"FP32","parameters":{"binary_data_size":8}}]}'
+{ printf '%s' "$hdr"; printf '\000\000\100\100\000\000\200\100'; } >"$TMP/v2bin"   # 3.0, 4.0
+curl -s -o "$TMP/q1" -H "Inference-Header-Content-Length: ${#hdr}" --data-binary @"$TMP/v2bin" \
+  "$URL/v2/models/ReduceL2/versions/18/infer" &
+q1=$!
+{ printf '\223NUMPY\001\000\166\000'
+  printf "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }%*s\n" 60 ''
+  printf '\000\000\100\100\000\000\200\100'; } >"$TMP/q.npy"
+curl -s -o "$TMP/q2" -H 'Content-Type: application/x-npy' -H 'Accept: application/json' \
+  --data-binary @"$TMP/q.npy" "$URL/v1/reduce?op=ReduceL2" &
+q2=$!
+curl -s -o "$TMP/q3" -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H 'Content-Length: 0' \
+  "$URL/v1/reduce" >"$TMP/q3st" &
+q3=$!
+poll 5 eval '[ "$(metric reduced_requests_waiting)" = 4 ]'
+check "a raw, a /v2 binary, an .npy and an empty body wait together (4)" test "$(metric reduced_requests_waiting)" = 4
+wait $slow $q0 $q1 $q2 $q3
+check "  ... the raw one: 200" test "$(cat "$TMP/q0")" = 200
+check "  ... the /v2 binary one: ReduceL2 [3, 4] = 5 ($(head -c 150 "$TMP/q1"))" grep -q '"data":\[5\]' "$TMP/q1"
+check "  ... the .npy one: 5 ($(head -c 150 "$TMP/q2"))" grep -q '"data":\[5\]' "$TMP/q2"
+check "  ... the empty one: 400 BAD_JSON ($(cat "$TMP/q3st"))" eval '[ "$(cat "$TMP/q3st")" = 400 ] && grep -q BAD_JSON "$TMP/q3"'
+
 # ---- a slow upload holds the budget; the next waits --queue-timeout 2 s
 # and gets 503 with Retry-After, before its body is read.
 curl -s -o "$TMP/slow" -w '%{http_code}' --limit-rate 2M -H "$RAW" \
