@@ -472,8 +472,8 @@ metrics_render(const struct metrics *m, struct api_buf *b)
              "Size of the worker thread pool (--threads).");
   outf(&o, "reduced_worker_threads %u\n", m->threads);
   out_family(&o, "reduced_max_pending", "gauge",
-             "Requests admitted to the pool at once before 503 "
-             "(--max-pending).");
+             "Requests admitted or waiting for admission at once before "
+             "503 (--max-pending).");
   outf(&o, "reduced_max_pending %llu\n", (unsigned long long)m->max_pending);
 
   out_family(&o, "process_start_time_seconds", "gauge",

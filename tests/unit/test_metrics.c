@@ -110,8 +110,8 @@ static const struct timespec start = { 1700000000, 123000000 };
   "(--threads).\n"                                                            \
   "# TYPE reduced_worker_threads gauge\n"                                     \
   "reduced_worker_threads 4\n"                                                \
-  "# HELP reduced_max_pending Requests admitted to the pool at once before "  \
-  "503 (--max-pending).\n"                                                    \
+  "# HELP reduced_max_pending Requests admitted or waiting for admission "  \
+  "at once before 503 (--max-pending).\n"                                     \
   "# TYPE reduced_max_pending gauge\n"                                        \
   "reduced_max_pending 64\n"                                                  \
   "# HELP process_start_time_seconds Start time of the process since the "    \
