@@ -8,6 +8,7 @@ daemon_reduced_SOURCES = \
 	daemon/log.h daemon/log.c \
 	daemon/server.h daemon/server.c \
 	daemon/req.h daemon/req.c \
+	daemon/admit.h daemon/admit.c \
 	daemon/http.h daemon/http.c \
 	daemon/post.h daemon/post.c \
 	daemon/auth.h daemon/auth.c \
@@ -92,3 +93,9 @@ daemon/pages_docs.c: $(PAGES_DOCS) $(top_srcdir)/daemon/embed.awk
 	} >$@.tmp && mv $@.tmp $@
 endif
 CLEANFILES += daemon/pages_docs.c
+# Unit test of the admission queue (compiles the real admit.c, metrics.c).
+check_PROGRAMS += tests/unit/test_admit
+UNIT_TESTS += tests/unit/test_admit
+tests_unit_test_admit_SOURCES = tests/unit/test_admit.c daemon/admit.c daemon/metrics.c daemon/log.c
+tests_unit_test_admit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(UV_CFLAGS)
+tests_unit_test_admit_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) $(UV_LIBS) $(PTHREAD_LIBS) -lm

@@ -32,7 +32,11 @@ INTEGRATION_TESTS = \
 	tests/integration/t_limits.sh \
 	tests/integration/t_compress.sh \
 	tests/integration/t_client.sh \
-	tests/integration/t_ops.sh
+	tests/integration/t_ops.sh \
+	tests/integration/t_queue.sh \
+	tests/integration/t_samebits.sh \
+	tests/integration/t_reload.sh \
+	tests/integration/t_hostile.sh
 
 TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)
 
@@ -42,6 +46,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/integration/npytool.py tests/integration/promcheck.awk \
 	tests/integration/openapi-tool.cjs tests/integration/pages.cjs \
 	tests/integration/client_test.py clients/python/reduced_client.py \
+	tests/integration/samebits.py tests/integration/hostile.py \
 	clients/python/README.md \
 	tests/conformance/run.sh tests/conformance/onnx-node \
 	tests/conformance/onnx-node-family
