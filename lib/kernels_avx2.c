@@ -791,6 +791,112 @@ TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin columns (ops.c's cols32_tile)         */
+/* ------------------------------------------------------------------ */
+
+/* One element row of 8 columns into the state (b, bi, nn) of row rv. */
+TGT ALWAYS_INLINE void avx_col8(__m256i u, __m256i rv, int is_max, int arg,
+                                int last, __m256i *b, __m256i *bi,
+                                __m256i *nn)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  const __m256i none = _mm256_set1_epi32(-1);
+  __m256i k, isn, upd;
+  if (arg)
+    u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
+  k = _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+  isn = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+  /* NaN row: the first (nn still -1) or, with last, the latest */
+  if (last)
+    *nn = _mm256_blendv_epi8(*nn, rv, isn);
+  else
+    *nn = _mm256_blendv_epi8(
+        *nn, rv, _mm256_and_si256(isn, _mm256_cmpeq_epi32(*nn, none)));
+  if (!arg) {
+    k = _mm256_blendv_epi8(k, *b, isn);
+    *b = is_max ? _mm256_max_epi32(*b, k) : _mm256_min_epi32(*b, k);
+    return;
+  }
+  if (last) /* k >= b (k <= b): not (b > k) */
+    upd = _mm256_xor_si256(is_max ? _mm256_cmpgt_epi32(*b, k)
+                                  : _mm256_cmpgt_epi32(k, *b),
+                           none);
+  else
+    upd = is_max ? _mm256_cmpgt_epi32(k, *b) : _mm256_cmpgt_epi32(*b, k);
+  upd = _mm256_andnot_si256(isn, upd);
+  *b = _mm256_blendv_epi8(*b, k, upd);
+  *bi = _mm256_blendv_epi8(*bi, rv, upd);
+}
+
+#define LDI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define STI(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
+
+/* One tile of ncols (a multiple of 8) columns over nrows rows, the state
+ * in the caller's arrays: the same exact result as ops.c's cols32_tile, 8
+ * columns per vector and four rows (in order) per load of the state. */
+TGT ALWAYS_INLINE void avx_cols32(const unsigned char *x, size_t stride,
+                                  size_t ncols, size_t nrows, int is_max,
+                                  int arg, int last, int32_t *best,
+                                  int32_t *bidx, int32_t *nidx)
+{
+  const size_t rs = stride * 4;
+  size_t r = 0;
+  for (; r + 4 <= nrows; r += 4, x += 4 * rs) {
+    const __m256i r0 = _mm256_set1_epi32((int32_t)r);
+    const __m256i r1 = _mm256_set1_epi32((int32_t)r + 1);
+    const __m256i r2 = _mm256_set1_epi32((int32_t)r + 2);
+    const __m256i r3 = _mm256_set1_epi32((int32_t)r + 3);
+    for (size_t j = 0; j < ncols; j += 8) {
+      const unsigned char *p = x + j * 4;
+      __m256i b = LDI(best + j), nn = LDI(nidx + j);
+      __m256i bi = arg ? LDI(bidx + j) : _mm256_setzero_si256();
+      if (j % 16 == 0 && r + 8 <= nrows) { /* the next four rows */
+        _mm_prefetch((const char *)(p + 4 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 5 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 6 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 7 * rs), _MM_HINT_T0);
+      }
+      avx_col8(LDI(p), r0, is_max, arg, last, &b, &bi, &nn);
+      avx_col8(LDI(p + rs), r1, is_max, arg, last, &b, &bi, &nn);
+      avx_col8(LDI(p + 2 * rs), r2, is_max, arg, last, &b, &bi, &nn);
+      avx_col8(LDI(p + 3 * rs), r3, is_max, arg, last, &b, &bi, &nn);
+      STI(best + j, b);
+      STI(nidx + j, nn);
+      if (arg)
+        STI(bidx + j, bi);
+    }
+  }
+  for (; r < nrows; r++, x += rs) {
+    const __m256i rv = _mm256_set1_epi32((int32_t)r);
+    for (size_t j = 0; j < ncols; j += 8) {
+      __m256i b = LDI(best + j), nn = LDI(nidx + j);
+      __m256i bi = arg ? LDI(bidx + j) : _mm256_setzero_si256();
+      avx_col8(LDI(x + j * 4), rv, is_max, arg, last, &b, &bi, &nn);
+      STI(best + j, b);
+      STI(nidx + j, nn);
+      if (arg)
+        STI(bidx + j, bi);
+    }
+  }
+}
+
+TGT void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
+                         size_t nrows, int mode, int32_t *best, int32_t *bidx,
+                         int32_t *nidx)
+{
+  switch (mode) {
+  case RD__C32_MAX: avx_cols32(x, stride, ncols, nrows, 1, 0, 0, best, bidx, nidx); break;
+  case RD__C32_MIN: avx_cols32(x, stride, ncols, nrows, 0, 0, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAX: avx_cols32(x, stride, ncols, nrows, 1, 1, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAXL: avx_cols32(x, stride, ncols, nrows, 1, 1, 1, best, bidx, nidx); break;
+  case RD__C32_ARGMIN: avx_cols32(x, stride, ncols, nrows, 0, 1, 0, best, bidx, nidx); break;
+  default: avx_cols32(x, stride, ncols, nrows, 0, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+/* ------------------------------------------------------------------ */
 /* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
 /* ------------------------------------------------------------------ */
 
@@ -916,6 +1022,20 @@ int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   (void)dt;
   (void)m;
   return 1; /* never called */
+}
+
+void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
+                     size_t nrows, int mode, int32_t *best, int32_t *bidx,
+                     int32_t *nidx)
+{
+  (void)x;
+  (void)stride;
+  (void)ncols;
+  (void)nrows;
+  (void)mode;
+  (void)best;
+  (void)bidx;
+  (void)nidx; /* never called */
 }
 
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,

@@ -351,6 +351,15 @@ int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
 /* The first (last) index of n float32 elements whose key is k; n if none. */
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
                        int zero_tie, int last);
+/* float32 Max/Min/ArgMax/ArgMin over a tile of columns (ops.c's
+ * cols32_tile, which documents the state); ncols a multiple of 8. */
+enum {
+  RD__C32_MAX, RD__C32_MIN, RD__C32_ARGMAX, RD__C32_ARGMAXL, RD__C32_ARGMIN,
+  RD__C32_ARGMINL
+};
+void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
+                     size_t nrows, int mode, int32_t *best, int32_t *bidx,
+                     int32_t *nidx);
 /* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
  * elements at x, when none is NaN or +inf or above m; returns 0, else 1
  * with s untouched (the caller then goes element by element). */

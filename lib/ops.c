@@ -909,6 +909,89 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
   }
 }
 
+/* Columns (the reduced axis outer): a tile of up to C32_TILE columns is
+ * reduced over up to C32_ROWS rows with 32-bit state per column, kept in
+ * L1 between rows: best[j], the best key (the NaN-pattern identity if the
+ * column had no number); bidx[j], the row of the best key for the Arg
+ * variants (first, or with `last` the latest among equal keys), -1 if none;
+ * nidx[j], the row of the first (with `last`: the latest) NaN, -1 if none.
+ * The result is exact, so the vector form in kernels_avx2.c, which this
+ * calls for the columns that fill whole vectors, gives the same state. */
+#define C32_TILE 2048
+#define C32_ROWS ((size_t)1 << 30)
+
+static inline void cols32_tile(const unsigned char *x, size_t stride,
+                               size_t ncols, size_t nrows, int is_max,
+                               int arg, int last, int32_t *best,
+                               int32_t *bidx, int32_t *nidx)
+{
+  for (size_t r = 0; r < nrows; r++, x += stride * 4)
+    for (size_t j = 0; j < ncols; j++) {
+      uint32_t u;
+      int32_t k;
+      memcpy(&u, x + j * 4, 4);
+      if (arg && u == 0x80000000u)
+        u = 0;
+      if (is_nan32(u)) {
+        if (nidx[j] < 0 || last)
+          nidx[j] = (int32_t)r;
+        continue;
+      }
+      k = key32(u);
+      if (is_max ? (k > best[j] || (last && k == best[j]))
+                 : (k < best[j] || (last && k == best[j]))) {
+        best[j] = k;
+        bidx[j] = (int32_t)r;
+      }
+    }
+}
+
+/* acc[j] (struct rd__acc_key or rd__acc_arg) += column j of nrows rows. */
+static inline void cols32(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows, int is_max, int arg, int last, int avx)
+{
+  int32_t best[C32_TILE], bidx[C32_TILE], nidx[C32_TILE];
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  const int mode = arg ? (is_max ? RD__C32_ARGMAX : RD__C32_ARGMIN) + last
+                       : (is_max ? RD__C32_MAX : RD__C32_MIN);
+  for (size_t r0 = 0; r0 < nrows; r0 += C32_ROWS) {
+    size_t nr = nrows - r0 < C32_ROWS ? nrows - r0 : C32_ROWS;
+    for (size_t j0 = 0; j0 < n; j0 += C32_TILE) {
+      const unsigned char *p = x + (r0 * n + j0) * 4;
+      size_t nc = n - j0 < C32_TILE ? n - j0 : C32_TILE, nv = 0;
+      for (size_t j = 0; j < nc; j++) {
+        best[j] = ident;
+        bidx[j] = -1;
+        nidx[j] = -1;
+      }
+      if (avx) {
+        nv = nc & ~(size_t)7;
+        if (nv > 0)
+          rd__avx2_cols32(p, n, nv, nr, mode, best, bidx, nidx);
+      }
+      cols32_tile(p + nv * 4, n, nc - nv, nr, is_max, arg, last, best + nv,
+                  bidx + nv, nidx + nv);
+      for (size_t j = 0; j < nc; j++) {
+        if (!arg) {
+          struct rd__acc_key *a = (struct rd__acc_key *)acc + j0 + j;
+          int64_t k;
+          a->nan |= (uint64_t)(nidx[j] >= 0);
+          if (best[j] == ident)
+            continue; /* NaN-pattern identity: no number in the column */
+          k = rd__fkey(key32_value(best[j]));
+          if (is_max ? k > a->key : k < a->key)
+            a->key = k;
+        } else {
+          struct rd__acc_arg blk = {0, bidx[j], (int64_t)nr, nidx[j]};
+          if (bidx[j] >= 0)
+            blk.key = rd__fkey(key32_value(best[j]));
+          arg_merge((struct rd__acc_arg *)acc + j0 + j, &blk, is_max, last);
+        }
+      }
+    }
+  }
+}
+
 /* run/rows for these: the same state as the generic kernels, so flush,
  * cols, init and merge are shared with them. */
 #define KEY32_KERNEL(nm, is_max)                                               \
@@ -928,6 +1011,17 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
 KEY32_KERNEL(max, 1)
 KEY32_KERNEL(min, 0)
 
+/* cols32_*: portable; cols32s_*: the SIMD tiles (ktab_simd only). */
+#define COLS32(nm, is_max, arg, last)                                          \
+  static void cols32_##nm(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  { cols32(acc, x, n, nrows, is_max, arg, last, 0); }                          \
+  static void cols32s_##nm(void *acc, const unsigned char *x, size_t n,       \
+                           size_t nrows)                                       \
+  { cols32(acc, x, n, nrows, is_max, arg, last, 1); }
+COLS32(max, 1, 0, 0)
+COLS32(min, 0, 0, 0)
+
 #define ARG32_KERNEL(nm, is_max, last)                                         \
   static void run32_##nm(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
@@ -946,6 +1040,10 @@ KEY32_KERNEL(min, 0)
       arg_merge(&o[r], &t, is_max, last);                                      \
     }                                                                          \
   }
+COLS32(argmax, 1, 1, 0)
+COLS32(argmaxl, 1, 1, 1)
+COLS32(argmin, 0, 1, 0)
+COLS32(argminl, 0, 1, 1)
 ARG32_KERNEL(argmax, 1, 0)
 ARG32_KERNEL(argmaxl, 1, 1)
 ARG32_KERNEL(argmin, 0, 0)
@@ -1278,14 +1376,14 @@ static const struct kentry ktab[] = {
    * entries below are then never chosen) */
   {RD__F_MAXMIN, 1, RD_FLOAT32,
    {RD__ACC_OP, sizeof(struct rd__acc_key), run32_max, flush_max_f32,
-    cols_max_f32, rows32_max, maxi_f32, max_merge}},
+    cols32_max, rows32_max, maxi_f32, max_merge}},
   {RD__F_MAXMIN, 0, RD_FLOAT32,
    {RD__ACC_OP, sizeof(struct rd__acc_key), run32_min, flush_min_f32,
-    cols_min_f32, rows32_min, mini_f32, min_merge}},
+    cols32_min, rows32_min, mini_f32, min_merge}},
 #define K_ARG32(nm, v)                                                         \
   {RD__F_ARG, v, RD_FLOAT32,                                                   \
    {RD__ACC_OP, sizeof(struct rd__acc_arg), run32_##nm, flush_##nm##_f32,      \
-    cols_##nm##_f32, rows32_##nm, arg_init, nm##_merge}},
+    cols32_##nm, rows32_##nm, arg_init, nm##_merge}},
   K_ARG32(argmax, 2) K_ARG32(argmaxl, 3) K_ARG32(argmin, 0)
   K_ARG32(argminl, 1)
   KEY_TYPES(K_KEY) K_KEY(bool, RD_BOOL, 1)
@@ -1307,14 +1405,26 @@ _Static_assert(sizeof(struct rd__acc_ilse) <= sizeof(union rd__lanes),
                "integer LogSumExp state exceeds the lane state");
 
 /* The SIMD variants: a copy of ktab's kernels with the RD__F_SUMD entries
- * replaced where kernels_avx2.c has them (filled before main(); used only
+ * replaced where kernels_avx2.c has them, and the float32 Max/Min/Arg cols
+ * by their vector tiles (filled before main(); used only
  * while the SIMD implementation is active, which implies the CPU has it). */
 static struct rd__kernel ktab_simd[NKTAB];
 
 __attribute__((constructor)) static void ops_simd_init(void)
 {
+  static const struct {
+    void (*portable)(void *, const unsigned char *, size_t, size_t);
+    void (*simd)(void *, const unsigned char *, size_t, size_t);
+  } cols_simd[] = {
+    {cols32_max, cols32s_max}, {cols32_min, cols32s_min},
+    {cols32_argmax, cols32s_argmax}, {cols32_argmaxl, cols32s_argmaxl},
+    {cols32_argmin, cols32s_argmin}, {cols32_argminl, cols32s_argminl},
+  };
   for (size_t i = 0; i < NKTAB; i++) {
     ktab_simd[i] = ktab[i].k;
+    for (size_t c = 0; c < sizeof cols_simd / sizeof cols_simd[0]; c++)
+      if (ktab_simd[i].cols == cols_simd[c].portable)
+        ktab_simd[i].cols = cols_simd[c].simd;
     if (ktab[i].family == RD__F_SUMD)
       (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
                                  &ktab_simd[i]);
