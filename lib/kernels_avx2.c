@@ -882,6 +882,76 @@ TGT ALWAYS_INLINE void avx_cols32(const unsigned char *x, size_t stride,
   }
 }
 
+/* Horizontal best of the 8 lanes of b, broadcast to every lane. */
+TGT ALWAYS_INLINE __m256i avx_hbest(__m256i b, int is_max)
+{
+  __m256i t = _mm256_permute2x128_si256(b, b, 1);
+  b = is_max ? _mm256_max_epi32(b, t) : _mm256_min_epi32(b, t);
+  t = _mm256_shuffle_epi32(b, 0x4e);
+  b = is_max ? _mm256_max_epi32(b, t) : _mm256_min_epi32(b, t);
+  t = _mm256_shuffle_epi32(b, 0xb1);
+  return is_max ? _mm256_max_epi32(b, t) : _mm256_min_epi32(b, t);
+}
+
+/* Short rows of nv * 8 (nv 1..4) elements, one result per row: the
+ * definition is ops.c's rows32_short (first or last index of the best key
+ * and of a NaN, -1 if none). */
+TGT ALWAYS_INLINE void avx_rows32(const unsigned char *x, size_t nv,
+                                  size_t nrows, int is_max, int arg,
+                                  int last, int32_t *best, int32_t *bidx,
+                                  int32_t *nidx)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  const __m256i idv = _mm256_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  for (size_t r = 0; r < nrows; r++, x += nv * 32) {
+    __m256i k[4], b = idv;
+    unsigned nm = 0, em = 0;
+    if (r % 2 == 0)
+      PF(x);
+    for (size_t v = 0; v < nv; v++) {
+      __m256i u = LDI(x + v * 32), isn;
+      if (arg)
+        u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
+      k[v] = _mm256_xor_si256(
+          u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+      isn = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+      nm |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(isn)) << (8 * v);
+      k[v] = _mm256_blendv_epi8(k[v], idv, isn);
+      b = is_max ? _mm256_max_epi32(b, k[v]) : _mm256_min_epi32(b, k[v]);
+    }
+    b = avx_hbest(b, is_max);
+    best[r] = _mm256_cvtsi256_si32(b);
+    if (!arg) {
+      nidx[r] = nm ? 0 : -1;
+      continue;
+    }
+    nidx[r] = !nm ? -1 : last ? 31 - __builtin_clz(nm) : __builtin_ctz(nm);
+    for (size_t v = 0; v < nv; v++)
+      em |= (unsigned)_mm256_movemask_ps(
+                _mm256_castsi256_ps(_mm256_cmpeq_epi32(k[v], b)))
+            << (8 * v);
+    em &= ~nm; /* a NaN lane holds the identity, never a number's key */
+    bidx[r] = !em ? -1 : last ? 31 - __builtin_clz(em) : __builtin_ctz(em);
+  }
+}
+
+TGT void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
+                         int mode, int32_t *best, int32_t *bidx,
+                         int32_t *nidx)
+{
+  const size_t nv = n / 8;
+  switch (mode) {
+  case RD__C32_MAX: avx_rows32(x, nv, nrows, 1, 0, 0, best, bidx, nidx); break;
+  case RD__C32_MIN: avx_rows32(x, nv, nrows, 0, 0, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAX: avx_rows32(x, nv, nrows, 1, 1, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAXL: avx_rows32(x, nv, nrows, 1, 1, 1, best, bidx, nidx); break;
+  case RD__C32_ARGMIN: avx_rows32(x, nv, nrows, 0, 1, 0, best, bidx, nidx); break;
+  default: avx_rows32(x, nv, nrows, 0, 1, 1, best, bidx, nidx); break;
+  }
+}
+
 TGT void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
                          size_t nrows, int mode, int32_t *best, int32_t *bidx,
                          int32_t *nidx)
@@ -1022,6 +1092,18 @@ int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   (void)dt;
   (void)m;
   return 1; /* never called */
+}
+
+void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
+                     int mode, int32_t *best, int32_t *bidx, int32_t *nidx)
+{
+  (void)x;
+  (void)n;
+  (void)nrows;
+  (void)mode;
+  (void)best;
+  (void)bidx;
+  (void)nidx; /* never called */
 }
 
 void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,

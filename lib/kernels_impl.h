@@ -360,6 +360,10 @@ enum {
 void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
                      size_t nrows, int mode, int32_t *best, int32_t *bidx,
                      int32_t *nidx);
+/* nrows rows of n float32 elements (n 8, 16, 24 or 32), one result per
+ * row in best[r], bidx[r], nidx[r] (ops.c's rows32s_*). */
+void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
+                     int mode, int32_t *best, int32_t *bidx, int32_t *nidx);
 /* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
  * elements at x, when none is NaN or +inf or above m; returns 0, else 1
  * with s untouched (the caller then goes element by element). */

@@ -1049,6 +1049,64 @@ ARG32_KERNEL(argmaxl, 1, 1)
 ARG32_KERNEL(argmin, 0, 0)
 ARG32_KERNEL(argminl, 0, 1)
 
+/* rows() of short rows (n 8, 16, 24 or 32) with the SIMD implementation:
+ * for each row the best key with the first (last) index holding it and the
+ * first (last) NaN index, as a partial state merged into o[r] -- the state
+ * run() from empty would reach, so the same bits as rows32_*.  Other n go
+ * to rows32_*. */
+#define R32_BATCH 256
+
+static inline int rows32s_fits(size_t n)
+{
+  return n % 8 == 0 && n >= 8 && n <= 32;
+}
+
+static inline void rows32s(void *acc, const unsigned char *x, size_t n,
+                           size_t nrows, int is_max, int arg, int last)
+{
+  int32_t best[R32_BATCH], bidx[R32_BATCH], nidx[R32_BATCH];
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  const int mode = arg ? (is_max ? RD__C32_ARGMAX : RD__C32_ARGMIN) + last
+                       : (is_max ? RD__C32_MAX : RD__C32_MIN);
+  for (size_t r0 = 0; r0 < nrows; r0 += R32_BATCH) {
+    size_t nr = nrows - r0 < R32_BATCH ? nrows - r0 : R32_BATCH;
+    rd__avx2_rows32(x + r0 * n * 4, n, nr, mode, best, bidx, nidx);
+    for (size_t r = 0; r < nr; r++) {
+      if (!arg) {
+        struct rd__acc_key *a = (struct rd__acc_key *)acc + r0 + r;
+        int64_t k;
+        a->nan |= (uint64_t)(nidx[r] >= 0);
+        if (best[r] == ident)
+          continue;
+        k = rd__fkey(key32_value(best[r]));
+        if (is_max ? k > a->key : k < a->key)
+          a->key = k;
+      } else {
+        struct rd__acc_arg blk = {0, bidx[r], (int64_t)n, nidx[r]};
+        if (bidx[r] >= 0)
+          blk.key = rd__fkey(key32_value(best[r]));
+        arg_merge((struct rd__acc_arg *)acc + r0 + r, &blk, is_max, last);
+      }
+    }
+  }
+}
+
+#define ROWS32S(nm, is_max, arg, last)                                         \
+  static void rows32s_##nm(void *acc, const unsigned char *x, size_t n,       \
+                           size_t nrows)                                       \
+  {                                                                            \
+    if (rows32s_fits(n))                                                       \
+      rows32s(acc, x, n, nrows, is_max, arg, last);                            \
+    else                                                                       \
+      rows32_##nm(acc, x, n, nrows);                                           \
+  }
+ROWS32S(max, 1, 0, 0)
+ROWS32S(min, 0, 0, 0)
+ROWS32S(argmax, 1, 1, 0)
+ROWS32S(argmaxl, 1, 1, 1)
+ROWS32S(argmin, 0, 1, 0)
+ROWS32S(argminl, 0, 1, 1)
+
 /* ------------------------------------------------------------------ */
 /* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared max  */
 /* ------------------------------------------------------------------ */
@@ -1420,11 +1478,22 @@ __attribute__((constructor)) static void ops_simd_init(void)
     {cols32_argmax, cols32s_argmax}, {cols32_argmaxl, cols32s_argmaxl},
     {cols32_argmin, cols32s_argmin}, {cols32_argminl, cols32s_argminl},
   };
+  static const struct {
+    void (*portable)(void *, const unsigned char *, size_t, size_t);
+    void (*simd)(void *, const unsigned char *, size_t, size_t);
+  } rows_simd[] = {
+    {rows32_max, rows32s_max}, {rows32_min, rows32s_min},
+    {rows32_argmax, rows32s_argmax}, {rows32_argmaxl, rows32s_argmaxl},
+    {rows32_argmin, rows32s_argmin}, {rows32_argminl, rows32s_argminl},
+  };
   for (size_t i = 0; i < NKTAB; i++) {
     ktab_simd[i] = ktab[i].k;
     for (size_t c = 0; c < sizeof cols_simd / sizeof cols_simd[0]; c++)
       if (ktab_simd[i].cols == cols_simd[c].portable)
         ktab_simd[i].cols = cols_simd[c].simd;
+    for (size_t c = 0; c < sizeof rows_simd / sizeof rows_simd[0]; c++)
+      if (ktab_simd[i].rows == rows_simd[c].portable)
+        ktab_simd[i].rows = rows_simd[c].simd;
     if (ktab[i].family == RD__F_SUMD)
       (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
                                  &ktab_simd[i]);

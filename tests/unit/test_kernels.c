@@ -472,7 +472,8 @@ static void lanes_empty(const struct rd__kernel *k, union rd__lanes *ln)
  * accumulator. */
 static void test_ops_split_points(void **state)
 {
-  static const size_t ol[] = {0, 1, 2, 3, 5, 15, 16, 17, 33, 100, 257};
+  static const size_t ol[] = {0, 1, 2, 3, 5, 8, 15, 16, 17, 24, 32, 33, 48,
+                              64, 100, 257};
   unsigned char *x = malloc(257 * 8 + 8), *a = malloc(1024), *b = malloc(1024),
                 *c = malloc(2 * 257 * 1024);
   size_t kernels = 0;
@@ -582,6 +583,19 @@ static void test_ops_split_points(void **state)
                     fail_msg("%s %s last %d impl %d: cols() of %zu rows, "
                              "column %zu of %zu differs", rd_op_name(op),
                              rd_dtype_name(dt), last, im, nr, j, w);
+                }
+                /* rows() over nr runs of w: each as run()+flush() */
+                acc_empty_k(k, c, nr);
+                (im ? ks : k)->rows(c, x, w, nr);
+                for (size_t r = 0; r < nr; r++) {
+                  acc_empty_k(k, b, 1);
+                  lanes_empty(k, &ln);
+                  k->run(&ln, x + r * w * esz, w, 0);
+                  k->flush(&ln, b);
+                  if (!same_acc(c + r * as, b, as))
+                    fail_msg("%s %s last %d impl %d: rows() of %zu runs of "
+                             "%zu, run %zu differs", rd_op_name(op),
+                             rd_dtype_name(dt), last, im, nr, w, r);
                 }
               }
             }
