@@ -967,6 +967,71 @@ TGT void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 ReduceProd blocks (ops.c's prodl_run)                       */
+/* ------------------------------------------------------------------ */
+
+/* One lane step of ops.c's prodl_mul on four lanes: the same multiply,
+ * then the exponent moved into e by the same bit operations. */
+TGT ALWAYS_INLINE void avx_prod4(__m256d *m, __m256i *e, __m128 f)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  const __m256i b1022 = _mm256_set1_epi64x(1022);
+  const __m128 absm = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  __m256d p = _mm256_mul_pd(*m, _mm256_cvtps_pd(_mm_and_ps(f, absm)));
+  __m256i b = _mm256_castpd_si256(p);
+  *e = _mm256_add_epi64(
+      *e, _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(b, emask), 52),
+                           b1022));
+  *m = _mm256_castsi256_pd(
+      _mm256_or_si256(_mm256_andnot_si256(emask, b), ebias));
+}
+
+TGT size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
+                             size_t nblocks, uint32_t *neg)
+{
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe); /* FLT_MAX bits - 1 */
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  __m256d m0 = _mm256_loadu_pd(m), m1 = _mm256_loadu_pd(m + 4);
+  __m256d m2 = _mm256_loadu_pd(m + 8), m3 = _mm256_loadu_pd(m + 12);
+  __m256i e0 = LDI(e), e1 = LDI(e + 4), e2 = LDI(e + 8), e3 = LDI(e + 12);
+  uint32_t ng = 0;
+  size_t b = 0;
+  for (; b < nblocks; b++, x += 64) {
+    __m256i u0 = LDI(x), u1 = LDI(x + 32);
+    /* ordinary: 0 < |x| < inf, i.e. |u| - 1 in [0, 0x7f7ffffe]; as
+     * signed 32-bit, |u| - 1 is -1 for zero and > lim for inf or NaN */
+    __m256i a0 = _mm256_sub_epi32(_mm256_and_si256(u0, absm), one);
+    __m256i a1 = _mm256_sub_epi32(_mm256_and_si256(u1, absm), one);
+    __m256i bad = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi32(a0, lim),
+                        _mm256_cmpgt_epi32(a1, lim)),
+        _mm256_or_si256(_mm256_srai_epi32(a0, 31), _mm256_srai_epi32(a1, 31)));
+    if (!_mm256_testz_si256(bad, bad))
+      break;
+    PF(x);
+    ng ^= (uint32_t)__builtin_popcount(
+        (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u0)) |
+        ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u1)) << 8));
+    avx_prod4(&m0, &e0, _mm256_castps256_ps128(_mm256_castsi256_ps(u0)));
+    avx_prod4(&m1, &e1, _mm256_extractf128_ps(_mm256_castsi256_ps(u0), 1));
+    avx_prod4(&m2, &e2, _mm256_castps256_ps128(_mm256_castsi256_ps(u1)));
+    avx_prod4(&m3, &e3, _mm256_extractf128_ps(_mm256_castsi256_ps(u1), 1));
+  }
+  _mm256_storeu_pd(m, m0);
+  _mm256_storeu_pd(m + 4, m1);
+  _mm256_storeu_pd(m + 8, m2);
+  _mm256_storeu_pd(m + 12, m3);
+  STI(e, e0);
+  STI(e + 4, e1);
+  STI(e + 8, e2);
+  STI(e + 12, e3);
+  *neg ^= ng & 1;
+  return b;
+}
+
+/* ------------------------------------------------------------------ */
 /* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
 /* ------------------------------------------------------------------ */
 
@@ -1092,6 +1157,17 @@ int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   (void)dt;
   (void)m;
   return 1; /* never called */
+}
+
+size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
+                         size_t nblocks, uint32_t *neg)
+{
+  (void)m;
+  (void)e;
+  (void)x;
+  (void)nblocks;
+  (void)neg;
+  return 0; /* never called */
 }
 
 void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,

@@ -364,6 +364,12 @@ void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
  * row in best[r], bidx[r], nidx[r] (ops.c's rows32s_*). */
 void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
                      int mode, int32_t *best, int32_t *bidx, int32_t *nidx);
+/* float32 Prod lanes (ops.c's prodl_run): up to nblocks blocks of 16
+ * elements, each lane l's mantissa m[l] multiplied by |x| and its
+ * exponent moved into e[l], *neg ^= parity of the sign bits; stops before
+ * the first block holding a zero, inf or NaN.  Returns the blocks done. */
+size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
+                         size_t nblocks, uint32_t *neg);
 /* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
  * elements at x, when none is NaN or +inf or above m; returns 0, else 1
  * with s untouched (the caller then goes element by element). */

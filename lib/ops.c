@@ -440,10 +440,20 @@ static void prod_init(void *acc, size_t count)
  * merging the empty state changes no bit. */
 static inline void prod_norm(struct rd__acc_prod *a)
 {
-  int ex;
-  double f = frexp(a->hi, &ex);
-  a->lo = ldexp(a->lo, -ex);
-  a->hi = f;
+  /* hi is the rounded product of two mantissas in [0.5, 1) plus its error
+   * term, so it lies in [0.25, 1], a normal double, and ex is -1, 0 or 1:
+   * frexp() by bit operations, and ldexp(lo, -ex) is the exact scaling of
+   * lo (0, or at least 2^-110 in magnitude) by 2^-ex. */
+  uint64_t b, s;
+  int64_t ex;
+  double sc;
+  memcpy(&b, &a->hi, sizeof b);
+  ex = (int64_t)((b >> 52) & 0x7ff) - 1022;
+  b = (b & ~((uint64_t)0x7ff << 52)) | ((uint64_t)1022 << 52);
+  memcpy(&a->hi, &b, sizeof b);
+  s = (uint64_t)(1023 - ex) << 52;
+  memcpy(&sc, &s, sizeof sc);
+  a->lo *= sc;
   a->e += ex;
 }
 
@@ -1291,12 +1301,19 @@ static inline void prodl_run(union rd__lanes *ln, const unsigned char *x,
   struct prod_lanes *st = (struct prod_lanes *)(void *)ln;
   const size_t esz = dt_size(dt);
   size_t k = (size_t)(pos % L), i = 0;
+  const int avx = dt == RD_FLOAT32 && rd__kernels_active() == RD__IMPL_AVX2;
   if (st->m[0] == 0) /* fresh from the engine's zeroed cursor */
     prodl_reset(st);
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     prodl_elem(st, k, ldd(dt, x + i * esz));
   for (; i + L <= n; i += L) {
     double v[L];
+    if (avx) { /* the same lane steps, vectorised, up to a rare block */
+      i += L * rd__avx2_prod_f32(st->m, st->e, x + i * esz, (n - i) / L,
+                                 &st->h.neg);
+      if (i + L > n)
+        break;
+    }
     int ordinary = 1;
     uint32_t neg = 0;
     for (size_t l = 0; l < L; l++) {
