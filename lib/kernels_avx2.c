@@ -1031,6 +1031,66 @@ TGT size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
   return b;
 }
 
+/* Columns of float32 Prod (ops.c's cols32s_prod): one row segment of
+ * nvec groups of 4 columns, column state in arrays (mantissa hi + lo,
+ * exponent e, sign parity neg).  Each element is ops.c's prod_add for an
+ * ordinary x: f = frexp(|x|) by bits, e += its exponent, the double-double
+ * multiply (hi * f, its exact error by FMA, + lo * f, fast two-sum) and the
+ * renormalisation of prod_norm, all in the same operations.  Stops before
+ * the first group holding a zero, inf or NaN; returns the groups done. */
+TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
+                                  int64_t *neg, const unsigned char *x,
+                                  size_t nvec)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  const __m256i b1022 = _mm256_set1_epi64x(1022);
+  const __m256i b1023 = _mm256_set1_epi64x(1023);
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128i lim = _mm_set1_epi32(0x7f7ffffe);
+  const __m128i absm = _mm_set1_epi32(0x7fffffff);
+  size_t g = 0;
+  for (; g < nvec; g++) {
+    __m128i u = _mm_loadu_si128((const __m128i *)(const void *)(x + g * 16));
+    __m128i a = _mm_sub_epi32(_mm_and_si128(u, absm), one);
+    __m128i bad = _mm_or_si128(_mm_cmpgt_epi32(a, lim), _mm_srai_epi32(a, 31));
+    __m256d h, l, fm, p, er, t, sc;
+    __m256i ab, ex, E, hb;
+    if (!_mm_testz_si128(bad, bad))
+      break;
+    ab = _mm256_castpd_si256(
+        _mm256_cvtps_pd(_mm_castsi128_ps(_mm_and_si128(u, absm))));
+    ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask), 52),
+                          b1022);
+    fm = _mm256_castsi256_pd(
+        _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
+    h = _mm256_loadu_pd(hi + 4 * g);
+    l = _mm256_loadu_pd(lo + 4 * g);
+    E = _mm256_add_epi64(LDI(e + 4 * g), ex);
+    p = _mm256_mul_pd(h, fm);
+    er = _mm256_fmsub_pd(h, fm, p);
+    er = _mm256_add_pd(er, _mm256_mul_pd(l, fm));
+    t = _mm256_add_pd(p, er);
+    l = _mm256_sub_pd(er, _mm256_sub_pd(t, p));
+    hb = _mm256_castpd_si256(t);
+    ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
+                          b1022);
+    h = _mm256_castsi256_pd(
+        _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+    sc = _mm256_castsi256_pd(
+        _mm256_slli_epi64(_mm256_sub_epi64(b1023, ex), 52));
+    l = _mm256_mul_pd(l, sc);
+    E = _mm256_add_epi64(E, ex);
+    _mm256_storeu_pd(hi + 4 * g, h);
+    _mm256_storeu_pd(lo + 4 * g, l);
+    STI(e + 4 * g, E);
+    STI(neg + 4 * g,
+        _mm256_xor_si256(LDI(neg + 4 * g),
+                         _mm256_cvtepu32_epi64(_mm_srli_epi32(u, 31))));
+  }
+  return g;
+}
+
 /* ------------------------------------------------------------------ */
 /* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
 /* ------------------------------------------------------------------ */
@@ -1157,6 +1217,19 @@ int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   (void)dt;
   (void)m;
   return 1; /* never called */
+}
+
+size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
+                              int64_t *neg, const unsigned char *x,
+                              size_t nvec)
+{
+  (void)hi;
+  (void)lo;
+  (void)e;
+  (void)neg;
+  (void)x;
+  (void)nvec;
+  return 0; /* never called */
 }
 
 size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,

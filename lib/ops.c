@@ -1370,6 +1370,69 @@ static inline void prodl_rows(void *acc, const unsigned char *x, size_t n,
   }
 }
 
+/* cols() of float32 Prod with the SIMD implementation: tiles of columns
+ * whose state (hi, lo, e, neg) sits in arrays while the rows pass, each
+ * element the same prod_add as the portable cols(), in vectors of 4
+ * columns (kernels_avx2.c) and one by one for a group with a zero, inf or
+ * NaN and for the columns beyond the last whole group. */
+#define PCOLS_TILE 512
+
+static inline void pcols_elem(struct rd__acc_prod *a, double *hi, double *lo,
+                              int64_t *e, int64_t *neg,
+                              const unsigned char *p)
+{
+  struct rd__acc_prod t = *a;
+  t.hi = *hi;
+  t.lo = *lo;
+  t.e = *e;
+  t.neg = (uint32_t)*neg;
+  prod_add(&t, p, RD_FLOAT32);
+  *a = t;
+  *hi = t.hi;
+  *lo = t.lo;
+  *e = t.e;
+  *neg = t.neg;
+}
+
+static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  double hi[PCOLS_TILE], lo[PCOLS_TILE];
+  int64_t e[PCOLS_TILE], neg[PCOLS_TILE];
+  struct rd__acc_prod *o = acc;
+  for (size_t j0 = 0; j0 < n; j0 += PCOLS_TILE) {
+    size_t nc = n - j0 < PCOLS_TILE ? n - j0 : PCOLS_TILE, nv = nc / 4;
+    struct rd__acc_prod *a = o + j0;
+    for (size_t j = 0; j < nc; j++) {
+      hi[j] = a[j].hi;
+      lo[j] = a[j].lo;
+      e[j] = a[j].e;
+      neg[j] = a[j].neg;
+    }
+    for (size_t r = 0; r < nrows; r++) {
+      const unsigned char *row = x + (r * n + j0) * 4;
+      size_t g = 0, j;
+      while (g < nv) {
+        g += rd__avx2_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                    neg + 4 * g, row + g * 16, nv - g);
+        if (g < nv) { /* a group with a special value */
+          for (j = 4 * g; j < 4 * g + 4; j++)
+            pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j], row + j * 4);
+          g++;
+        }
+      }
+      for (j = 4 * nv; j < nc; j++)
+        pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j], row + j * 4);
+    }
+    for (size_t j = 0; j < nc; j++) {
+      a[j].hi = hi[j];
+      a[j].lo = lo[j];
+      a[j].e = e[j];
+      a[j].neg = (uint32_t)neg[j];
+    }
+  }
+}
+
 #define PRODL_KERNEL(nm, dt)                                                   \
   static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
                         size_t n, uint64_t pos)                                \
@@ -1494,6 +1557,7 @@ __attribute__((constructor)) static void ops_simd_init(void)
     {cols32_max, cols32s_max}, {cols32_min, cols32s_min},
     {cols32_argmax, cols32s_argmax}, {cols32_argmaxl, cols32s_argmaxl},
     {cols32_argmin, cols32s_argmin}, {cols32_argminl, cols32s_argminl},
+    {cols_prod_f32, cols32s_prod},
   };
   static const struct {
     void (*portable)(void *, const unsigned char *, size_t, size_t);
