@@ -1116,6 +1116,58 @@ TGT static inline __m256d expk4(__m256d t)
   return _mm256_and_pd(_mm256_mul_pd(p, _mm256_castsi256_pd(sb)), ok);
 }
 
+/* Columns of float32 LogSumExp (ops.c's colsks_lse_f32): one row segment
+ * of nvec groups of 4 columns, column state (m, hi, lo) in arrays.  For a
+ * finite x, ops.c's lsek_add is: if x > m, (hi, lo) times expk(m - x) by
+ * the double-double multiply (an empty column, m = -inf, gives expk 0 and
+ * so the zeros it had) and m = x, f = 1; else f = expk(x - m) (1 for
+ * x = m); then two_sum(hi, f) with its error added to lo, and lo += +0.
+ * The same operations here, both cases computed and blended per lane.
+ * Stops before the first group holding a NaN or an infinity; returns the
+ * groups done. */
+TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
+                                 const unsigned char *x, size_t nvec)
+{
+  const __m256d ninf = _mm256_set1_pd(-INFINITY);
+  const __m256d pinf = _mm256_set1_pd(INFINITY);
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d onev = _mm256_set1_pd(1.0);
+  size_t g = 0;
+  for (; g < nvec; g++) {
+    __m256d v = _mm256_cvtps_pd(
+        _mm_loadu_ps((const float *)(const void *)(x + g * 16)));
+    __m256d mv = _mm256_loadu_pd(m + 4 * g);
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(v, ninf, _CMP_GT_OQ),
+                               _mm256_cmp_pd(v, pinf, _CMP_LT_OQ));
+    __m256d up, ef, h, l, p, e, t, f, sm, bb, er;
+    if (_mm256_movemask_pd(ok) != 0xf)
+      break;
+    up = _mm256_cmp_pd(v, mv, _CMP_GT_OQ);
+    ef = expk4(_mm256_blendv_pd(_mm256_sub_pd(v, mv), _mm256_sub_pd(mv, v),
+                                up));
+    h = _mm256_loadu_pd(hi + 4 * g);
+    l = _mm256_loadu_pd(lo + 4 * g);
+    if (_mm256_movemask_pd(up)) { /* rescale the lanes with a new maximum */
+      p = _mm256_mul_pd(h, ef);
+      e = _mm256_fmsub_pd(h, ef, p);
+      e = _mm256_add_pd(e, _mm256_mul_pd(l, ef));
+      t = _mm256_add_pd(p, e);
+      h = _mm256_blendv_pd(h, t, up);
+      l = _mm256_blendv_pd(l, _mm256_sub_pd(e, _mm256_sub_pd(t, p)), up);
+      _mm256_storeu_pd(m + 4 * g, _mm256_blendv_pd(mv, v, up));
+    }
+    f = _mm256_blendv_pd(ef, onev, up);
+    sm = _mm256_add_pd(h, f);
+    bb = _mm256_sub_pd(sm, h);
+    er = _mm256_add_pd(_mm256_sub_pd(h, _mm256_sub_pd(sm, bb)),
+                       _mm256_sub_pd(f, bb));
+    l = _mm256_add_pd(_mm256_add_pd(l, er), zero);
+    _mm256_storeu_pd(hi + 4 * g, sm);
+    _mm256_storeu_pd(lo + 4 * g, l);
+  }
+  return g;
+}
+
 TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
 {
   __m256d v[4], mv = _mm256_set1_pd(m), bad = _mm256_setzero_pd();
@@ -1217,6 +1269,17 @@ int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   (void)dt;
   (void)m;
   return 1; /* never called */
+}
+
+size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
+                             const unsigned char *x, size_t nvec)
+{
+  (void)m;
+  (void)hi;
+  (void)lo;
+  (void)x;
+  (void)nvec;
+  return 0; /* never called */
 }
 
 size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,

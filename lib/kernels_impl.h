@@ -376,6 +376,11 @@ size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
 size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
                               int64_t *neg, const unsigned char *x,
                               size_t nvec);
+/* float32 LogSumExp columns (ops.c's colsks_lse_f32): one row segment of
+ * nvec groups of 4 columns into the column state arrays; stops before a
+ * group holding a NaN or an infinity.  Returns the groups done. */
+size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
+                             const unsigned char *x, size_t nvec);
 /* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
  * elements at x, when none is NaN or +inf or above m; returns 0, else 1
  * with s untouched (the caller then goes element by element). */

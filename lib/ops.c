@@ -323,15 +323,15 @@ static void lse_init(void *acc, size_t count)
 }
 
 /* Adds exp(m2 - m) * (hi2 + lo2) (m2 finite) to the state. */
-static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
-                            double lo2)
+static inline void lse_fold_e(struct rd__acc_lse *a, double m2, double hi2,
+                              double lo2, double (*ex)(double))
 {
   if (m2 > a->m) {
     if (a->m == -INFINITY) {
       a->hi = 0;
       a->lo = 0;
     } else {
-      dd_mul(&a->hi, &a->lo, exp(a->m - m2));
+      dd_mul(&a->hi, &a->lo, ex(a->m - m2));
     }
     a->m = m2;
     dd_add(&a->hi, &a->lo, hi2);
@@ -340,11 +340,17 @@ static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
     dd_add(&a->hi, &a->lo, hi2);
     a->lo += lo2;
   } else {
-    double f = exp(m2 - a->m), h = hi2, l = lo2;
+    double f = ex(m2 - a->m), h = hi2, l = lo2;
     dd_mul(&h, &l, f);
     dd_add(&a->hi, &a->lo, h);
     a->lo += l;
   }
+}
+
+static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
+                            double lo2)
+{
+  lse_fold_e(a, m2, hi2, lo2, exp);
 }
 
 static inline void lse_add(void *acc, const unsigned char *p, int dt)
@@ -357,6 +363,22 @@ static inline void lse_add(void *acc, const unsigned char *p, int dt)
     a->posinf = 1;
   else if (v != -INFINITY)
     lse_fold(a, v, 1.0, 0.0);
+}
+
+/* lse_add() with expk() (kernels_impl.h) for exp: the element add of the
+ * float32/float16/bfloat16 LogSumExp cols(), which must equal run() of one
+ * element and flush() (lsel_flush folds with expk() too); the float32
+ * vector form is in kernels_avx2.c. */
+static inline void lsek_add(struct rd__acc_lse *a, const unsigned char *p,
+                            int dt)
+{
+  double v = ldd(dt, p);
+  if (isnan(v))
+    a->nan = 1;
+  else if (v == INFINITY)
+    a->posinf = 1;
+  else if (v != -INFINITY)
+    lse_fold_e(a, v, 1.0, 0.0, expk);
 }
 
 static void lse_merge(void *dst, const void *src)
@@ -1205,7 +1227,7 @@ static void lsel_flush(union rd__lanes *ln, void *acc)
   a->nan |= st->h.nan;
   a->posinf |= st->h.posinf;
   if (st->h.m != -INFINITY)
-    lse_fold(a, st->h.m, tree(st->s), 0.0);
+    lse_fold_e(a, st->h.m, tree(st->s), 0.0, expk);
   lsel_reset(st);
 }
 
@@ -1433,6 +1455,81 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
   }
 }
 
+/* cols() of float32 LogSumExp: lsek_add() element by element, rows in
+ * order (portable); with the SIMD implementation, tiles of columns whose
+ * (m, hi, lo) sit in arrays while the rows pass, groups of 4 finite
+ * elements in vectors (kernels_avx2.c, the same operations), any other
+ * group element by element. */
+#define LCOLS_TILE 512
+
+static inline void colsk_lse(void *acc, const unsigned char *x, size_t n,
+                             size_t nrows, int dt)
+{
+  struct rd__acc_lse *o = acc;
+  const size_t esz = dt_size(dt);
+  for (size_t r = 0; r < nrows; r++, x += n * esz)
+    for (size_t j = 0; j < n; j++)
+      lsek_add(&o[j], x + j * esz, dt);
+}
+
+static void colsk_lse_f32(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows)
+{ colsk_lse(acc, x, n, nrows, RD_FLOAT32); }
+static void colsk_lse_f16(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows)
+{ colsk_lse(acc, x, n, nrows, RD_FLOAT16); }
+static void colsk_lse_bf16(void *acc, const unsigned char *x, size_t n,
+                           size_t nrows)
+{ colsk_lse(acc, x, n, nrows, RD_BFLOAT16); }
+
+static inline void lcols_elem(struct rd__acc_lse *a, double *m, double *hi,
+                              double *lo, const unsigned char *p)
+{
+  a->m = *m;
+  a->hi = *hi;
+  a->lo = *lo;
+  lsek_add(a, p, RD_FLOAT32);
+  *m = a->m;
+  *hi = a->hi;
+  *lo = a->lo;
+}
+
+static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
+                           size_t nrows)
+{
+  double m[LCOLS_TILE], hi[LCOLS_TILE], lo[LCOLS_TILE];
+  struct rd__acc_lse *o = acc;
+  for (size_t j0 = 0; j0 < n; j0 += LCOLS_TILE) {
+    size_t nc = n - j0 < LCOLS_TILE ? n - j0 : LCOLS_TILE, nv = nc / 4;
+    struct rd__acc_lse *a = o + j0;
+    for (size_t j = 0; j < nc; j++) {
+      m[j] = a[j].m;
+      hi[j] = a[j].hi;
+      lo[j] = a[j].lo;
+    }
+    for (size_t r = 0; r < nrows; r++) {
+      const unsigned char *row = x + (r * n + j0) * 4;
+      size_t g = 0, j;
+      while (g < nv) {
+        g += rd__avx2_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
+                                   row + g * 16, nv - g);
+        if (g < nv) { /* a group with a NaN or an infinity */
+          for (j = 4 * g; j < 4 * g + 4; j++)
+            lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+          g++;
+        }
+      }
+      for (j = 4 * nv; j < nc; j++)
+        lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+    }
+    for (size_t j = 0; j < nc; j++) {
+      a[j].m = m[j];
+      a[j].hi = hi[j];
+      a[j].lo = lo[j];
+    }
+  }
+}
+
 #define PRODL_KERNEL(nm, dt)                                                   \
   static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
                         size_t n, uint64_t pos)                                \
@@ -1488,7 +1585,7 @@ static const struct kentry ktab[] = {
 #define K_LSEL(nm, dt)                                                         \
   {RD__F_LSE, 0, dt,                                                           \
    {RD__ACC_OP, sizeof(struct rd__acc_lse), runl_lse_##nm, lsel_flush,         \
-    cols_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
+    colsk_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
   K_LSEL(f32, RD_FLOAT32) K_LSEL(f16, RD_FLOAT16) K_LSEL(bf16, RD_BFLOAT16)
   /* float32/16/bfloat16 Prod: the lanes above for run/flush/rows */
 #define K_PRODL(nm, dt)                                                        \
@@ -1557,7 +1654,7 @@ __attribute__((constructor)) static void ops_simd_init(void)
     {cols32_max, cols32s_max}, {cols32_min, cols32s_min},
     {cols32_argmax, cols32s_argmax}, {cols32_argmaxl, cols32s_argmaxl},
     {cols32_argmin, cols32s_argmin}, {cols32_argminl, cols32s_argminl},
-    {cols_prod_f32, cols32s_prod},
+    {cols_prod_f32, cols32s_prod}, {colsk_lse_f32, colsks_lse_f32},
   };
   static const struct {
     void (*portable)(void *, const unsigned char *, size_t, size_t);
