@@ -1100,20 +1100,28 @@ TGT static inline __m256d expk4(__m256d t)
 {
   const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
   __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
-  __m256d z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INVLN2)),
-                            shift);
-  __m256d kd = _mm256_sub_pd(z, shift);
-  __m256d r = _mm256_sub_pd(
+  __m256d z, kd, r, p, sc;
+  __m256i kb;
+  /* out-of-range lanes (masked at the end) must still index T safely */
+  t = _mm256_and_pd(t, ok);
+  z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
+  kd = _mm256_sub_pd(z, shift);
+  r = _mm256_sub_pd(
       _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI))),
       _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
-  __m256d p = _mm256_set1_pd(expk_c[13]);
-  __m256i kb, sb;
-  for (int i = 12; i >= 0; i--)
+  p = _mm256_set1_pd(expk_c[5]);
+  for (int i = 4; i >= 0; i--)
     p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
   kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
                         _mm256_set1_epi64x(0x4338000000000000));
-  sb = _mm256_slli_epi64(_mm256_add_epi64(kb, _mm256_set1_epi64x(1023)), 52);
-  return _mm256_and_pd(_mm256_mul_pd(p, _mm256_castsi256_pd(sb)), ok);
+  sc = _mm256_i64gather_pd(expk_t,
+                           _mm256_and_si256(kb, _mm256_set1_epi64x(63)), 8);
+  /* + (k >> 6) << 52: only bits 6..17 of k survive the shifts, so the
+   * logical right shift (AVX2 has no 64-bit arithmetic one) is the same */
+  sc = _mm256_castsi256_pd(_mm256_add_epi64(
+      _mm256_castpd_si256(sc),
+      _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
+  return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
 }
 
 /* Columns of float32 LogSumExp (ops.c's colsks_lse_f32): one row segment
