@@ -260,20 +260,6 @@ static const double exp_pos[49][2] = {
   {0x1.304d6aeca254bp+69, 0x1.d7a5e2eb149ebp+14},
 };
 
-static int fin_err(struct rd_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fin_err(struct rd_error *err, int code, const char *fmt, ...)
-{
-  if (err) {
-    va_list ap;
-    err->code = code;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 static void i128_decimal(i128 v, char *buf, size_t len)
 {
@@ -346,7 +332,7 @@ int rd__int_out(const struct rd__final *f, i128 v, int over, int neg,
                neg ? "-" : "");
     else
       i128_decimal(v, dec, sizeof dec);
-    return fin_err(err, RD_E_OVERFLOW, "%s: output[%" PRIu64 "] = %s does "
+    return rd__set_err(err, RD_E_OVERFLOW, "%s: output[%" PRIu64 "] = %s does "
                    "not fit %s (overflow policy \"error\"; use \"saturate\" "
                    "or \"wrap\")", op_name(f), o, dec,
                    rd_dtype_name(dt));
@@ -361,7 +347,7 @@ int rd__int_out(const struct rd__final *f, i128 v, int over, int neg,
 static int undefined(const struct rd__final *f, uint64_t o,
                      struct rd_error *err, const char *why)
 {
-  return fin_err(err, RD_E_UNDEFINED, "%s: output[%" PRIu64 "] has no %s "
+  return rd__set_err(err, RD_E_UNDEFINED, "%s: output[%" PRIu64 "] has no %s "
                  "value: %s", op_name(f), o, rd_dtype_name(f->out_dtype),
                  why);
 }
@@ -601,7 +587,7 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
     if (f->overflow == RD_OVERFLOW_ERROR) {
       char dec[64];
       u192_decimal(v, dec, sizeof dec);
-      return fin_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
+      return rd__set_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
                      "fit %s (overflow policy \"error\"; use \"saturate\" or "
                      "\"wrap\")", o, dec, rd_dtype_name(f->dtype));
     }
@@ -768,7 +754,7 @@ int rd__finalize(const struct rd__final *f, const void *acc, void *dst,
     return 0;
   }
   default:
-    return fin_err(err, RD_E_INVALID, "%s: no finalisation for family %d",
+    return rd__set_err(err, RD_E_INVALID, "%s: no finalisation for family %d",
                    op_name(f), f->family);
   }
 }

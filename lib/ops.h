@@ -186,4 +186,9 @@ int rd__finalize(const struct rd__final *f, const void *acc, void *dst,
 int rd__int_out(const struct rd__final *f, __int128 v, int over, int neg,
                 uint64_t wrap, void *dst, uint64_t o, struct rd_error *err);
 
+/* Fills `err` (if not NULL) with `code` and a printf-style message;
+ * returns `code` (optable.c; the one error helper of the library). */
+int rd__set_err(struct rd_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif /* OPS_H */

@@ -9,9 +9,23 @@
  */
 #include "reduce.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops.h"
+
+int rd__set_err(struct rd_error *err, int code, const char *fmt, ...)
+{
+  if (err) {
+    va_list ap;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
 
 /* ------------------------------------------------------------------ */
 /* Element types                                                      */

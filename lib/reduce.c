@@ -57,20 +57,6 @@ typedef unsigned __int128 u128;
 /* Errors and names                                                   */
 /* ------------------------------------------------------------------ */
 
-static int set_err(struct rd_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_err(struct rd_error *err, int code, const char *fmt, ...)
-{
-  if (err) {
-    va_list ap;
-    err->code = code;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 static void clear_err(struct rd_error *err)
 {
@@ -149,13 +135,13 @@ static int count_checked(size_t rank, const int64_t *shape, size_t esz,
 static int check_dims(size_t rank, const int64_t *shape, struct rd_error *err)
 {
   if (rank > RD_MAX_RANK)
-    return set_err(err, RD_E_RANK, "rank is %zu; the largest supported is %d",
+    return rd__set_err(err, RD_E_RANK, "rank is %zu; the largest supported is %d",
                    rank, RD_MAX_RANK);
   if (rank > 0 && !shape)
-    return set_err(err, RD_E_INVALID, "shape is NULL for rank %zu", rank);
+    return rd__set_err(err, RD_E_INVALID, "shape is NULL for rank %zu", rank);
   for (size_t i = 0; i < rank; i++)
     if (shape[i] < 0)
-      return set_err(err, RD_E_DIM, "shape[%zu] is %" PRId64
+      return rd__set_err(err, RD_E_DIM, "shape[%zu] is %" PRId64
                      "; dims must be >= 0", i, shape[i]);
   return 0;
 }
@@ -169,9 +155,9 @@ int rd_shape_count(size_t rank, const int64_t *shape, int dtype,
   if ((rc = check_dims(rank, shape, err)) != 0)
     return rc;
   if (dtype != 0 && (esz = rd_dtype_size(dtype)) == 0)
-    return set_err(err, RD_E_DTYPE, "dtype %d is not supported", dtype);
+    return rd__set_err(err, RD_E_DTYPE, "dtype %d is not supported", dtype);
   if (count_checked(rank, shape, esz, count) != 0)
-    return set_err(err, RD_E_TOO_LARGE,
+    return rd__set_err(err, RD_E_TOO_LARGE,
                    "the element count of the shape times %zu bytes per "
                    "element does not fit in int64", esz ? esz : (size_t)1);
   return 0;
@@ -198,17 +184,17 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
   int64_t r = (int64_t)p->rank;
   int64_t norm[RD_MAX_RANK];
   if (p->naxes > 0 && !p->axes)
-    return set_err(err, RD_E_INVALID, "axes is NULL but naxes is %zu",
+    return rd__set_err(err, RD_E_INVALID, "axes is NULL but naxes is %zu",
                    p->naxes);
   /* Every axis must be in range before duplicates are looked for. */
   for (size_t i = 0; i < p->naxes; i++) {
     int64_t a = p->axes[i];
     if (r == 0)
-      return set_err(err, RD_E_AXIS_RANGE,
+      return rd__set_err(err, RD_E_AXIS_RANGE,
                      "axis %" PRId64 " is out of range for an input of rank 0"
                      " (a scalar has no axes)", a);
     if (a < -r || a > r - 1)
-      return set_err(err, RD_E_AXIS_RANGE,
+      return rd__set_err(err, RD_E_AXIS_RANGE,
                      "axis %" PRId64 " is out of range [%" PRId64 ", %" PRId64
                      "] for an input of rank %" PRId64, a, -r, r - 1, r);
   }
@@ -216,7 +202,7 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
     int64_t a = p->axes[i] < 0 ? p->axes[i] + r : p->axes[i];
     for (size_t j = 0; j < i; j++)
       if (norm[j] == a)
-        return set_err(err, RD_E_AXIS_DUP,
+        return rd__set_err(err, RD_E_AXIS_DUP,
                        "axes[%zu] = %" PRId64 " and axes[%zu] = %" PRId64
                        " both name axis %" PRId64 " of an input of rank %"
                        PRId64, j, p->axes[j], i, p->axes[i], a, r);
@@ -311,41 +297,41 @@ static int check_op_attrs(const struct rd_op_info *oi, const struct rd_params *p
 {
   if (!oi->is_arg) {
     if (p->axis != RD_UNSET)
-      return set_err(err, RD_E_ATTRIBUTE, "axis is %" PRId64 " but %s takes "
+      return rd__set_err(err, RD_E_ATTRIBUTE, "axis is %" PRId64 " but %s takes "
                      "no axis attribute (only ArgMax and ArgMin do; use axes)",
                      p->axis, oi->name);
     if (p->select_last_index != RD_UNSET)
-      return set_err(err, RD_E_ATTRIBUTE, "select_last_index is %" PRId64
+      return rd__set_err(err, RD_E_ATTRIBUTE, "select_last_index is %" PRId64
                      " but %s takes no such attribute (only ArgMax and "
                      "ArgMin do)", p->select_last_index, oi->name);
     if (p->noop_with_empty_axes != RD_UNSET) {
       if (version < oi->axes_input_version)
-        return set_err(err, RD_E_NOOP_VERSION, "noop_with_empty_axes is "
+        return rd__set_err(err, RD_E_NOOP_VERSION, "noop_with_empty_axes is "
                        "given but %s version %d (opset %" PRId64 ") has no "
                        "such attribute; it needs version %d", oi->name,
                        version, p->opset, oi->axes_input_version);
       if (p->noop_with_empty_axes != 0 && p->noop_with_empty_axes != 1)
-        return set_err(err, RD_E_NOOP, "noop_with_empty_axes is %" PRId64
+        return rd__set_err(err, RD_E_NOOP, "noop_with_empty_axes is %" PRId64
                        "; it must be 0 or 1", p->noop_with_empty_axes);
     }
     return 0;
   }
   if (p->naxes > 0)
-    return set_err(err, RD_E_ATTRIBUTE, "axes has %zu entries but %s takes "
+    return rd__set_err(err, RD_E_ATTRIBUTE, "axes has %zu entries but %s takes "
                    "no axes; it reduces one axis, given by axis", p->naxes,
                    oi->name);
   if (p->noop_with_empty_axes != RD_UNSET)
-    return set_err(err, RD_E_ATTRIBUTE, "noop_with_empty_axes is %" PRId64
+    return rd__set_err(err, RD_E_ATTRIBUTE, "noop_with_empty_axes is %" PRId64
                    " but %s takes no such attribute", p->noop_with_empty_axes,
                    oi->name);
   if (p->select_last_index != RD_UNSET) {
     if (version < oi->select_last_version)
-      return set_err(err, RD_E_SELECT_LAST_VERSION, "select_last_index is "
+      return rd__set_err(err, RD_E_SELECT_LAST_VERSION, "select_last_index is "
                      "given but %s version %d (opset %" PRId64 ") has no "
                      "such attribute; it needs version %d", oi->name, version,
                      p->opset, oi->select_last_version);
     if (p->select_last_index != 0 && p->select_last_index != 1)
-      return set_err(err, RD_E_SELECT_LAST, "select_last_index is %" PRId64
+      return rd__set_err(err, RD_E_SELECT_LAST, "select_last_index is %" PRId64
                      "; it must be 0 or 1", p->select_last_index);
   }
   return 0;
@@ -357,11 +343,11 @@ static int check_axis(const struct rd_params *p, int64_t *axis,
 {
   int64_t r = (int64_t)p->rank, a = p->axis == RD_UNSET ? 0 : p->axis;
   if (r == 0)
-    return set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range "
+    return rd__set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range "
                    "for an input of rank 0 (a scalar has no axis to reduce)",
                    a);
   if (a < -r || a > r - 1)
-    return set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range [%"
+    return rd__set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range [%"
                    PRId64 ", %" PRId64 "] for an input of rank %" PRId64, a,
                    -r, r - 1, r);
   *axis = a < 0 ? a + r : a;
@@ -383,21 +369,21 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   clear_err(err);
   memset(&pl, 0, sizeof pl);
   if (!plan || !p)
-    return set_err(err, RD_E_INVALID, "plan or params is NULL");
+    return rd__set_err(err, RD_E_INVALID, "plan or params is NULL");
   if (!(oi = rd_op_info(p->op)))
-    return set_err(err, RD_E_OP, "op is %d; it must be an enum rd_op value "
+    return rd__set_err(err, RD_E_OP, "op is %d; it must be an enum rd_op value "
                    "(1 ReduceL2 .. %d ArgMin)", p->op, RD_OP_COUNT);
   opname = oi->name;
   if (!rd__op_implemented(p->op))
-    return set_err(err, RD_E_OP, "%s is not implemented yet", opname);
+    return rd__set_err(err, RD_E_OP, "%s is not implemented yet", opname);
   if ((version = rd_op_version(p->op, p->opset)) < 0)
-    return set_err(err, RD_E_OPSET, "opset is %" PRId64 "; it must be >= 1",
+    return rd__set_err(err, RD_E_OPSET, "opset is %" PRId64 "; it must be >= 1",
                    p->opset);
   if (!rd_dtype_name(p->dtype))
-    return set_err(err, RD_E_DTYPE, "dtype %d is not supported", p->dtype);
+    return rd__set_err(err, RD_E_DTYPE, "dtype %d is not supported", p->dtype);
   if (!rd_dtype_in_version(p->op, p->dtype, version)) {
     dtype_list(p->op, version, list, sizeof list);
-    return set_err(err, RD_E_DTYPE_VERSION, "dtype %s is not allowed by %s "
+    return rd__set_err(err, RD_E_DTYPE_VERSION, "dtype %s is not allowed by %s "
                    "version %d (opset %" PRId64 "); its dtypes: %s",
                    rd_dtype_name(p->dtype), opname, version, p->opset, list);
   }
@@ -405,10 +391,10 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
     return rc;
   noop = !oi->is_arg && p->noop_with_empty_axes == 1 && p->naxes == 0;
   if (p->keepdims != 0 && p->keepdims != 1)
-    return set_err(err, RD_E_KEEPDIMS, "keepdims is %" PRId64
+    return rd__set_err(err, RD_E_KEEPDIMS, "keepdims is %" PRId64
                    "; it must be 0 or 1", p->keepdims);
   if (!rd_overflow_name(p->overflow))
-    return set_err(err, RD_E_POLICY, "overflow policy is %d; it must be "
+    return rd__set_err(err, RD_E_POLICY, "overflow policy is %d; it must be "
                    "error (0), saturate (1) or wrap (2)", p->overflow);
   if ((rc = check_dims(p->rank, p->shape, err)) != 0)
     return rc;
@@ -424,7 +410,7 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   for (size_t i = 0; i < p->rank; i++)
     pl.in_shape[i] = p->shape[i];
   if (count_checked(pl.in_rank, pl.in_shape, pl.elem_size, &pl.in_count))
-    return set_err(err, RD_E_TOO_LARGE, "the input has more than %" PRId64
+    return rd__set_err(err, RD_E_TOO_LARGE, "the input has more than %" PRId64
                    " bytes (%zu bytes per element)", INT64_MAX, pl.elem_size);
   pl.in_bytes = pl.in_count * pl.elem_size;
 
@@ -451,19 +437,19 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   /* A reduced empty dim can make the output larger than the input. */
   if (count_checked(pl.out_rank, pl.out_shape, pl.out_elem_size,
                     &pl.out_count))
-    return set_err(err, RD_E_TOO_LARGE, "the output has more than %" PRId64
+    return rd__set_err(err, RD_E_TOO_LARGE, "the output has more than %" PRId64
                    " bytes (%zu bytes per element)", INT64_MAX,
                    pl.out_elem_size);
   pl.out_bytes = pl.out_count * pl.out_elem_size;
   pl.priv.kernel = rd__op_kernel_id(pl.op, pl.dtype, pl.select_last_index);
   if (pl.priv.kernel < 0 || !kernel_of(pl.priv.kernel))
-    return set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
+    return rd__set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
                    rd_dtype_name(pl.dtype)); /* not reached: table gap */
   /* Accumulators must be addressable too (checked again at allocation). */
   if (__builtin_mul_overflow(pl.out_count,
                              (uint64_t)kernel_of(pl.priv.kernel)->acc_size,
                              &acc_bytes) || acc_bytes > (uint64_t)INT64_MAX)
-    return set_err(err, RD_E_TOO_LARGE, "the output's %" PRIu64 " elements "
+    return rd__set_err(err, RD_E_TOO_LARGE, "the output's %" PRIu64 " elements "
                    "need more accumulator memory than int64 can count",
                    pl.out_count);
   canonicalise(&pl, red);
@@ -803,7 +789,7 @@ static int bool_scan(const unsigned char *x, uint64_t n, uint64_t *at)
 
 static int bad_bool(struct rd_error *err, uint64_t e, unsigned v)
 {
-  return set_err(err, RD_E_ELEMENT, "input element %" PRIu64 " (flat "
+  return rd__set_err(err, RD_E_ELEMENT, "input element %" PRIu64 " (flat "
                  "row-major index) is %u; a bool element must be 0 or 1", e,
                  v);
 }
@@ -914,13 +900,13 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
 {
   clear_err(err);
   if (!ex)
-    return set_err(err, RD_E_INVALID, "execution is NULL");
+    return rd__set_err(err, RD_E_INVALID, "execution is NULL");
   for (size_t p = 0; p < ex->plan.nparts; p++)
     if (!ex->done[p])
-      return set_err(err, RD_E_INVALID, "part %zu of %zu has not run", p,
+      return rd__set_err(err, RD_E_INVALID, "part %zu of %zu has not run", p,
                      ex->plan.nparts);
   if (ex->plan.out_count > 0 && !out)
-    return set_err(err, RD_E_INVALID, "output buffer is NULL");
+    return rd__set_err(err, RD_E_INVALID, "output buffer is NULL");
   for (size_t p = 0; p < ex->plan.nparts; p++)
     if (ex->bad[p] != UINT64_MAX) /* parts are in flat order */
       return bad_bool(err, ex->bad[p], ex->badval[p]);
@@ -1044,9 +1030,9 @@ int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
   uint64_t whole;
   clear_err(err);
   if (!s || (len > 0 && !bytes))
-    return set_err(err, RD_E_INVALID, "stream or bytes is NULL");
+    return rd__set_err(err, RD_E_INVALID, "stream or bytes is NULL");
   if (len > s->plan.in_bytes - s->consumed)
-    return set_err(err, RD_E_STREAM, "%zu more bytes after %" PRIu64
+    return rd__set_err(err, RD_E_STREAM, "%zu more bytes after %" PRIu64
                    " exceed the input size of %" PRIu64 " bytes", len,
                    s->consumed, s->plan.in_bytes);
   if (len == 0)
@@ -1085,12 +1071,12 @@ int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
 {
   clear_err(err);
   if (!s)
-    return set_err(err, RD_E_INVALID, "stream is NULL");
+    return rd__set_err(err, RD_E_INVALID, "stream is NULL");
   if (s->consumed != s->plan.in_bytes)
-    return set_err(err, RD_E_STREAM, "got %" PRIu64 " input bytes; the shape "
+    return rd__set_err(err, RD_E_STREAM, "got %" PRIu64 " input bytes; the shape "
                    "needs %" PRIu64, s->consumed, s->plan.in_bytes);
   if (s->plan.out_count > 0 && !out)
-    return set_err(err, RD_E_INVALID, "output buffer is NULL");
+    return rd__set_err(err, RD_E_INVALID, "output buffer is NULL");
   if (s->bad != UINT64_MAX)
     return bad_bool(err, s->bad, s->badval);
   return write_outputs(&s->plan, &s->g, s->total, 0, out, err);
@@ -1120,14 +1106,14 @@ int rd_execute(const struct rd_plan *plan, const void *in, void *out,
   int rc;
   clear_err(err);
   if (!plan)
-    return set_err(err, RD_E_INVALID, "plan is NULL");
+    return rd__set_err(err, RD_E_INVALID, "plan is NULL");
   if (plan->in_bytes > SIZE_MAX)
-    return set_err(err, RD_E_NOMEM, "the input of %" PRIu64 " bytes cannot be "
+    return rd__set_err(err, RD_E_NOMEM, "the input of %" PRIu64 " bytes cannot be "
                    "addressed", plan->in_bytes);
   if (plan->in_bytes > 0 && !in)
-    return set_err(err, RD_E_INVALID, "input buffer is NULL");
+    return rd__set_err(err, RD_E_INVALID, "input buffer is NULL");
   if ((rc = stream_create(plan, out, &s)) != 0)
-    return set_err(err, rc, "no memory for %" PRIu64 " accumulators",
+    return rd__set_err(err, rc, "no memory for %" PRIu64 " accumulators",
                    plan->out_count);
   rc = rd_stream_feed(s, in, (size_t)plan->in_bytes, err);
   if (rc == 0)
