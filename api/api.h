@@ -17,6 +17,7 @@
 #include "reduce.h"
 #include "buf.h"
 
+/* clang-format off: the table is aligned by hand. */
 /* X(symbol, value, wire name, HTTP status) */
 #define API_ERROR_MAP(X)                                                \
   X(API_E_BAD_JSON,        -100, "BAD_JSON",               400)         \
@@ -45,6 +46,7 @@ enum api_errcode {
 #undef API__ENUM
   API_E__LAST = -123
 };
+/* clang-format on */
 
 /* Wire name for a library or API code ("AXIS_OUT_OF_RANGE"); "OK" for 0;
  * "INTERNAL" for anything unknown. */

@@ -63,6 +63,7 @@ extern "C" {
 /* Errors                                                             */
 /* ------------------------------------------------------------------ */
 
+/* clang-format off: the table is aligned by hand. */
 /* X(symbol, value, wire name, generic description) */
 #define RD_ERROR_MAP(X)                                                        \
   X(RD_E_INVALID,         -1, "INVALID_ARGUMENT",      "invalid argument")     \
@@ -104,6 +105,7 @@ enum rd_errcode {
 #undef RD__ENUM
   RD_E__LAST = -23
 };
+/* clang-format on */
 
 #define RD_ERRMSG_MAX 256
 
