@@ -268,6 +268,16 @@ list_names(const char *(*name_of)(int), int hi, char *out, size_t size)
   }
 }
 
+/* The element types the API converts so far: libreduce's original eight
+ * (int8, uint8, int16, uint16 and bool are wired up separately). */
+static const char *
+api_dtype_name(int dtype)
+{
+  size_t sz = rd_dtype_size(dtype);
+  return sz >= 4 || dtype == RD_FLOAT16 || dtype == RD_BFLOAT16
+         ? rd_dtype_name(dtype) : NULL;
+}
+
 /* One decoded parameter into `req`. */
 static int
 q_apply(enum qparam which, const char *v, struct api_request *req,
@@ -282,9 +292,11 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
 
   switch (which) {
   case QP_OP:
-    if (rd_op_parse(v, &op) != 0) {
+    /* Operators served so far: ReduceL2 and ReduceSumSquare (libreduce
+     * plans more; they are wired up separately). */
+    if (rd_op_parse(v, &op) != 0 || op > RD_OP_SUM_SQUARE) {
       show(v, shown);
-      list_names(rd_op_name, 15, names, sizeof names);
+      list_names(rd_op_name, RD_OP_SUM_SQUARE, names, sizeof names);
       return api_fail(err, RD_E_OP, "query parameter op = \"%s\": unknown "
                       "op; valid ops: %s", shown, names);
     }
@@ -316,9 +328,9 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
     p->overflow = pol;
     return 0;
   case QP_DTYPE:
-    if (rd_dtype_parse(v, &dt) != 0) {
+    if (rd_dtype_parse(v, &dt) != 0 || api_dtype_name(dt) == NULL) {
       show(v, shown);
-      list_names(rd_dtype_name, 63, names, sizeof names);
+      list_names(api_dtype_name, 63, names, sizeof names);
       return api_fail(err, RD_E_DTYPE, "query parameter dtype = \"%s\": "
                       "unsupported dtype; supported: %s (also \"float\", "
                       "\"double\")", shown, names);

@@ -41,6 +41,7 @@ api_http_status(int code)
   }
   switch (code) {
   case RD_E_OVERFLOW:
+  case RD_E_UNDEFINED:
     return 422;
   case RD_E_TOO_LARGE:
     return 413;

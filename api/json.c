@@ -20,6 +20,9 @@
 /* ONNX opset 18 moved `axes` from an attribute to an input and added
  * noop_with_empty_axes. */
 #define AXES_INPUT_VERSION 18
+/* Operators served over the API so far: 1 .. API_LAST_OP of enum rd_op
+ * (libreduce plans more; they are wired up separately). */
+#define API_LAST_OP RD_OP_SUM_SQUARE
 
 /* Bytes of a user string quoted in a message, and the quoted form's room. */
 #define SHOW_CUT 96
@@ -177,6 +180,16 @@ list_names(const char *(*name_of)(int), int lo, int hi, char *out,
   }
 }
 
+/* The element types the API converts so far: libreduce's original eight
+ * (int8, uint8, int16, uint16 and bool are wired up separately). */
+static const char *
+api_dtype_name(int dtype)
+{
+  size_t sz = rd_dtype_size(dtype);
+  return sz >= 4 || dtype == RD_FLOAT16 || dtype == RD_BFLOAT16
+         ? rd_dtype_name(dtype) : NULL;
+}
+
 static int
 decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
 {
@@ -189,9 +202,9 @@ decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
     return api_fail(err, API_E_MISSING_FIELD, "missing required field \"op\"");
   if ((rc = expect_string(v, "op", err)) != 0)
     return rc;
-  if (rd_op_parse(json_string_value(v), &op) != 0) {
+  if (rd_op_parse(json_string_value(v), &op) != 0 || op > API_LAST_OP) {
     escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
-    list_names(rd_op_name, 0, 15, names, sizeof names);
+    list_names(rd_op_name, 0, API_LAST_OP, names, sizeof names);
     return api_fail(err, RD_E_OP, "unknown op \"%s\"; valid ops: %s", esc,
                     names);
   }
@@ -293,9 +306,10 @@ decode_dtype(const json_t *input, struct rd_params *p, struct rd_error *err)
                     "missing required field \"input.dtype\"");
   if ((rc = expect_string(v, "input.dtype", err)) != 0)
     return rc;
-  if (rd_dtype_parse(json_string_value(v), &dt) != 0) {
+  if (rd_dtype_parse(json_string_value(v), &dt) != 0 ||
+      api_dtype_name(dt) == NULL) {
     escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
-    list_names(rd_dtype_name, 0, 63, names, sizeof names);
+    list_names(api_dtype_name, 0, 63, names, sizeof names);
     return api_fail(err, RD_E_DTYPE,
                     "unsupported dtype \"%s\"; supported: %s (also \"float\", "
                     "\"double\")", esc, names);
@@ -784,26 +798,26 @@ finish_object(json_t *o, int failed)
 
 /* One element of "versions". */
 static json_t *
-version_json(int vi)
+version_json(const struct rd_op_info *oi, size_t vi)
 {
-  int v = rd_versions[vi], d, failed = 0;
+  int v = oi->versions[vi], d, failed = 0;
   json_t *o = json_object(), *dtypes = json_array(), *opsets = json_array();
 
   for (d = 0; d < 64; d++)
-    if (rd_dtype_name(d) != NULL && rd_dtype_in_version(d, v))
+    if (rd_dtype_name(d) != NULL && rd_dtype_in_version(oi->op, d, v))
       failed |= json_array_append_new(dtypes, json_string(rd_dtype_name(d)));
   failed |= json_array_append_new(opsets, json_integer(v));
   /* The newest version is open-ended: every later opset maps to it. */
-  failed |= json_array_append_new(opsets, vi + 1 < RD_NVERSIONS
-                                  ? json_integer(rd_versions[vi + 1] - 1)
+  failed |= json_array_append_new(opsets, vi + 1 < oi->nversions
+                                  ? json_integer(oi->versions[vi + 1] - 1)
                                   : json_null());
   failed |= json_object_set_new(o, "version", json_integer(v));
   failed |= json_object_set_new(o, "opsets", opsets);
   failed |= json_object_set_new(o, "axes", json_string(
-                                  v >= AXES_INPUT_VERSION ? "input"
-                                                          : "attribute"));
+                                  v >= oi->axes_input_version ? "input"
+                                                              : "attribute"));
   failed |= json_object_set_new(o, "noop_with_empty_axes",
-                                json_boolean(v >= AXES_INPUT_VERSION));
+                                json_boolean(v >= oi->axes_input_version));
   failed |= json_object_set_new(o, "dtypes", dtypes);
   return finish_object(o, failed);
 }
@@ -812,15 +826,15 @@ int
 api_json_encode_ops(struct api_buf *b)
 {
   json_t *root = json_object(), *ops = json_array(), *op_o, *versions;
-  int op, vi, failed = 0;
+  int op, failed = 0;
+  size_t vi;
 
-  for (op = 0; op < 16; op++) {
-    if (rd_op_name(op) == NULL)
-      continue;
+  for (op = 1; op <= API_LAST_OP; op++) {
+    const struct rd_op_info *oi = rd_op_info(op);
     op_o = json_object();
     versions = json_array();
-    for (vi = 0; vi < RD_NVERSIONS; vi++)
-      failed |= json_array_append_new(versions, version_json(vi));
+    for (vi = 0; vi < oi->nversions; vi++)
+      failed |= json_array_append_new(versions, version_json(oi, vi));
     failed |= json_object_set_new(op_o, "op", json_string(rd_op_name(op)));
     failed |= json_object_set_new(op_o, "versions", versions);
     failed |= json_array_append_new(ops, op_o);

@@ -15,6 +15,9 @@
 
 /* ONNX opset 18 moved `axes` from an attribute to an input. */
 #define AXES_INPUT_VERSION 18
+/* Operators served over the API so far: 1 .. API_LAST_OP of enum rd_op
+ * (libreduce plans more; they are wired up separately). */
+#define API_LAST_OP RD_OP_SUM_SQUARE
 /* Bytes of a user string quoted in a message. */
 #define SHOW_CUT 64
 
@@ -88,14 +91,15 @@ show(const char *s, char *out, size_t size)
 
 /* "1, 11, 13, 18" */
 static void
-list_versions(char *out, size_t size)
+list_versions(int op, char *out, size_t size)
 {
+  const struct rd_op_info *oi = rd_op_info(op);
   size_t n = 0;
 
   out[0] = '\0';
-  for (int i = 0; i < RD_NVERSIONS && n < size; i++)
+  for (size_t i = 0; oi && i < oi->nversions && n < size; i++)
     n += (size_t)snprintf(out + n, size - n, "%s%d", i ? ", " : "",
-                          rd_versions[i]);
+                          oi->versions[i]);
 }
 
 /* ================================================================== */
@@ -171,7 +175,8 @@ api_v2_route_parse(const char *path, struct api_v2_route *rt,
     memcpy(opname, name, name_len);
     opname[name_len] = '\0';
   }
-  if (name_len >= sizeof opname || rd_op_parse(opname, &op) != 0) {
+  if (name_len >= sizeof opname || rd_op_parse(opname, &op) != 0 ||
+      op > API_LAST_OP) {
     char nm[SHOW_CUT + 8], cut[SHOW_CUT + 1];
     size_t c = name_len < SHOW_CUT ? name_len : SHOW_CUT;
     memcpy(cut, name, c);
@@ -189,14 +194,15 @@ api_v2_route_parse(const char *path, struct api_v2_route *rt,
     memcpy(vtext, vs, c);
     vtext[c] = '\0';
     show(vtext, vshown, sizeof vshown);
-    list_versions(vlist, sizeof vlist);
+    list_versions(op, vlist, sizeof vlist);
     if (parse_version(vs, vs_len, &v) != 0)
       return api_fail(err, API_E_INVALID_FIELD, "model version \"%s\" is not "
                       "a version number; versions of %s: %s", vshown,
                       rd_op_name(op), vlist);
-    for (i = 0; i < RD_NVERSIONS && rd_versions[i] != v; i++)
+    for (i = 0; (size_t)i < rd_op_info(op)->nversions &&
+                rd_op_info(op)->versions[i] != v; i++)
       ;
-    if (i == RD_NVERSIONS)
+    if ((size_t)i == rd_op_info(op)->nversions)
       return api_fail(err, API_E_NOT_FOUND, "model %s has no version %d; "
                       "versions: %s", rd_op_name(op), v, vlist);
     rt->version = v;
@@ -958,14 +964,14 @@ api_v2_encode_server_meta(const char *version, struct api_buf *b)
 /* {"name":..,"datatype":..,"shape":[-1]} plus the datatypes of `version`
  * (any rank: the protocol has no way to say it, -1 is the closest). */
 static json_t *
-tensor_meta(const char *name, int version, int axes)
+tensor_meta(int op, const char *name, int version, int axes)
 {
   json_t *o, *dts = json_array();
   int failed = 0;
 
   for (size_t i = 0; i < NDATATYPES && dts != NULL; i++)
     if (axes ? datatypes[i].dtype == RD_INT64
-             : rd_dtype_in_version(datatypes[i].dtype, version))
+             : rd_dtype_in_version(op, datatypes[i].dtype, version))
       failed |= json_array_append_new(dts, json_string(datatypes[i].name));
   o = json_pack("{s:s,s:s,s:[i],s:o}", "name", name, "datatype",
                 axes ? "INT64" : "FP32", "shape", -1, "datatypes", dts);
@@ -985,13 +991,17 @@ api_v2_encode_model_meta(int op, int version, struct api_buf *b)
   json_t *root, *versions = json_array(), *inputs = json_array();
   char num[16];
 
-  for (int i = 0; i < RD_NVERSIONS; i++) {
-    snprintf(num, sizeof num, "%d", rd_versions[i]);
+  const struct rd_op_info *oi = rd_op_info(op);
+
+  if (oi == NULL)
+    return RD_E_INVALID;
+  for (size_t i = 0; i < oi->nversions; i++) {
+    snprintf(num, sizeof num, "%d", oi->versions[i]);
     failed |= json_array_append_new(versions, json_string(num));
   }
-  failed |= json_array_append_new(inputs, tensor_meta("data", v, 0));
+  failed |= json_array_append_new(inputs, tensor_meta(op, "data", v, 0));
   if (v >= AXES_INPUT_VERSION)
-    failed |= json_array_append_new(inputs, tensor_meta("axes", v, 1));
+    failed |= json_array_append_new(inputs, tensor_meta(op, "axes", v, 1));
   if (failed || rd_op_name(op) == NULL) {
     json_decref(versions);
     json_decref(inputs);
@@ -1000,7 +1010,7 @@ api_v2_encode_model_meta(int op, int version, struct api_buf *b)
   root = json_pack("{s:s,s:o,s:s,s:o,s:[o]}", "name", rd_op_name(op),
                    "versions", versions, "platform", "onnx_reduce",
                    "inputs", inputs, "outputs",
-                   tensor_meta("reduced", v, 0));
+                   tensor_meta(op, "reduced", v, 0));
   return api__append_json(b, root);
 }
 

@@ -19,7 +19,7 @@
 
 /* Route slots: the registered patterns, then "none". */
 #define NROUTE (METRICS_MAX_ROUTES + 1)
-#define NOP 3        /* ReduceL2, ReduceSumSquare, none */
+#define NOP (RD_OP_COUNT + 1) /* the operators in enum order, then none */
 #define NFMT 5       /* json, raw, npy, binary, none */
 #define MAX_BUCKETS 20
 
@@ -33,9 +33,13 @@ static const int statuses[] = {
 #define STATUS_NONE (NSTATUS_NUM + 1)
 #define NSTATUS (NSTATUS_NUM + 2)
 
-static const char *const op_labels[NOP] = {
-  "ReduceL2", "ReduceSumSquare", "none"
-};
+/* Labels from rd_op_name(slot + 1); the last slot is "none". */
+static const char *
+op_label(unsigned slot)
+{
+  const char *n = slot < RD_OP_COUNT ? rd_op_name((int)slot + 1) : NULL;
+  return n != NULL ? n : "none";
+}
 static const char *const fmt_labels[NFMT] = {
   "json", "raw", "npy", "binary", "none"
 };
@@ -138,7 +142,7 @@ route_slot(const struct metrics *m, unsigned route)
 static unsigned
 op_slot(int op)
 {
-  return op == RD_OP_L2 ? 0 : op == RD_OP_SUM_SQUARE ? 1 : 2;
+  return op >= 1 && op <= RD_OP_COUNT ? (unsigned)op - 1 : RD_OP_COUNT;
 }
 
 static unsigned
@@ -323,7 +327,7 @@ render_requests(const struct metrics *m, struct out *o)
             continue;
           outf(o, "reduced_requests_total{route=\"");
           out_label(o, route_label(m, (unsigned)r));
-          outf(o, "\",op=\"%s\",format=\"%s\",status=\"", op_labels[op],
+          outf(o, "\",op=\"%s\",format=\"%s\",status=\"", op_label(op),
                fmt_labels[f]);
           if (s < NSTATUS_NUM)
             outf(o, "%d", statuses[s]);

@@ -1,7 +1,7 @@
 # lib/ - libreduce: the reduction library (pure computation).
 noinst_LIBRARIES += lib/libreduce.a
 lib_libreduce_a_SOURCES = \
-	lib/reduce.h lib/reduce.c \
+	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h \
 	lib/f16.h lib/f16.c \
 	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c
 # Kahan steps must round the product before subtracting, on every compiler
@@ -13,9 +13,9 @@ UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
 
 # The conversion tests compile the module itself, so they build on their own.
 check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels
+	tests/unit/test_kernels tests/unit/test_golden
 TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels
+	tests/unit/test_kernels tests/unit/test_golden
 tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
 tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_f16_LDADD = $(CMOCKA_LIBS) -lm
@@ -28,3 +28,6 @@ tests_unit_test_random_LDADD = $(UNIT_LIBS) $(PTHREAD_LIBS)
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c
 tests_unit_test_kernels_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_kernels_LDADD = $(UNIT_LIBS)
+tests_unit_test_golden_SOURCES = tests/unit/test_golden.c
+tests_unit_test_golden_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_golden_LDADD = $(UNIT_LIBS)

@@ -39,6 +39,7 @@
 
 #include "f16.h"
 #include "kernels.h"
+#include "ops.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -98,97 +99,6 @@ const char *rd_errname(int code)
 #undef RD__NAME
   default: return NULL;
   }
-}
-
-static const struct {
-  int dtype;
-  const char *name;
-  size_t size;
-} dtypes[] = {
-  {RD_FLOAT32, "float32", 4}, {RD_FLOAT64, "float64", 8},
-  {RD_FLOAT16, "float16", 2}, {RD_BFLOAT16, "bfloat16", 2},
-  {RD_INT32, "int32", 4},     {RD_INT64, "int64", 8},
-  {RD_UINT32, "uint32", 4},   {RD_UINT64, "uint64", 8},
-};
-#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
-
-const char *rd_dtype_name(int dtype)
-{
-  for (size_t i = 0; i < NDTYPES; i++)
-    if (dtypes[i].dtype == dtype)
-      return dtypes[i].name;
-  return NULL;
-}
-
-size_t rd_dtype_size(int dtype)
-{
-  for (size_t i = 0; i < NDTYPES; i++)
-    if (dtypes[i].dtype == dtype)
-      return dtypes[i].size;
-  return 0;
-}
-
-int rd_dtype_parse(const char *name, enum rd_dtype *out)
-{
-  if (!name)
-    return RD_E_DTYPE;
-  for (size_t i = 0; i < NDTYPES; i++)
-    if (strcmp(name, dtypes[i].name) == 0) {
-      *out = (enum rd_dtype)dtypes[i].dtype;
-      return 0;
-    }
-  if (strcmp(name, "float") == 0) {
-    *out = RD_FLOAT32;
-    return 0;
-  }
-  if (strcmp(name, "double") == 0) {
-    *out = RD_FLOAT64;
-    return 0;
-  }
-  return RD_E_DTYPE;
-}
-
-const char *rd_op_name(int op)
-{
-  switch (op) {
-  case RD_OP_L2: return "ReduceL2";
-  case RD_OP_SUM_SQUARE: return "ReduceSumSquare";
-  default: return NULL;
-  }
-}
-
-int rd_op_parse(const char *name, enum rd_op *out)
-{
-  if (name && strcmp(name, "ReduceL2") == 0) {
-    *out = RD_OP_L2;
-    return 0;
-  }
-  if (name && strcmp(name, "ReduceSumSquare") == 0) {
-    *out = RD_OP_SUM_SQUARE;
-    return 0;
-  }
-  return RD_E_OP;
-}
-
-const int rd_versions[RD_NVERSIONS] = {1, 11, 13, 18};
-
-int rd_op_version(int64_t opset)
-{
-  if (opset < 1)
-    return RD_E_OPSET;
-  for (int i = RD_NVERSIONS - 1; i >= 0; i--)
-    if (opset >= rd_versions[i])
-      return rd_versions[i];
-  return RD_E_OPSET; /* not reached: rd_versions[0] == 1 */
-}
-
-int rd_dtype_in_version(int dtype, int version)
-{
-  if (!rd_dtype_name(dtype))
-    return 0;
-  if (version != 1 && version != 11 && version != 13 && version != 18)
-    return 0;
-  return dtype != RD_BFLOAT16 || version >= 13;
 }
 
 static const char *const overflow_names[] = {"error", "saturate", "wrap"};
@@ -276,6 +186,8 @@ void rd_params_init(struct rd_params *p)
   p->opset = 18;
   p->keepdims = 1;
   p->noop_with_empty_axes = RD_UNSET;
+  p->axis = RD_UNSET;
+  p->select_last_index = RD_UNSET;
   p->overflow = RD_OVERFLOW_ERROR;
 }
 
@@ -369,44 +281,120 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
   pl->nparts = (size_t)((g0 + pl->priv.part_len - 1) / pl->priv.part_len);
 }
 
+/* "float32, float64, ..." : the dtypes of version `v` of `op`. */
+static void dtype_list(int op, int v, char *buf, size_t len)
+{
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < RD_NDTYPES; i++)
+    if (rd_dtype_in_version(op, rd_dtypes[i], v)) {
+      int w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+                       rd_dtype_name(rd_dtypes[i]));
+      if (w < 0 || (size_t)w >= len - n)
+        break;
+      n += (size_t)w;
+    }
+}
+
+/* The attributes that only some operators take. */
+static int check_op_attrs(const struct rd_op_info *oi, const struct rd_params *p,
+                          int version, struct rd_error *err)
+{
+  if (!oi->is_arg) {
+    if (p->axis != RD_UNSET)
+      return set_err(err, RD_E_ATTRIBUTE, "axis is %" PRId64 " but %s takes "
+                     "no axis attribute (only ArgMax and ArgMin do; use axes)",
+                     p->axis, oi->name);
+    if (p->select_last_index != RD_UNSET)
+      return set_err(err, RD_E_ATTRIBUTE, "select_last_index is %" PRId64
+                     " but %s takes no such attribute (only ArgMax and "
+                     "ArgMin do)", p->select_last_index, oi->name);
+    if (p->noop_with_empty_axes != RD_UNSET) {
+      if (version < oi->axes_input_version)
+        return set_err(err, RD_E_NOOP_VERSION, "noop_with_empty_axes is "
+                       "given but %s version %d (opset %" PRId64 ") has no "
+                       "such attribute; it needs version %d", oi->name,
+                       version, p->opset, oi->axes_input_version);
+      if (p->noop_with_empty_axes != 0 && p->noop_with_empty_axes != 1)
+        return set_err(err, RD_E_NOOP, "noop_with_empty_axes is %" PRId64
+                       "; it must be 0 or 1", p->noop_with_empty_axes);
+    }
+    return 0;
+  }
+  if (p->naxes > 0)
+    return set_err(err, RD_E_ATTRIBUTE, "axes has %zu entries but %s takes "
+                   "no axes; it reduces one axis, given by axis", p->naxes,
+                   oi->name);
+  if (p->noop_with_empty_axes != RD_UNSET)
+    return set_err(err, RD_E_ATTRIBUTE, "noop_with_empty_axes is %" PRId64
+                   " but %s takes no such attribute", p->noop_with_empty_axes,
+                   oi->name);
+  if (p->select_last_index != RD_UNSET) {
+    if (version < oi->select_last_version)
+      return set_err(err, RD_E_SELECT_LAST_VERSION, "select_last_index is "
+                     "given but %s version %d (opset %" PRId64 ") has no "
+                     "such attribute; it needs version %d", oi->name, version,
+                     p->opset, oi->select_last_version);
+    if (p->select_last_index != 0 && p->select_last_index != 1)
+      return set_err(err, RD_E_SELECT_LAST, "select_last_index is %" PRId64
+                     "; it must be 0 or 1", p->select_last_index);
+  }
+  return 0;
+}
+
+/* ArgMax/ArgMin: the one reduced axis, normalised, into red[]. */
+static int check_axis(const struct rd_params *p, int64_t *axis,
+                      unsigned char *red, struct rd_error *err)
+{
+  int64_t r = (int64_t)p->rank, a = p->axis == RD_UNSET ? 0 : p->axis;
+  if (r == 0)
+    return set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range "
+                   "for an input of rank 0 (a scalar has no axis to reduce)",
+                   a);
+  if (a < -r || a > r - 1)
+    return set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range [%"
+                   PRId64 ", %" PRId64 "] for an input of rank %" PRId64, a,
+                   -r, r - 1, r);
+  *axis = a < 0 ? a + r : a;
+  red[*axis] = 1;
+  return 0;
+}
+
 int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
                  struct rd_error *err)
 {
   struct rd_plan pl;
   unsigned char red[RD_MAX_RANK] = {0};
+  const struct rd_op_info *oi;
   const char *opname;
   int version, rc, noop = 0;
   uint64_t acc_bytes;
+  char list[160];
 
   clear_err(err);
   memset(&pl, 0, sizeof pl);
   if (!plan || !p)
     return set_err(err, RD_E_INVALID, "plan or params is NULL");
-  if (!(opname = rd_op_name(p->op)))
-    return set_err(err, RD_E_OP, "op is %d; it must be ReduceL2 (%d) or "
-                   "ReduceSumSquare (%d)", p->op, RD_OP_L2, RD_OP_SUM_SQUARE);
-  if ((version = rd_op_version(p->opset)) < 0)
+  if (!(oi = rd_op_info(p->op)))
+    return set_err(err, RD_E_OP, "op is %d; it must be an enum rd_op value "
+                   "(1 ReduceL2 .. %d ArgMin)", p->op, RD_OP_COUNT);
+  opname = oi->name;
+  if (!rd__op_implemented(p->op))
+    return set_err(err, RD_E_OP, "%s is not implemented yet", opname);
+  if ((version = rd_op_version(p->op, p->opset)) < 0)
     return set_err(err, RD_E_OPSET, "opset is %" PRId64 "; it must be >= 1",
                    p->opset);
   if (!rd_dtype_name(p->dtype))
-    return set_err(err, RD_E_DTYPE, "dtype %d is not supported by %s "
-                   "(float32, float64, float16, bfloat16, int32, int64, "
-                   "uint32, uint64)", p->dtype, opname);
-  if (!rd_dtype_in_version(p->dtype, version))
-    return set_err(err, RD_E_DTYPE_VERSION, "dtype %s needs %s version 13 "
-                   "or later; opset %" PRId64 " selects version %d",
-                   rd_dtype_name(p->dtype), opname, p->opset, version);
-  if (p->noop_with_empty_axes != RD_UNSET) {
-    if (version < 18)
-      return set_err(err, RD_E_NOOP_VERSION, "noop_with_empty_axes is given "
-                     "but %s version %d (opset %" PRId64 ") has no such "
-                     "attribute; it needs version 18", opname, version,
-                     p->opset);
-    if (p->noop_with_empty_axes != 0 && p->noop_with_empty_axes != 1)
-      return set_err(err, RD_E_NOOP, "noop_with_empty_axes is %" PRId64
-                     "; it must be 0 or 1", p->noop_with_empty_axes);
-    noop = p->noop_with_empty_axes == 1 && p->naxes == 0;
+    return set_err(err, RD_E_DTYPE, "dtype %d is not supported", p->dtype);
+  if (!rd_dtype_in_version(p->op, p->dtype, version)) {
+    dtype_list(p->op, version, list, sizeof list);
+    return set_err(err, RD_E_DTYPE_VERSION, "dtype %s is not allowed by %s "
+                   "version %d (opset %" PRId64 "); its dtypes: %s",
+                   rd_dtype_name(p->dtype), opname, version, p->opset, list);
   }
+  if ((rc = check_op_attrs(oi, p, version, err)) != 0)
+    return rc;
+  noop = !oi->is_arg && p->noop_with_empty_axes == 1 && p->naxes == 0;
   if (p->keepdims != 0 && p->keepdims != 1)
     return set_err(err, RD_E_KEEPDIMS, "keepdims is %" PRId64
                    "; it must be 0 or 1", p->keepdims);
@@ -419,8 +407,10 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   pl.op = p->op;
   pl.version = version;
   pl.dtype = p->dtype;
+  pl.out_dtype = rd_op_out_dtype(p->op, p->dtype);
   pl.overflow = p->overflow;
   pl.elem_size = rd_dtype_size(p->dtype);
+  pl.out_elem_size = rd_dtype_size(pl.out_dtype);
   pl.in_rank = p->rank;
   for (size_t i = 0; i < p->rank; i++)
     pl.in_shape[i] = p->shape[i];
@@ -429,11 +419,16 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
                    " bytes (%zu bytes per element)", INT64_MAX, pl.elem_size);
   pl.in_bytes = pl.in_count * pl.elem_size;
 
-  if ((rc = check_axes(p, red, err)) != 0)
+  if (oi->is_arg) {
+    if ((rc = check_axis(p, &pl.axis, red, err)) != 0)
+      return rc;
+    pl.select_last_index = p->select_last_index == 1;
+  } else if ((rc = check_axes(p, red, err)) != 0) {
     return rc;
+  }
   if (noop) {
     pl.noop = 1;
-  } else if (p->naxes == 0) {
+  } else if (p->naxes == 0 && !oi->is_arg) {
     memset(red, 1, sizeof red);
   }
   for (size_t i = 0; i < pl.in_rank; i++) {
@@ -445,10 +440,12 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   if (pl.noop)
     memset(red, 0, sizeof red);
   /* A reduced empty dim can make the output larger than the input. */
-  if (count_checked(pl.out_rank, pl.out_shape, pl.elem_size, &pl.out_count))
+  if (count_checked(pl.out_rank, pl.out_shape, pl.out_elem_size,
+                    &pl.out_count))
     return set_err(err, RD_E_TOO_LARGE, "the output has more than %" PRId64
-                   " bytes (%zu bytes per element)", INT64_MAX, pl.elem_size);
-  pl.out_bytes = pl.out_count * pl.elem_size;
+                   " bytes (%zu bytes per element)", INT64_MAX,
+                   pl.out_elem_size);
+  pl.out_bytes = pl.out_count * pl.out_elem_size;
   pl.priv.kernel = rd__kernel_id(pl.dtype);
   /* Accumulators must be addressable too (checked again at allocation). */
   if (__builtin_mul_overflow(pl.out_count,

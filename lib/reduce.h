@@ -67,20 +67,29 @@ extern "C" {
   X(RD_E_NOOP,           -12, "INVALID_NOOP_WITH_EMPTY_AXES",                  \
     "noop_with_empty_axes must be 0 or 1")                                     \
   X(RD_E_NOOP_VERSION,   -13, "NOOP_NOT_IN_VERSION",                           \
-    "noop_with_empty_axes needs operator version 18")                          \
+    "noop_with_empty_axes needs the operator's axes-input version")            \
   X(RD_E_POLICY,         -14, "INVALID_OVERFLOW_POLICY", "invalid overflow policy") \
   X(RD_E_OVERFLOW,       -15, "INTEGER_OVERFLOW",                              \
     "integer result does not fit the output type")                             \
   X(RD_E_NOMEM,          -16, "OUT_OF_MEMORY",         "out of memory")        \
   X(RD_E_STREAM,         -17, "INPUT_LENGTH",                                  \
-    "input byte count does not match the shape")
+    "input byte count does not match the shape")                               \
+  X(RD_E_UNDEFINED,      -18, "UNDEFINED_RESULT",                              \
+    "the result has no value in the output type")                              \
+  X(RD_E_SELECT_LAST,    -19, "INVALID_SELECT_LAST_INDEX",                     \
+    "select_last_index must be 0 or 1")                                        \
+  X(RD_E_SELECT_LAST_VERSION, -20, "SELECT_LAST_INDEX_NOT_IN_VERSION",         \
+    "select_last_index needs operator version 12")                             \
+  X(RD_E_ATTRIBUTE,      -21, "ATTRIBUTE_NOT_ALLOWED",                         \
+    "attribute not taken by this operator")                                    \
+  X(RD_E_ELEMENT,        -22, "INVALID_ELEMENT",       "invalid element value")
 
 enum rd_errcode {
   RD_OK = 0,
 #define RD__ENUM(sym, val, name, desc) sym = val,
   RD_ERROR_MAP(RD__ENUM)
 #undef RD__ENUM
-  RD_E__LAST = -18
+  RD_E__LAST = -23
 };
 
 #define RD_ERRMSG_MAX 256
@@ -96,14 +105,19 @@ const char *rd_strerror(int code);
 const char *rd_errname(int code);
 
 /* ------------------------------------------------------------------ */
-/* Element types, operators, versions                                 */
+/* Element types                                                      */
 /* ------------------------------------------------------------------ */
 
 /* Values are ONNX TensorProto.DataType numbers. */
 enum rd_dtype {
   RD_FLOAT32 = 1,
+  RD_UINT8 = 2,
+  RD_INT8 = 3,
+  RD_UINT16 = 4,
+  RD_INT16 = 5,
   RD_INT32 = 6,
   RD_INT64 = 7,
+  RD_BOOL = 9,               /* one byte, 0 or 1; any other byte: RD_E_ELEMENT */
   RD_FLOAT16 = 10,
   RD_FLOAT64 = 11,
   RD_UINT32 = 12,
@@ -111,7 +125,13 @@ enum rd_dtype {
   RD_BFLOAT16 = 16
 };
 
-/* Canonical name ("float32", "bfloat16", ...); NULL if not a supported type. */
+/* Every supported dtype, in the order listings use (floats, then signed and
+ * unsigned integers by width, then bool). */
+#define RD_NDTYPES 13
+extern const int rd_dtypes[RD_NDTYPES];
+
+/* Canonical name ("float32", "bfloat16", "int8", "bool", ...); NULL if not a
+ * supported type. */
 const char *rd_dtype_name(int dtype);
 /* Parses a name: the canonical names plus the ONNX aliases "float" and
  * "double".  Returns 0, or RD_E_DTYPE for anything else. */
@@ -119,22 +139,60 @@ int rd_dtype_parse(const char *name, enum rd_dtype *out);
 /* Bytes per element; 0 if not a supported type. */
 size_t rd_dtype_size(int dtype);
 
-enum rd_op { RD_OP_L2 = 1, RD_OP_SUM_SQUARE = 2 };
+/* ------------------------------------------------------------------ */
+/* Operators and versions: one table                                  */
+/* ------------------------------------------------------------------ */
 
-/* "ReduceL2" / "ReduceSumSquare"; NULL if unknown. */
+/* Values 1..RD_OP_COUNT; listings use this order. */
+enum rd_op {
+  RD_OP_L2 = 1,              /* ReduceL2 */
+  RD_OP_SUM_SQUARE = 2,      /* ReduceSumSquare */
+  RD_OP_SUM = 3,             /* ReduceSum */
+  RD_OP_MEAN = 4,            /* ReduceMean */
+  RD_OP_MAX = 5,             /* ReduceMax */
+  RD_OP_MIN = 6,             /* ReduceMin */
+  RD_OP_PROD = 7,            /* ReduceProd */
+  RD_OP_L1 = 8,              /* ReduceL1 */
+  RD_OP_LOG_SUM = 9,         /* ReduceLogSum */
+  RD_OP_LOG_SUM_EXP = 10,    /* ReduceLogSumExp */
+  RD_OP_ARGMAX = 11,         /* ArgMax */
+  RD_OP_ARGMIN = 12          /* ArgMin */
+};
+#define RD_OP_COUNT 12
+
+/* "ReduceL2", "ArgMax", ...; NULL if unknown. */
 const char *rd_op_name(int op);
 /* Parses an operator name (exact, case-sensitive); 0 or RD_E_OP. */
 int rd_op_parse(const char *name, enum rd_op *out);
 
-/* The operator versions, ascending: {1, 11, 13, 18}. */
-#define RD_NVERSIONS 4
-extern const int rd_versions[RD_NVERSIONS];
+#define RD_MAX_VERSIONS 6
 
-/* Maps an ONNX opset (>= 1) to the newest operator version <= it
- * (12 -> 11, 17 -> 13, 21 -> 18).  Returns the version, or RD_E_OPSET. */
-int rd_op_version(int64_t opset);
-/* 1 if `dtype` is allowed at operator `version` (bfloat16 needs 13), else 0. */
-int rd_dtype_in_version(int dtype, int version);
+/* What a caller may know of an operator (read-only, static storage). */
+struct rd_op_info {
+  int op;                        /* enum rd_op */
+  const char *name;              /* "ReduceMax" */
+  size_t nversions;
+  int versions[RD_MAX_VERSIONS]; /* ascending: ReduceMax {1,11,12,13,18,20} */
+  int axes_input_version;        /* first version taking axes as an input and
+                                  * noop_with_empty_axes (ReduceSum 13, other
+                                  * Reduce ops 18); 0 for ArgMax/ArgMin */
+  int select_last_version;       /* ArgMax/ArgMin: 12; others 0 */
+  int is_arg;                    /* 1: ArgMax/ArgMin (one `axis`, int64 out) */
+};
+
+/* The descriptor of `op`; NULL if unknown. */
+const struct rd_op_info *rd_op_info(int op);
+
+/* Maps an ONNX opset (>= 1) to the newest version of `op` <= it (ReduceSum:
+ * 12 -> 11, 20 -> 13; ReduceMax: 12 -> 12, 20 -> 20).  Returns the version,
+ * RD_E_OPSET for opset < 1, or RD_E_OP for an unknown op. */
+int rd_op_version(int op, int64_t opset);
+/* 1 if `dtype` is allowed at version `version` of `op` (the exact lists of
+ * the ONNX schemas), else 0 (also for an unknown op or version). */
+int rd_dtype_in_version(int op, int dtype, int version);
+/* The output element type of `op` for input `dtype`: `dtype`, or RD_INT64
+ * for ArgMax/ArgMin. */
+int rd_op_out_dtype(int op, int dtype);
 
 enum rd_overflow {
   RD_OVERFLOW_ERROR = 0,     /* fail with RD_E_OVERFLOW (default) */
@@ -169,12 +227,20 @@ struct rd_params {
   const int64_t *axes;           /* naxes axes in [-rank, rank-1]; borrowed */
   size_t naxes;                  /* 0: axes omitted or empty */
   int64_t keepdims;              /* 0 or 1; default 1 */
-  int64_t noop_with_empty_axes;  /* 0, 1, or RD_UNSET (default); >= v18 only */
+  int64_t noop_with_empty_axes;  /* 0, 1, or RD_UNSET (default); only from
+                                  * the op's axes_input_version */
   int overflow;                  /* enum rd_overflow; integers only */
+  int64_t axis;                  /* ArgMax/ArgMin only: in [-rank, rank-1];
+                                  * RD_UNSET (default) means 0.  Other ops:
+                                  * must be RD_UNSET (else RD_E_ATTRIBUTE) */
+  int64_t select_last_index;     /* ArgMax/ArgMin from v12: 0, 1, or RD_UNSET
+                                  * (default, 0); others: RD_UNSET */
 };
 
-/* Defaults: opset 18, keepdims 1, noop_with_empty_axes RD_UNSET, overflow
- * error, no axes, rank 0; op and dtype 0 (must be set). */
+/* Defaults: opset 18, keepdims 1, noop_with_empty_axes, axis and
+ * select_last_index RD_UNSET, overflow error, no axes, rank 0; op and dtype
+ * 0 (must be set).  ArgMax/ArgMin take no `axes` (naxes must be 0, else
+ * RD_E_ATTRIBUTE) and no noop_with_empty_axes. */
 void rd_params_init(struct rd_params *p);
 
 /* The largest number of fixed parts a plan splits into (see rd_exec_*). */
@@ -185,10 +251,14 @@ void rd_params_init(struct rd_params *p);
  * for callers; `priv` is private to the library. */
 struct rd_plan {
   int op;                        /* enum rd_op */
-  int version;                   /* 1, 11, 13 or 18 */
-  int dtype;                     /* input and output element type */
+  int version;                   /* one of rd_op_info(op)->versions */
+  int dtype;                     /* input element type */
+  int out_dtype;                 /* output element type (rd_op_out_dtype) */
   int overflow;                  /* enum rd_overflow */
-  size_t elem_size;              /* bytes per element */
+  size_t elem_size;              /* bytes per input element */
+  size_t out_elem_size;          /* bytes per output element */
+  int64_t axis;                  /* ArgMax/ArgMin: the axis, in [0, rank) */
+  int select_last_index;         /* ArgMax/ArgMin: 0 or 1 */
   size_t in_rank;
   int64_t in_shape[RD_MAX_RANK];
   size_t out_rank;
@@ -222,7 +292,10 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
 /* Reduces `in` (plan->in_bytes bytes, host byte order, row-major) into `out`
  * (plan->out_bytes bytes).  Allocates O(out_count) scratch.  Returns 0,
  * RD_E_OVERFLOW (integer result does not fit, policy "error"; message names
- * the output index and the exact value) or RD_E_NOMEM.  Single-threaded. */
+ * the output index and the exact value), RD_E_UNDEFINED (e.g. integer
+ * ReduceLogSum of a sum <= 0; message names op, output index and why),
+ * RD_E_ELEMENT (a bool byte other than 0 or 1; message names the flat
+ * element index) or RD_E_NOMEM.  Single-threaded. */
 int rd_execute(const struct rd_plan *plan, const void *in, void *out,
                struct rd_error *err);
 

@@ -174,8 +174,13 @@ test_errname_status(void **state)
     { RD_E_OVERFLOW, "INTEGER_OVERFLOW", 422 },
     { RD_E_NOMEM, "OUT_OF_MEMORY", 503 },
     { RD_E_STREAM, "INPUT_LENGTH", 400 },
+    { RD_E_UNDEFINED, "UNDEFINED_RESULT", 422 },
+    { RD_E_SELECT_LAST, "INVALID_SELECT_LAST_INDEX", 400 },
+    { RD_E_SELECT_LAST_VERSION, "SELECT_LAST_INDEX_NOT_IN_VERSION", 400 },
+    { RD_E_ATTRIBUTE, "ATTRIBUTE_NOT_ALLOWED", 400 },
+    { RD_E_ELEMENT, "INVALID_ELEMENT", 400 },
   };
-  static const int unknown[] = { -18, -50, -99, -106, -109, -122, -123,
+  static const int unknown[] = { -23, -50, -99, -106, -109, -122, -123,
                                  -1000, 1, 200 };
   size_t i;
 
