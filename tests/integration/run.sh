@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${top_builddir:=$top_srcdir}"
 export top_srcdir top_builddir
 pass=0 failed=0 broken=
-for t in t_reduce t_dtypes t_errors t_http t_cli t_concurrency t_shutdown t_binary t_v2 t_readme t_metrics t_openapi t_security t_limits; do
+for t in t_reduce t_dtypes t_errors t_http t_cli t_concurrency t_shutdown t_binary t_v2 t_readme t_metrics t_openapi t_security t_limits t_grpc; do
   echo "# ---- $t"
   out=$(mktemp)
   bash "$here/$t.sh" 2>&1 | tee "$out"
