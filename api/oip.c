@@ -558,7 +558,8 @@ read_input(const InferRequest *m, size_t idx, const char *name,
   if (rc != 0)
     return rc;
   in->rank = t->n_shape;
-  memcpy(in->shape, t->shape, in->rank * sizeof *in->shape);
+  if (in->rank > 0)   /* a scalar's shape may be NULL */
+    memcpy(in->shape, t->shape, in->rank * sizeof *in->shape);
   api__shape_text(in->shape, in->rank, shape_text, sizeof shape_text);
   if (max_elements != 0 && in->count > max_elements)
     return api_fail(err, RD_E_TOO_LARGE, "input \"%s\" has %" PRIu64

@@ -33,4 +33,13 @@ tests_unit_test_oip_SOURCES = tests/unit/test_oip.c
 tests_unit_test_oip_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/api
 tests_unit_test_oip_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_oip_LDADD = $(OIP_LIBS) $(CMOCKA_LIBS)
+
+# fuzz_oip.c: the ModelInfer decoder and the metadata/health requests;
+# `make check` replays its corpus (tests/fuzz/replay.sh), `make fuzz` fuzzes.
+check_PROGRAMS += tests/fuzz/replay_oip
+tests_fuzz_replay_oip_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_oip.c
+tests_fuzz_replay_oip_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/api
+tests_fuzz_replay_oip_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_replay_oip_LDADD = $(OIP_LIBS)
+tests/fuzz/tests_fuzz_replay_oip-fuzz_oip.$(OBJEXT): api/proto/inference.pb-c.h
 endif
