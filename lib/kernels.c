@@ -476,6 +476,8 @@ void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src)
     d->hi += s->hi;
     break;
   }
+  case RD__ACC_OP: /* merged by the kernel's own merge() */
+    break;
   }
 }
 

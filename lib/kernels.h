@@ -58,7 +58,11 @@ enum rd__kernel_id {
   RD__K_COUNT
 };
 
-enum rd__acc_class { RD__ACC_F64, RD__ACC_BLUE, RD__ACC_U128, RD__ACC_U192 };
+/* RD__ACC_OP: an accumulator of the operator families of ops.h; the kernel
+ * says how to empty (init) and merge (merge) it. */
+enum rd__acc_class {
+  RD__ACC_F64, RD__ACC_BLUE, RD__ACC_U128, RD__ACC_U192, RD__ACC_OP
+};
 
 struct rd__blue {
   double bs, bc;   /* big: sum and Kahan compensation of (x*2^-600)^2 */
@@ -97,6 +101,13 @@ struct rd__kernel {
   /* nrows complete runs of n elements, run r into acc[r]: the same bits as
    * run() from empty lanes at pos 0 followed by flush() for each run. */
   void (*rows)(void *acc, const unsigned char *x, size_t n, size_t nrows);
+  /* Sets `count` consecutive accumulators (or, with count 1, a lane state)
+   * to the empty state.  NULL: all-zero bytes are the empty state (the
+   * original classes).  Zero bytes are NOT empty for Prod, Max, Min, Arg. */
+  void (*init)(void *acc, size_t count);
+  /* dst = dst combined with src (src's elements come after dst's).  NULL:
+   * rd__acc_merge() of acc_class. */
+  void (*merge)(void *dst, const void *src);
 };
 
 enum rd__impl { RD__IMPL_PORTABLE = 0, RD__IMPL_AVX2 = 1, RD__IMPL_COUNT };

@@ -537,6 +537,248 @@ DEF_I32_ROWS(i32, sq_i32)
 DEF_I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options
 
+/* ------------------------------------------------------------------ */
+/* Sum and L1 of float32/float16/bfloat16 (RD__F_SUMD, see ops.c)      */
+/* ------------------------------------------------------------------ */
+
+/* The element map: x, or |x| (the sign bit cleared, as fabs()). */
+TGT static inline __m256d sum_term4(__m256d v, int absval)
+{
+  const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+  return absval ? _mm256_and_pd(v, absm) : v;
+}
+
+static inline double sum_term1(double v, int absval)
+{
+  return absval ? fabs(v) : v;
+}
+
+/* Signed float16 widening for the scalar heads and tails (ld_f16() drops
+ * the sign). */
+static inline double ld_f16_signed(const unsigned char *p)
+{
+  uint16_t h;
+  double a = ld_f16(p);
+  memcpy(&h, p, sizeof h);
+  return (h & 0x8000) ? -a : a;
+}
+
+/* The lane order of sumd_run() in ops.c: head up to lane 0, blocks of 16
+ * in four registers, tail into the lanes. */
+TGT static inline void avx_sum_run(union rd__lanes *ln, const unsigned char *x,
+                                   size_t n, uint64_t pos, size_t esz,
+                                   int dt, int absval)
+{
+  size_t k = (size_t)(pos % L), i = 0;
+#define LD1(p) sum_term1(dt == 1 ? ld_f32(p) : dt == 2 ? ld_f16_signed(p)     \
+                                              : ld_bf16(p), absval)
+  for (; k != 0 && i < n; i++, k = (k + 1) % L)
+    ln->d[k] += LD1(x + i * esz);
+  if (i + L <= n) {
+    __m256d a0 = _mm256_loadu_pd(ln->d), a1 = _mm256_loadu_pd(ln->d + 4);
+    __m256d a2 = _mm256_loadu_pd(ln->d + 8), a3 = _mm256_loadu_pd(ln->d + 12);
+    for (; i + L <= n; i += L) {
+      __m256d v0, v1, v2, v3;
+      PF(x + i * esz);
+      if (dt == 1) {
+        w8_f32(x + i * esz, &v0, &v1);
+        w8_f32(x + (i + 8) * esz, &v2, &v3);
+      } else if (dt == 2) {
+        w8_f16(x + i * esz, &v0, &v1);
+        w8_f16(x + (i + 8) * esz, &v2, &v3);
+      } else {
+        w8_bf16(x + i * esz, &v0, &v1);
+        w8_bf16(x + (i + 8) * esz, &v2, &v3);
+      }
+      a0 = _mm256_add_pd(a0, sum_term4(v0, absval));
+      a1 = _mm256_add_pd(a1, sum_term4(v1, absval));
+      a2 = _mm256_add_pd(a2, sum_term4(v2, absval));
+      a3 = _mm256_add_pd(a3, sum_term4(v3, absval));
+    }
+    _mm256_storeu_pd(ln->d, a0);
+    _mm256_storeu_pd(ln->d + 4, a1);
+    _mm256_storeu_pd(ln->d + 8, a2);
+    _mm256_storeu_pd(ln->d + 12, a3);
+  }
+  for (size_t l = 0; i < n; i++, l++)
+    ln->d[l] += LD1(x + i * esz);
+}
+
+/* acc[j] += term, rows in order (8 columns per vector step). */
+TGT static inline void avx_sum_cols(void *acc, const unsigned char *x,
+                                    size_t n, size_t nrows, size_t esz,
+                                    int dt, int absval)
+{
+  double *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * esz) {
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256d v0, v1;
+      PF(x + j * esz);
+      if (dt == 1)
+        w8_f32(x + j * esz, &v0, &v1);
+      else if (dt == 2)
+        w8_f16(x + j * esz, &v0, &v1);
+      else
+        w8_bf16(x + j * esz, &v0, &v1);
+      _mm256_storeu_pd(o + j, _mm256_add_pd(_mm256_loadu_pd(o + j),
+                                            sum_term4(v0, absval)));
+      _mm256_storeu_pd(o + j + 4, _mm256_add_pd(_mm256_loadu_pd(o + j + 4),
+                                                sum_term4(v1, absval)));
+    }
+    for (; j < n; j++)
+      o[j] += LD1(x + j * esz);
+  }
+}
+
+/* Each run from zero lanes, then the fixed tree: rd__flush_d(). */
+TGT static inline void avx_sum_rows(void *acc, const unsigned char *x,
+                                    size_t n, size_t nrows, size_t esz,
+                                    int dt, int absval)
+{
+  double *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * esz) {
+    union rd__lanes ln;
+    memset(ln.d, 0, sizeof ln.d);
+    avx_sum_run(&ln, x, n, 0, esz, dt, absval);
+    o[r] += tree4(_mm256_loadu_pd(ln.d), _mm256_loadu_pd(ln.d + 4),
+                  _mm256_loadu_pd(ln.d + 8), _mm256_loadu_pd(ln.d + 12));
+  }
+#undef LD1
+}
+
+#define AVX_SUM(nm, esz, dt, absval)                                           \
+  TGT static void run_##nm(union rd__lanes *ln, const unsigned char *x,        \
+                           size_t n, uint64_t pos)                             \
+  { avx_sum_run(ln, x, n, pos, esz, dt, absval); }                             \
+  TGT static void cols_##nm(void *acc, const unsigned char *x, size_t n,      \
+                            size_t nrows)                                      \
+  { avx_sum_cols(acc, x, n, nrows, esz, dt, absval); }                         \
+  TGT static void rows_##nm(void *acc, const unsigned char *x, size_t n,      \
+                            size_t nrows)                                      \
+  { avx_sum_rows(acc, x, n, nrows, esz, dt, absval); }
+AVX_SUM(sum_f32, 4, 1, 0)
+AVX_SUM(sum_f16, 2, 2, 0)
+AVX_SUM(sum_bf16, 2, 3, 0)
+AVX_SUM(abs_f32, 4, 1, 1)
+AVX_SUM(abs_f16, 2, 2, 1)
+AVX_SUM(abs_bf16, 2, 3, 1)
+
+/* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin: best 32-bit key of a block (ops.c)   */
+/* ------------------------------------------------------------------ */
+
+/* Exact: the same result as ops.c's block_best32() for any grouping. */
+TGT int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
+                            int zero_tie, int *nan)
+{
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  const __m256i idv = _mm256_set1_epi32(ident);
+  __m256i b0 = idv, b1 = idv, an = _mm256_setzero_si256();
+  int32_t best[16], r;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + i * 4));
+    __m256i u1 = _mm256_loadu_si256(
+        (const __m256i *)(const void *)(x + i * 4 + 32));
+    __m256i k0, k1, n0, n1;
+    if (zero_tie) {
+      u0 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u0, negz), u0);
+      u1 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u1, negz), u1);
+    }
+    k0 = _mm256_xor_si256(u0, _mm256_and_si256(_mm256_srai_epi32(u0, 31), absm));
+    k1 = _mm256_xor_si256(u1, _mm256_and_si256(_mm256_srai_epi32(u1, 31), absm));
+    n0 = _mm256_cmpgt_epi32(_mm256_and_si256(u0, absm), inf);
+    n1 = _mm256_cmpgt_epi32(_mm256_and_si256(u1, absm), inf);
+    an = _mm256_or_si256(an, _mm256_or_si256(n0, n1));
+    k0 = _mm256_blendv_epi8(k0, idv, n0);
+    k1 = _mm256_blendv_epi8(k1, idv, n1);
+    if (is_max) {
+      b0 = _mm256_max_epi32(b0, k0);
+      b1 = _mm256_max_epi32(b1, k1);
+    } else {
+      b0 = _mm256_min_epi32(b0, k0);
+      b1 = _mm256_min_epi32(b1, k1);
+    }
+  }
+  _mm256_storeu_si256((__m256i *)(void *)best, b0);
+  _mm256_storeu_si256((__m256i *)(void *)(best + 8), b1);
+  *nan = !_mm256_testz_si256(an, an);
+  r = ident;
+  for (size_t l = 0; l < 16; l++)
+    r = is_max ? (best[l] > r ? best[l] : r) : (best[l] < r ? best[l] : r);
+  for (; i < n; i++) {
+    uint32_t u;
+    int32_t k;
+    memcpy(&u, x + i * 4, 4);
+    if (zero_tie && u == 0x80000000u)
+      u = 0;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      *nan = 1;
+      continue;
+    }
+    k = (int32_t)u ^ (int32_t)((uint32_t)((int32_t)u >> 31) & 0x7fffffffu);
+    r = is_max ? (k > r ? k : r) : (k < r ? k : r);
+  }
+  return r;
+}
+
+/* The first (or, with last, the last) index i < n whose 32-bit key is k
+ * (NaNs have no key; zero_tie maps -0 to +0); n if none. */
+TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
+                           int zero_tie, int last)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  /* the bit pattern with key k (k is not a NaN key: the caller found it) */
+  uint32_t want = (uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu));
+  const __m256i wv = _mm256_set1_epi32((int32_t)want);
+  size_t nb = n / 8;
+  (void)absm;
+  for (size_t b = 0; b < nb; b++) {
+    size_t i = last ? (nb - 1 - b) * 8 + (n % 8) : b * 8;
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i * 4));
+    int m;
+    if (zero_tie)
+      u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
+    m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(u, wv)));
+    if (m)
+      return i + (size_t)(last ? 31 - __builtin_clz((unsigned)m)
+                               : __builtin_ctz((unsigned)m));
+  }
+  /* the n % 8 elements not covered: at the end (first) or start (last) */
+  for (size_t t = 0; t < n % 8; t++) {
+    size_t i = last ? n % 8 - 1 - t : nb * 8 + t;
+    uint32_t u;
+    memcpy(&u, x + i * 4, 4);
+    if (zero_tie && u == 0x80000000u)
+      u = 0;
+    if (u == want)
+      return i;
+  }
+  return n;
+}
+
+int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
+{
+#define SETS(nm)                                                               \
+  do {                                                                         \
+    k->run = run_##nm;                                                         \
+    k->cols = cols_##nm;                                                       \
+    k->rows = rows_##nm;                                                       \
+  } while (0)
+  switch (dtype) {
+  case 1: if (absval) SETS(abs_f32); else SETS(sum_f32); return 0;
+  case 10: if (absval) SETS(abs_f16); else SETS(sum_f16); return 0;
+  case 16: if (absval) SETS(abs_bf16); else SETS(sum_bf16); return 0;
+  default: return -1;
+  }
+#undef SETS
+}
+
 int rd__kernels_avx2_fill(struct rd__kernel *tab)
 {
 #define SET(id, nm)                                                            \
@@ -561,6 +803,35 @@ int rd__kernels_avx2_fill(struct rd__kernel *tab)
 {
   (void)tab;
   return -1;
+}
+
+int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
+{
+  (void)dtype;
+  (void)absval;
+  (void)k;
+  return -1;
+}
+
+int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
+                        int zero_tie, int *nan)
+{
+  (void)x;
+  (void)n;
+  (void)is_max;
+  (void)zero_tie;
+  (void)nan;
+  return 0; /* never called: no SIMD implementation in this build */
+}
+
+size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
+                       int zero_tie, int last)
+{
+  (void)x;
+  (void)k;
+  (void)zero_tie;
+  (void)last;
+  return n; /* never called */
 }
 
 #endif

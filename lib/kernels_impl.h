@@ -279,5 +279,17 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
  * kernels_avx2.c specialises.  Returns 0, or -1 when the build has no x86-64
  * SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_fill(struct rd__kernel *tab);
+/* Sets run/cols/rows of `k` to the AVX2 Sum (absval 0) or L1 (1) kernels
+ * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
+ * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */
+int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k);
+/* The best (largest or smallest) 32-bit total-order key of n float32
+ * elements, NaNs excluded and reported in *nan; zero_tie maps -0 to +0.
+ * Only while the SIMD implementation is active. */
+int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
+                        int zero_tie, int *nan);
+/* The first (last) index of n float32 elements whose key is k; n if none. */
+size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
+                       int zero_tie, int last);
 
 #endif /* KERNELS_IMPL_H */

@@ -1,7 +1,8 @@
 # lib/ - libreduce: the reduction library (pure computation).
 noinst_LIBRARIES += lib/libreduce.a
 lib_libreduce_a_SOURCES = \
-	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h \
+	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h lib/ops.c \
+	lib/finalize.c \
 	lib/f16.h lib/f16.c \
 	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c
 # Kahan steps must round the product before subtracting, on every compiler
@@ -24,7 +25,7 @@ tests_unit_test_plan_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_plan_LDADD = $(UNIT_LIBS)
 tests_unit_test_random_SOURCES = tests/unit/test_random.c
 tests_unit_test_random_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_random_LDADD = $(UNIT_LIBS) $(PTHREAD_LIBS)
+tests_unit_test_random_LDADD = $(UNIT_LIBS) $(PTHREAD_LIBS) -lquadmath
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c
 tests_unit_test_kernels_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_kernels_LDADD = $(UNIT_LIBS)

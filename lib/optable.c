@@ -165,7 +165,3 @@ int rd_op_out_dtype(int op, int dtype)
   return i && i->is_arg ? RD_INT64 : dtype;
 }
 
-int rd__op_implemented(int op)
-{
-  return op == RD_OP_L2 || op == RD_OP_SUM_SQUARE;
-}

@@ -30,6 +30,7 @@
  */
 #include "reduce.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -226,6 +227,13 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
   return 0;
 }
 
+/* The kernel of a plan: the original ReduceL2/ReduceSumSquare kernels
+ * (kernels.c, portable or SIMD) or an operator family kernel (ops.c). */
+static const struct rd__kernel *kernel_of(int id)
+{
+  return id >= RD__K_OPS_BASE ? rd__op_kernel(id) : rd__kernel_for(id);
+}
+
 /* Groups of the canonical shape and the part split. */
 static void canonicalise(struct rd_plan *pl, const unsigned char *red)
 {
@@ -266,7 +274,7 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
   } else {
     /* Cannot overflow: rd_plan_init checked it against INT64_MAX. */
     uint64_t per_part = pl->out_count *
-        rd__kernel_for(pl->priv.kernel)->acc_size;
+        kernel_of(pl->priv.kernel)->acc_size;
     n = pl->in_bytes / PART_BYTES_REDUCED;
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
@@ -279,6 +287,7 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
     n = g0;
   pl->priv.part_len = (g0 + n - 1) / n;
   pl->nparts = (size_t)((g0 + pl->priv.part_len - 1) / pl->priv.part_len);
+  assert(pl->nparts >= 1 && pl->nparts <= RD_MAX_PARTS);
 }
 
 /* "float32, float64, ..." : the dtypes of version `v` of `op`. */
@@ -446,10 +455,13 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
                    " bytes (%zu bytes per element)", INT64_MAX,
                    pl.out_elem_size);
   pl.out_bytes = pl.out_count * pl.out_elem_size;
-  pl.priv.kernel = rd__kernel_id(pl.dtype);
+  pl.priv.kernel = rd__op_kernel_id(pl.op, pl.dtype, pl.select_last_index);
+  if (pl.priv.kernel < 0 || !kernel_of(pl.priv.kernel))
+    return set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
+                   rd_dtype_name(pl.dtype)); /* not reached: table gap */
   /* Accumulators must be addressable too (checked again at allocation). */
   if (__builtin_mul_overflow(pl.out_count,
-                             (uint64_t)rd__kernel_for(pl.priv.kernel)->acc_size,
+                             (uint64_t)kernel_of(pl.priv.kernel)->acc_size,
                              &acc_bytes) || acc_bytes > (uint64_t)INT64_MAX)
     return set_err(err, RD_E_TOO_LARGE, "the output's %" PRIu64 " elements "
                    "need more accumulator memory than int64 can count",
@@ -469,6 +481,8 @@ struct geom {
   size_t osz;                     /* bytes per output slot of the buffers */
   int direct;                     /* slots are finished output elements */
   int l2, dtype;
+  int sq;                         /* ReduceL2/ReduceSumSquare (kernels.c) */
+  struct rd__final fin;           /* finalisation of the other operators */
   uint64_t inner;                 /* size of the innermost group */
   int inner_red;
   int outer_red;                  /* partials per part needed */
@@ -488,7 +502,19 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
 {
   uint64_t prod = 1;
   memset(g, 0, sizeof *g);
-  g->k = rd__kernel_for(pl->priv.kernel);
+  g->k = kernel_of(pl->priv.kernel);
+  g->sq = pl->op == RD_OP_L2 || pl->op == RD_OP_SUM_SQUARE;
+  g->fin.op = pl->op;
+  g->fin.dtype = pl->dtype;
+  g->fin.out_dtype = pl->out_dtype;
+  g->fin.overflow = pl->overflow;
+  g->fin.row = rd__op_row(pl->op);
+  g->fin.family = pl->dtype == RD_FLOAT64 ? g->fin.row->f64_family
+                  : (pl->dtype == RD_FLOAT32 || pl->dtype == RD_FLOAT16 ||
+                     pl->dtype == RD_BFLOAT16) ? g->fin.row->float_family
+                                               : g->fin.row->int_family;
+  g->fin.count = pl->out_count ? pl->in_count / pl->out_count : 0;
+  g->fin.acc_class = g->k->acc_class;
   g->esz = pl->elem_size;
   g->accsz = g->k->acc_size;
   g->osz = g->accsz;
@@ -506,7 +532,7 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
    * output element at once instead of going through an accumulator and a
    * final pass.  Integers keep accumulators: their overflow errors are
    * reported by finish. */
-  g->direct = g->ng == 2 && !g->outer_red && g->inner_red &&
+  g->direct = g->sq && g->ng == 2 && !g->outer_red && g->inner_red &&
               (g->k->acc_class == RD__ACC_F64 ||
                g->k->acc_class == RD__ACC_BLUE);
   g->osz = g->direct ? g->esz : g->accsz;
@@ -521,6 +547,7 @@ static void part_range(const struct rd_plan *pl, const struct geom *g,
                        size_t part, uint64_t *start, uint64_t *end)
 {
   uint64_t a = part * pl->priv.part_len, b = a + pl->priv.part_len;
+  assert(part < pl->nparts);
   if (b > pl->priv.size[0])
     b = pl->priv.size[0];
   *start = a * g->unit;
@@ -533,6 +560,8 @@ static void cursor_init(struct cursor *c, const struct rd_plan *pl,
 {
   uint64_t row = e / g->inner;
   memset(c, 0, sizeof *c);
+  if (g->k->init)
+    g->k->init(&c->lanes, 1);
   c->off = e % g->inner;
   for (size_t i = g->ng - 1; i-- > 0;) {
     c->idx[i] = row % pl->priv.size[i];
@@ -571,6 +600,7 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
     rows = 1;
   else if (rows > (left = pl->priv.size[o] - c->idx[o]))
     rows = left;
+  assert(rows >= 1 && rows * g->inner <= n);
   if (g->direct)
     rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x,
                  (size_t)g->inner, (size_t)rows, g->l2);
@@ -615,6 +645,7 @@ static void process(struct cursor *c, const struct rd_plan *pl,
 {
   while (n > 0) {
     uint64_t take = g->inner - c->off;
+    assert(c->off < g->inner); /* the cursor is inside a row */
     if (c->off == 0 && n >= g->inner) {
       uint64_t rows = whole_rows(c, pl, g, acc, x, n);
       x += rows * g->inner * g->esz;
@@ -650,183 +681,46 @@ static void end_segment(struct cursor *c, const struct geom *g,
 }
 
 /* ------------------------------------------------------------------ */
-/* Output conversion and overflow policy                              */
+/* Output (finalize.c does the conversion and the overflow policy)    */
 /* ------------------------------------------------------------------ */
-
-struct u192 {
-  uint64_t w[3]; /* little-endian limbs */
-};
-
-static int u192_le(const struct u192 *a, const struct u192 *b)
-{
-  for (int i = 2; i >= 0; i--)
-    if (a->w[i] != b->w[i])
-      return a->w[i] < b->w[i];
-  return 1;
-}
-
-static void u192_add(struct u192 *a, const struct u192 *b)
-{
-  u128 c = 0;
-  for (int i = 0; i < 3; i++) {
-    c += (u128)a->w[i] + b->w[i];
-    a->w[i] = (uint64_t)c;
-    c >>= 64;
-  }
-}
-
-static void u192_sub(struct u192 *a, const struct u192 *b) /* a >= b */
-{
-  uint64_t borrow = 0;
-  for (int i = 0; i < 3; i++) {
-    uint64_t x = a->w[i], y = b->w[i];
-    uint64_t d = x - y - borrow;
-    borrow = (x < y) || (x - y < borrow);
-    a->w[i] = d;
-  }
-}
-
-static void u192_shr(struct u192 *a, unsigned s) /* 0 < s < 64 */
-{
-  a->w[0] = (a->w[0] >> s) | (a->w[1] << (64 - s));
-  a->w[1] = (a->w[1] >> s) | (a->w[2] << (64 - s));
-  a->w[2] >>= s;
-}
-
-static uint64_t isqrt_u128(u128 v)
-{
-  u128 r;
-  double est;
-  if (v == 0)
-    return 0;
-  est = sqrt((double)v);
-  r = est >= 0x1p64 ? UINT64_MAX : (u128)est;
-  if (r == 0)
-    r = 1;
-  r = (r + v / r) / 2; /* one Newton step: the error is now below 1 */
-  if (r > UINT64_MAX)
-    r = UINT64_MAX;
-  while (r * r > v)
-    r--;
-  while (r < UINT64_MAX && (r + 1) * (r + 1) <= v)
-    r++;
-  return (uint64_t)r;
-}
-
-/* floor(sqrt(v)), digit by digit; exact for the full 192-bit range. */
-static struct u192 isqrt_u192(struct u192 v)
-{
-  struct u192 res = {{0, 0, 0}}, bit = {{0, 0, 0}}, t;
-  int top;
-  if (v.w[2] == 0) {
-    res.w[0] = isqrt_u128(((u128)v.w[1] << 64) | v.w[0]);
-    return res;
-  }
-  top = 128 + 63 - __builtin_clzll(v.w[2]);
-  top &= ~1; /* highest power of four <= v */
-  bit.w[top / 64] = (uint64_t)1 << (top % 64);
-  for (;;) {
-    t = res;
-    u192_add(&t, &bit);
-    if (u192_le(&t, &v)) {
-      u192_sub(&v, &t);
-      u192_shr(&res, 1);
-      u192_add(&res, &bit);
-    } else {
-      u192_shr(&res, 1);
-    }
-    if (bit.w[0] == 1 && bit.w[1] == 0 && bit.w[2] == 0)
-      break;
-    u192_shr(&bit, 2);
-  }
-  return res;
-}
-
-static void u192_decimal(struct u192 v, char *buf, size_t len)
-{
-  char tmp[64];
-  size_t n = 0;
-  do {
-    u128 rem = 0;
-    for (int i = 2; i >= 0; i--) {
-      u128 cur = (rem << 64) | v.w[i];
-      v.w[i] = (uint64_t)(cur / 10);
-      rem = cur % 10;
-    }
-    tmp[n++] = (char)('0' + (int)rem);
-  } while (v.w[0] | v.w[1] | v.w[2]);
-  if (n >= len)
-    n = len - 1;
-  for (size_t i = 0; i < n; i++)
-    buf[i] = tmp[n - 1 - i];
-  buf[n] = '\0';
-}
-
-static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
-{
-  struct u192 v = {{0, 0, 0}};
-  if (cls == RD__ACC_U128) {
-    u128 a;
-    memcpy(&a, acc, sizeof a);
-    v.w[0] = (uint64_t)a;
-    v.w[1] = (uint64_t)(a >> 64);
-  } else {
-    const struct rd__u192 *a = acc;
-    v.w[0] = (uint64_t)a->lo;
-    v.w[1] = (uint64_t)(a->lo >> 64);
-    v.w[2] = a->hi;
-  }
-  return v;
-}
 
 /* Writes output element o from accumulator acc. */
 static int store(const struct rd_plan *pl, const struct geom *g,
                  const void *acc, unsigned char *out, uint64_t o,
                  struct rd_error *err)
 {
-  unsigned char *dst = out + o * pl->elem_size;
-  int l2 = pl->op == RD_OP_L2;
-  enum rd__acc_class cls = g->k->acc_class;
-
-  if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
-    rd__float_store(pl->dtype, rd__acc_value(cls, acc, l2), dst);
-    return 0;
-  }
-
-  struct u192 v = acc_int(cls, acc), max = {{0, 0, 0}};
-  int bits = (int)pl->elem_size * 8;
-  int is_signed = pl->dtype == RD_INT32 || pl->dtype == RD_INT64;
-  uint64_t low;
-  if (l2)
-    v = isqrt_u192(v);
-  max.w[0] = bits == 64 ? UINT64_MAX : UINT32_MAX;
-  if (is_signed)
-    max.w[0] >>= 1;
-  low = v.w[0];
-  if (!u192_le(&v, &max)) {
-    if (pl->overflow == RD_OVERFLOW_ERROR) {
-      char dec[64];
-      u192_decimal(v, dec, sizeof dec);
-      return set_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
-                     "fit %s (overflow policy \"error\"; use \"saturate\" or "
-                     "\"wrap\")", o, dec, rd_dtype_name(pl->dtype));
-    }
-    if (pl->overflow == RD_OVERFLOW_SATURATE)
-      low = max.w[0];
-    /* wrap: the low bits, reinterpreted as two's complement below. */
-  }
-  if (bits == 32) {
-    uint32_t u = (uint32_t)low;
-    memcpy(dst, &u, sizeof u);
-  } else {
-    memcpy(dst, &low, sizeof low);
-  }
-  return 0;
+  assert(o < pl->out_count);
+  return rd__finalize(&g->fin, acc, out + o * pl->out_elem_size, o, err);
 }
 
 /* ------------------------------------------------------------------ */
 /* Allocation                                                         */
 /* ------------------------------------------------------------------ */
+
+/* Sets n accumulators to the empty state (zero bytes unless the kernel
+ * says otherwise). */
+static void acc_empty(const struct rd__kernel *k, void *acc, uint64_t n)
+{
+  if (n == 0)
+    return;
+  if (k->init)
+    k->init(acc, (size_t)n);
+  else
+    memset(acc, 0, (size_t)(n * k->acc_size));
+}
+
+/* dst[i] = dst[i] combined with src[i], i < n. */
+static void acc_merge_n(const struct rd__kernel *k, void *dst, const void *src,
+                        uint64_t n)
+{
+  if (!k->merge) {
+    rd__acc_merge_n(k->acc_class, dst, src, (size_t)n);
+    return;
+  }
+  for (uint64_t i = 0; i < n; i++)
+    k->merge((unsigned char *)dst + i * k->acc_size,
+             (const unsigned char *)src + i * k->acc_size);
+}
 
 static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
 {
@@ -835,7 +729,8 @@ static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
       __builtin_mul_overflow(bytes, (uint64_t)accsz, &bytes) ||
       bytes > SIZE_MAX)
     return NULL;
-  /* calloc: all-zero bytes are the empty accumulator of every class. */
+  /* calloc: all-zero bytes are the empty accumulator of the original
+   * classes; the callers run acc_empty() for the others. */
   return calloc(bytes ? (size_t)bytes : 1, 1);
 }
 
@@ -891,7 +786,27 @@ struct rd_exec {
   unsigned char *acc;   /* outer kept: one set; outer reduced: one per part */
   size_t acc_map;       /* bytes mapped for acc by alloc_accs_big(), or 0 */
   unsigned char done[RD_MAX_PARTS];
+  uint64_t bad[RD_MAX_PARTS];   /* first invalid bool element, per part */
+  unsigned char badval[RD_MAX_PARTS];
 };
+
+/* bool input: the first byte other than 0 or 1 among n elements. */
+static int bool_scan(const unsigned char *x, uint64_t n, uint64_t *at)
+{
+  for (uint64_t i = 0; i < n; i++)
+    if (x[i] > 1) {
+      *at = i;
+      return 1;
+    }
+  return 0;
+}
+
+static int bad_bool(struct rd_error *err, uint64_t e, unsigned v)
+{
+  return set_err(err, RD_E_ELEMENT, "input element %" PRIu64 " (flat "
+                 "row-major index) is %u; a bool element must be 0 or 1", e,
+                 v);
+}
 
 int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
 {
@@ -907,6 +822,11 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
     free(ex);
     return RD_E_NOMEM;
   }
+  if (ex->g.k->init && !ex->g.direct)
+    acc_empty(ex->g.k, ex->acc,
+              (ex->g.outer_red ? plan->nparts : 1) * plan->out_count);
+  for (size_t p = 0; p < RD_MAX_PARTS; p++)
+    ex->bad[p] = UINT64_MAX;
   *out = ex;
   return 0;
 }
@@ -928,6 +848,14 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
     if (ex->g.outer_red)
       acc += (uint64_t)part * pl->out_count * ex->g.accsz;
     part_range(pl, &ex->g, part, &start, &end);
+    if (pl->dtype == RD_BOOL) {
+      uint64_t at;
+      const unsigned char *x = (const unsigned char *)in + start;
+      if (bool_scan(x, end - start, &at)) {
+        ex->bad[part] = start + at;
+        ex->badval[part] = x[at];
+      }
+    }
     cursor_init(&c, pl, &ex->g, start);
     process(&c, pl, &ex->g, acc, (const unsigned char *)in + start * pl->elem_size,
             end - start);
@@ -953,6 +881,11 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     struct rd__u192 w;
     u128 q;
     double d;
+    struct rd__acc_lse lse;
+    struct rd__acc_ilse ilse;
+    struct rd__acc_prod prod;
+    struct rd__acc_iprod iprod;
+    struct rd__acc_arg arg;
   } tmp[MERGE_BLOCK];
   if (g->direct) {
     if (pl->out_bytes > 0 && (const void *)acc != out)
@@ -965,9 +898,9 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
     const unsigned char *a = acc + o0 * g->accsz;
     int rc;
     if (nsets > 0) {
-      memset(tmp, 0, m * g->accsz);
+      acc_empty(g->k, tmp, m);
       for (size_t p = 0; p < nsets; p++)
-        rd__acc_merge_n(g->k->acc_class, tmp, a + p * set_bytes, m);
+        acc_merge_n(g->k, tmp, a + p * set_bytes, m);
       a = (const unsigned char *)tmp;
     }
     for (size_t i = 0; i < m; i++)
@@ -988,6 +921,9 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
                      ex->plan.nparts);
   if (ex->plan.out_count > 0 && !out)
     return set_err(err, RD_E_INVALID, "output buffer is NULL");
+  for (size_t p = 0; p < ex->plan.nparts; p++)
+    if (ex->bad[p] != UINT64_MAX) /* parts are in flat order */
+      return bad_bool(err, ex->bad[p], ex->badval[p]);
   return write_outputs(&ex->plan, &ex->g, ex->acc,
                        ex->g.outer_red ? ex->plan.nparts : 0, out, err);
 }
@@ -1017,6 +953,8 @@ struct rd_stream {
   unsigned char *cur;       /* accumulators of the current part */
   unsigned char *total;     /* sum of finished parts (== cur if outer kept) */
   int borrowed;             /* cur is the caller's output buffer */
+  uint64_t bad;             /* first invalid bool element, or UINT64_MAX */
+  unsigned badval;
 };
 
 /* direct_out: in direct mode, finished outputs go straight there (used by
@@ -1043,6 +981,12 @@ static int stream_create(const struct rd_plan *plan, void *direct_out,
     rd_stream_destroy(s);
     return RD_E_NOMEM;
   }
+  s->bad = UINT64_MAX;
+  if (s->g.k->init && !s->g.direct) {
+    acc_empty(s->g.k, s->cur, plan->out_count);
+    if (s->total != s->cur)
+      acc_empty(s->g.k, s->total, plan->out_count);
+  }
   if (plan->in_count > 0) {
     part_range(plan, &s->g, 0, &start, &s->part_end);
     cursor_init(&s->c, plan, &s->g, 0);
@@ -1062,9 +1006,8 @@ static void stream_end_part(struct rd_stream *s)
   uint64_t start;
   end_segment(&s->c, &s->g, s->cur);
   if (s->g.outer_red) {
-    rd__acc_merge_n(s->g.k->acc_class, s->total, s->cur,
-                    (size_t)pl->out_count);
-    memset(s->cur, 0, (size_t)(pl->out_count * s->g.accsz));
+    acc_merge_n(s->g.k, s->total, s->cur, pl->out_count);
+    acc_empty(s->g.k, s->cur, pl->out_count);
   }
   if (++s->part < pl->nparts)
     part_range(pl, &s->g, s->part, &start, &s->part_end);
@@ -1073,8 +1016,15 @@ static void stream_end_part(struct rd_stream *s)
 static void stream_elems(struct rd_stream *s, const unsigned char *x,
                          uint64_t n)
 {
+  uint64_t at;
+  if (s->plan.dtype == RD_BOOL && s->bad == UINT64_MAX &&
+      bool_scan(x, n, &at)) {
+    s->bad = s->e + at;
+    s->badval = x[at];
+  }
   while (n > 0) {
     uint64_t take = s->part_end - s->e;
+    assert(s->e < s->part_end); /* a finished part moved part_end on */
     if (take > n)
       take = n;
     process(&s->c, &s->plan, &s->g, s->cur, x, take);
@@ -1141,6 +1091,8 @@ int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
                    "needs %" PRIu64, s->consumed, s->plan.in_bytes);
   if (s->plan.out_count > 0 && !out)
     return set_err(err, RD_E_INVALID, "output buffer is NULL");
+  if (s->bad != UINT64_MAX)
+    return bad_bool(err, s->bad, s->badval);
   return write_outputs(&s->plan, &s->g, s->total, 0, out, err);
 }
 

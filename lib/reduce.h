@@ -1,8 +1,11 @@
-/* reduce.h - libreduce: the ONNX operators ReduceL2 and ReduceSumSquare.
+/* reduce.h - libreduce: the ONNX Reduce operators and ArgMax / ArgMin.
  *
  * Pure computation: no I/O, no global mutable state, no knowledge of HTTP or
- * JSON.  Every ONNX version of both operators (1, 11, 13, 18) and every
- * element type the specification allows is supported.
+ * JSON.  Twelve operators on one table (enum rd_op, rd_op_info()): ReduceL2,
+ * ReduceSumSquare, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd,
+ * ReduceL1, ReduceLogSum, ReduceLogSumExp, ArgMax, ArgMin, every ONNX
+ * version of each and exactly the element types its schema allows
+ * (rd_dtype_in_version()).
  *
  * Use:
  *   struct rd_params p;  rd_params_init(&p);  ...fill p...
@@ -15,16 +18,26 @@
  * distinct threads at once; everything else about one rd_exec or rd_stream
  * must be serialised by the caller.  Distinct objects are independent.
  *
- * Determinism: the order in which terms are summed is a function of the plan
- * alone, never of the number of threads or of how a stream is chunked, so
- * rd_execute(), rd_exec_* and rd_stream_* give bit-identical results.
+ * Determinism: the order in which terms are combined is a function of the
+ * plan alone, never of the number of threads or of how a stream is chunked,
+ * so rd_execute(), rd_exec_* and rd_stream_* give bit-identical results.
  *
- * Numerics (see docs in README): float16, bfloat16 and float32 accumulate
- * squares in double and round once (round to nearest even) to the output
- * type; float64 uses compensated summation, and ReduceL2 of float64 cannot
- * overflow or underflow in an intermediate; integers are exact (wide integer
- * accumulators, exact integer square root), and a result that does not fit
- * the output type is handled by the overflow policy of the plan.
+ * Numerics: float16, bfloat16 and float32 accumulate in double and round
+ * once (to nearest even) to the output type; float64 sums are compensated
+ * (double-double), ReduceL2 of float64 cannot overflow or underflow in an
+ * intermediate, and products track the binary exponent apart (nothing
+ * overflows or underflows unless the result does).  ReduceLogSumExp is
+ * max-shifted.  Integers are exact (wide accumulators, exact integer square
+ * root, exact products); a result that does not fit the output type is
+ * handled by the overflow policy of the plan, applied to the final value
+ * only.  Integer ReduceMean truncates toward zero; integer ReduceLogSum and
+ * ReduceLogSumExp are the exact real value truncated toward zero.  A result
+ * no integer can represent (the mean of an empty set, the log of a sum
+ * <= 0, ArgMax over an empty axis) is RD_E_UNDEFINED.  Max/Min and
+ * ArgMax/ArgMin are exact: NaN wins (ArgMax/ArgMin: the first NaN, the last
+ * with select_last_index); Max prefers +0 to -0 and Min -0 to +0; ArgMax and
+ * ArgMin treat -0 and +0 as a tie.  Every NaN output is the type's default
+ * quiet NaN.
  *
  * Errors: functions return 0 (RD_OK) or a negative RD_E_* code and, when
  * `err` is not NULL, fill it with the code and a message that names the

@@ -1,8 +1,9 @@
 /* fuzz_plan.c - libFuzzer target: the library's plan step and its three
  * executors on random shapes, axes and attributes.
  *
- * The first bytes choose rd_params (op, opset, dtype, rank, dims, axes,
- * keepdims, noop_with_empty_axes, overflow policy), deliberately reaching
+ * The first bytes choose rd_params (op - every operator of the table -,
+ * opset, dtype, rank, dims, axes, keepdims, noop_with_empty_axes, axis,
+ * select_last_index, overflow policy), deliberately reaching
  * out-of-range values; the rest fill the input tensor.  When the plan is
  * accepted and small, rd_execute(), rd_stream_* (in fuzzer-chosen chunk
  * sizes, splitting elements) and rd_exec_* (parts in reverse order) must
@@ -56,10 +57,12 @@ take_dim(struct src *s)
   }
 }
 
-static const int opsets[] = { 1, 10, 11, 12, 13, 17, 18, 19, 0, -1, 1000 };
+static const int opsets[] = { 1, 10, 11, 12, 13, 17, 18, 19, 20, 21, 0, -1,
+                              1000 };
 static const int dtypes[] = { RD_FLOAT32, RD_FLOAT64, RD_FLOAT16,
                               RD_BFLOAT16, RD_INT32, RD_INT64, RD_UINT32,
-                              RD_UINT64, 0, 2, 99 };
+                              RD_UINT64, RD_INT8, RD_UINT8, RD_INT16,
+                              RD_UINT16, RD_BOOL, 0, 8, 99 };
 
 static void
 run(const struct rd_plan *plan, const uint8_t *in, struct src *chunks)
@@ -127,6 +130,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   rd_params_init(&p);
   flags = take(&s);
   p.op = (flags & 3) == 3 ? 0 : (flags & 3);   /* 1, 2, or invalid 0 */
+  if (flags & 64)                              /* any op, or invalid 13 */
+    p.op = take(&s) % (RD_OP_COUNT + 2);
   p.opset = opsets[take(&s) % (sizeof opsets / sizeof opsets[0])];
   p.dtype = dtypes[take(&s) % (sizeof dtypes / sizeof dtypes[0])];
   p.rank = take(&s) % (RD_MAX_RANK + 3);       /* up to RD_MAX_RANK + 2 */
@@ -145,6 +150,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.noop_with_empty_axes = (int8_t)take(&s) % 3;
   if (flags & 32)
     p.overflow = take(&s) % 4;                 /* 3 is invalid */
+  if (flags & 128) {
+    uint8_t b = take(&s);
+    if (b & 1)
+      p.axis = (int8_t)take(&s) % 40;          /* ArgMax/ArgMin; else refused */
+    if (b & 2)
+      p.select_last_index = (int8_t)take(&s) % 3;
+  }
 
   memset(&err, 0, sizeof err);
   if (rd_plan_init(&plan, &p, &err) != 0) {

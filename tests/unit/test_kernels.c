@@ -8,7 +8,10 @@
  * bit (NaN accumulators only need to be NaN in both: payloads depend on the
  * hardware's operand order, and outputs canonicalise them).  Whole plans
  * are then run under both implementations and must give identical bytes.
- * Skipped where the CPU or build has no SIMD path.
+ * Where the CPU or build has no SIMD path, portable is compared with
+ * portable (split points, rows, cols still checked).  The operator families
+ * of ops.c are checked the same way at every split point, and whole plans
+ * of every operator run under both implementations.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -22,7 +25,9 @@
 
 #include <cmocka.h>
 
+#include "f16.h"
 #include "kernels.h"
+#include "ops.h"
 #include "reduce.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -143,12 +148,18 @@ static const size_t lens[] = {0,  1,  2,  3,  5,  7,  8,  9,   15,  16,
                               17, 23, 31, 32, 33, 47, 64, 100, 257, 1001};
 #define NLENS (sizeof lens / sizeof lens[0])
 
-static const struct rd__kernel *simd_or_skip(int id)
+/* The SIMD kernel, or where this build or CPU has none, the portable one
+ * again: the comparisons then check portable against portable (which still
+ * exercises every split point) instead of being skipped. */
+static const struct rd__kernel *simd_or_portable(int id)
 {
   const struct rd__kernel *k = rd__kernel_impl(id, RD__IMPL_AVX2);
   if (!k) {
-    printf("test_kernels: no SIMD implementation on this build/CPU\n");
-    skip();
+    static int said;
+    if (!said++)
+      printf("test_kernels: no SIMD implementation on this build/CPU; "
+             "comparing portable with portable\n");
+    k = rd__kernel_impl(id, RD__IMPL_PORTABLE);
   }
   return k;
 }
@@ -161,7 +172,7 @@ static void test_run_flush(void **state)
   static unsigned char buf[BUF];
   (void)state;
   for (size_t t = 0; t < NTYPES; t++) {
-    const struct rd__kernel *ks = simd_or_skip(types[t].id);
+    const struct rd__kernel *ks = simd_or_portable(types[t].id);
     const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
                                                   RD__IMPL_PORTABLE);
     size_t esz = types[t].esz;
@@ -205,7 +216,7 @@ static void test_cols_rows(void **state)
   static const size_t rowcounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
   (void)state;
   for (size_t t = 0; t < NTYPES; t++) {
-    const struct rd__kernel *ks = simd_or_skip(types[t].id);
+    const struct rd__kernel *ks = simd_or_portable(types[t].id);
     const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
                                                   RD__IMPL_PORTABLE);
     size_t esz = types[t].esz;
@@ -353,7 +364,9 @@ static void test_plans_both_impls(void **state)
   size_t cap = 1300000 * 8;
   unsigned char *in = malloc(cap), *out[6];
   (void)state;
-  simd_or_skip(RD__K_F32);
+  int other = simd_or_portable(RD__K_F32) ==
+                      rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
+                  ? RD__IMPL_PORTABLE : RD__IMPL_AVX2;
   assert_non_null(in);
   for (int i = 0; i < 6; i++)
     assert_non_null(out[i] = malloc(600000 * 8));
@@ -375,13 +388,263 @@ static void test_plans_both_impls(void **state)
         fill(p.dtype, types[t].esz, in, pl.in_count, si % 2 ? 5 : 0);
         assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
         run_plan(&pl, in, out[0], out[1], out[2]);
-        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        assert_int_equal(rd__kernels_select(other), 0);
         run_plan(&pl, in, out[3], out[4], out[5]);
         for (int i = 1; i < 6; i++)
           if (memcmp(out[0], out[i], (size_t)pl.out_bytes) != 0)
             fail_msg("plan: dtype %s shape %zu op %d: result %d differs",
                      rd_dtype_name(p.dtype), si, op, i);
       }
+  for (int i = 0; i < 6; i++)
+    free(out[i]);
+  free(in);
+}
+
+/* ------------------------------------------------------------------ */
+/* The operator families: split points, rows, cols, every op          */
+/* ------------------------------------------------------------------ */
+
+static void gen_any(int dtype, size_t esz, unsigned char *p, uint64_t n)
+{
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = next();
+    unsigned char *e = p + i * esz;
+    int ordinary = (r & 3) != 0;
+    double v = (double)((int64_t)(r >> 8) % 9 - 4) * ((r >> 20) & 1 ? 0.75 : 1);
+    switch (dtype) {
+    case RD_BOOL: *e = (unsigned char)(r >> 5 & 1); break;
+    case RD_FLOAT32: {
+      float f = (float)v;
+      if (ordinary) memcpy(e, &f, 4); else memcpy(e, &r, 4);
+      break;
+    }
+    case RD_FLOAT64:
+      if (ordinary) memcpy(e, &v, 8); else memcpy(e, &r, 8);
+      break;
+    case RD_FLOAT16: case RD_BFLOAT16: {
+      uint16_t h = dtype == RD_FLOAT16 ? rd_f64_to_f16(v) : rd_f64_to_bf16(v);
+      if (!ordinary) h = (uint16_t)r;
+      memcpy(e, &h, 2);
+      break;
+    }
+    default: {
+      uint64_t u = ordinary ? (uint64_t)(int64_t)((int64_t)(r >> 8) % 9 - 4) : r;
+      memcpy(e, &u, esz);
+      break;
+    }
+    }
+  }
+}
+
+/* Accumulators equal bit for bit; a double accumulator that is NaN only
+ * needs to be NaN in both (payloads depend on the hardware). */
+static int same_acc(const void *a, const void *b, size_t as)
+{
+  if (as == sizeof(double)) {
+    double x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    if (isnan(x) && isnan(y))
+      return 1;
+  }
+  return memcmp(a, b, as) == 0;
+}
+
+/* An empty accumulator of kernel k. */
+static void acc_empty_k(const struct rd__kernel *k, void *acc, size_t n)
+{
+  if (k->init)
+    k->init(acc, n);
+  else
+    memset(acc, 0, n * k->acc_size);
+}
+
+static void lanes_empty(const struct rd__kernel *k, union rd__lanes *ln)
+{
+  memset(ln, 0, sizeof *ln);
+  if (k->init)
+    k->init(ln, 1);
+}
+
+/* Every family kernel (ops.c) of every op, dtype and variant: run() split
+ * at every point equals run() whole, rows() equals run()+flush(), cols()
+ * equals per-element run()+flush(); from an empty and from a non-empty
+ * accumulator. */
+static void test_ops_split_points(void **state)
+{
+  static const size_t ol[] = {0, 1, 2, 3, 5, 15, 16, 17, 33, 100, 257};
+  unsigned char *x = malloc(257 * 8 + 8), *a = malloc(1024), *b = malloc(1024),
+                *c = malloc(2 * 257 * 1024);
+  size_t kernels = 0;
+  (void)state;
+  assert_non_null(x);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  for (int op = RD_OP_SUM; op <= RD_OP_ARGMIN; op++)
+    for (size_t d = 0; d < RD_NDTYPES; d++)
+      for (int last = 0; last <= 1; last++) {
+        int dt = rd_dtypes[d], id, any = 0;
+        const struct rd__kernel *k, *ks;
+        size_t esz = rd_dtype_size(dt), as;
+        for (int v = 1; v <= 20; v++)
+          any |= rd_dtype_in_version(op, dt, v);
+        if (!any || (last && !rd_op_info(op)->is_arg))
+          continue;
+        id = rd__op_kernel_id(op, dt, last);
+        assert_true(id >= 0);
+        k = id >= RD__K_OPS_BASE
+                ? rd__op_kernel_impl(id, RD__IMPL_PORTABLE)
+                : rd__kernel_impl(id, RD__IMPL_PORTABLE);
+        ks = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, RD__IMPL_AVX2)
+                                  : rd__kernel_impl(id, RD__IMPL_AVX2);
+        if (!ks)
+          ks = k; /* no SIMD: portable against portable */
+        assert_non_null(k);
+        as = k->acc_size;
+        assert_true(as <= 1024 && as <= sizeof(union rd__lanes));
+        kernels++;
+        for (size_t li = 0; li < sizeof ol / sizeof ol[0]; li++)
+          for (int pre = 0; pre <= 1; pre++) {
+            size_t n = ol[li];
+            union rd__lanes ln;
+            gen_any(dt, esz, x, n);
+            /* whole */
+            acc_empty_k(k, a, 1);
+            if (pre) { /* a non-empty start: two elements of its own */
+              lanes_empty(k, &ln);
+              k->run(&ln, x + (n > 2 ? n - 2 : 0) * esz, n >= 2 ? 2 : n, 0);
+              k->flush(&ln, a);
+            }
+            memcpy(c, a, as); /* the start state, for the others */
+            lanes_empty(k, &ln);
+            k->run(&ln, x, n, 0);
+            k->flush(&ln, a);
+            /* split at every point (every 7th beyond 40), both impls */
+            for (size_t m = 0; m <= n; m += n > 40 ? 7 : 1)
+              for (int im = 0; im < 2; im++) {
+                const struct rd__kernel *kk = im ? ks : k;
+                memcpy(b, c, as);
+                lanes_empty(kk, &ln);
+                kk->run(&ln, x, m, 0);
+                kk->run(&ln, x + m * esz, n - m, m);
+                kk->flush(&ln, b);
+                if (!same_acc(a, b, as))
+                  fail_msg("%s %s last %d impl %d: n %zu split at %zu "
+                           "differs", rd_op_name(op), rd_dtype_name(dt),
+                           last, im, n, m);
+              }
+            /* rows() of one run, both impls */
+            for (int im = 0; im < 2; im++) {
+              memcpy(b, c, as);
+              (im ? ks : k)->rows(b, x, n, 1);
+              if (!same_acc(a, b, as))
+                fail_msg("%s %s impl %d: rows() n %zu differs from "
+                         "run()+flush()", rd_op_name(op), rd_dtype_name(dt),
+                         im, n);
+            }
+            /* cols() of the SIMD impl against the portable one */
+            if (n > 0) {
+              unsigned char *c2 = c + 257 * 1024;
+              acc_empty_k(k, c, n);
+              acc_empty_k(k, c2, n);
+              k->cols(c, x, n, 1);
+              ks->cols(c2, x, n, 1);
+              k->cols(c, x, n, 1);
+              ks->cols(c2, x, n, 1);
+              for (size_t j = 0; j < n; j++)
+                if (!same_acc(c + j * as, c2 + j * as, as))
+                  fail_msg("%s %s: SIMD cols() element %zu differs",
+                           rd_op_name(op), rd_dtype_name(dt), j);
+            }
+            /* cols(): acc[j] gets x[j] as run()+flush() of one element */
+            if (n > 0) {
+              acc_empty_k(k, c, n);
+              k->cols(c, x, n, 1);
+              for (size_t j = 0; j < n; j++) {
+                acc_empty_k(k, b, 1);
+                lanes_empty(k, &ln);
+                k->run(&ln, x + j * esz, 1, 0);
+                k->flush(&ln, b);
+                if (memcmp(c + j * as, b, as) != 0)
+                  fail_msg("%s %s: cols() element %zu of %zu differs",
+                           rd_op_name(op), rd_dtype_name(dt), j, n);
+              }
+            }
+          }
+      }
+  printf("test_kernels: %zu operator kernels checked at every split point\n",
+         kernels);
+  assert_true(kernels >= 60);
+  free(x);
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* Whole plans of every op under both implementations (or portable twice
+ * without SIMD): identical bytes every way. */
+static void test_ops_plans_both_impls(void **state)
+{
+  static const struct {
+    size_t rank;
+    int64_t shape[3];
+    size_t naxes;
+    int64_t axes[2];
+    int64_t axis;
+  } shapes[] = {
+    {1, {100003}, 0, {0}, 0},        {2, {513, 37}, 1, {1}, 1},
+    {2, {37, 513}, 1, {0}, 0},       {3, {9, 130, 17}, 1, {1}, 1},
+    {3, {65, 9, 33}, 2, {0, 2}, 2},  {2, {300001, 2}, 1, {0}, 0},
+    {3, {3, 5, 7}, 0, {0}, -1},
+  };
+  unsigned char *in = malloc(700000 * 8), *out[6];
+  int other = rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2) ? RD__IMPL_AVX2
+                                                        : RD__IMPL_PORTABLE;
+  (void)state;
+  assert_non_null(in);
+  for (int i = 0; i < 6; i++)
+    assert_non_null(out[i] = malloc(700000 * 8));
+  for (int op = RD_OP_SUM; op <= RD_OP_ARGMIN; op++)
+    for (size_t d = 0; d < RD_NDTYPES; d++)
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        int dt = rd_dtypes[d];
+        rd_params_init(&p);
+        p.op = op;
+        p.dtype = dt;
+        p.opset = rd_op_info(op)->is_arg ? 13 : 20;
+        if (!rd_dtype_in_version(op, dt, rd_op_version(op, p.opset)))
+          continue;
+        if ((si + d) % 3 != 0 && shapes[si].shape[0] * shapes[si].shape[1] > 1000)
+          continue; /* the big shapes for a third of the types */
+        p.rank = shapes[si].rank;
+        p.shape = shapes[si].shape;
+        if (rd_op_info(op)->is_arg) {
+          p.axis = shapes[si].axis;
+        } else {
+          p.naxes = shapes[si].naxes;
+          p.axes = shapes[si].axes;
+        }
+        p.overflow = RD_OVERFLOW_WRAP;
+        assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+        gen_any(dt, pl.elem_size, in, pl.in_count);
+        if (op == RD_OP_MEAN || op == RD_OP_LOG_SUM || op == RD_OP_LOG_SUM_EXP)
+          if (!(dt == RD_FLOAT32 || dt == RD_FLOAT64 || dt == RD_FLOAT16 ||
+                dt == RD_BFLOAT16))
+            memset(in, 1, (size_t)pl.in_bytes); /* defined integer results */
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_plan(&pl, in, out[0], out[1], out[2]);
+        assert_int_equal(rd__kernels_select(other), 0);
+        run_plan(&pl, in, out[3], out[4], out[5]);
+        for (int i = 1; i < 6; i++)
+          if (memcmp(out[0], out[i], (size_t)pl.out_bytes) != 0)
+            fail_msg("plan: %s %s shape %zu: result %d differs",
+                     rd_op_name(op), rd_dtype_name(dt), si, i);
+      }
+  rd__kernels_select(other);
   for (int i = 0; i < 6; i++)
     free(out[i]);
   free(in);
@@ -395,6 +658,8 @@ int main(void)
     cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
     cmocka_unit_test(test_plans_both_impls),
+    cmocka_unit_test(test_ops_split_points),
+    cmocka_unit_test(test_ops_plans_both_impls),
   };
   printf("test_kernels: active implementation %s\n",
          rd__kernels_active() == RD__IMPL_AVX2 ? "avx2" : "portable");

@@ -1638,6 +1638,311 @@ static void test_f16_all_patterns(void **state)
   free(in);
 }
 
+/* ------------------------------------------------------------------ */
+/* The operator table: versions, dtype lists, attributes              */
+/* ------------------------------------------------------------------ */
+
+/* The version lists of the issue (onnx-reduce-family.md section 1.1). */
+static void test_op_versions(void **state)
+{
+  static const struct {
+    int op;
+    size_t n;
+    int v[6];
+    int axes_input, select_last, is_arg;
+  } want[] = {
+    {RD_OP_L2, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_SUM_SQUARE, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_SUM, 3, {1, 11, 13}, 13, 0, 0},
+    {RD_OP_MEAN, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_MAX, 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
+    {RD_OP_MIN, 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
+    {RD_OP_PROD, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_L1, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_LOG_SUM, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_LOG_SUM_EXP, 4, {1, 11, 13, 18}, 18, 0, 0},
+    {RD_OP_ARGMAX, 4, {1, 11, 12, 13}, 0, 12, 1},
+    {RD_OP_ARGMIN, 4, {1, 11, 12, 13}, 0, 12, 1},
+  };
+  (void)state;
+  assert_int_equal(sizeof want / sizeof want[0], RD_OP_COUNT);
+  for (size_t i = 0; i < RD_OP_COUNT; i++) {
+    const struct rd_op_info *oi = rd_op_info(want[i].op);
+    assert_non_null(oi);
+    assert_int_equal(oi->nversions, want[i].n);
+    for (size_t k = 0; k < want[i].n; k++)
+      assert_int_equal(oi->versions[k], want[i].v[k]);
+    assert_int_equal(oi->axes_input_version, want[i].axes_input);
+    assert_int_equal(oi->select_last_version, want[i].select_last);
+    assert_int_equal(oi->is_arg, want[i].is_arg);
+    /* newest version <= opset, for opsets 1..40 and beyond */
+    for (int64_t o = 1; o <= 40; o++) {
+      int w = 1;
+      for (size_t k = 0; k < want[i].n; k++)
+        if (want[i].v[k] <= o)
+          w = want[i].v[k];
+      assert_int_equal(rd_op_version(want[i].op, o), w);
+    }
+    assert_int_equal(rd_op_version(want[i].op, INT64_MAX),
+                     want[i].v[want[i].n - 1]);
+    assert_int_equal(rd_op_version(want[i].op, 0), RD_E_OPSET);
+    assert_int_equal(rd_op_version(want[i].op, -5), RD_E_OPSET);
+  }
+  /* the issue's examples */
+  assert_int_equal(rd_op_version(RD_OP_SUM, 12), 11);
+  assert_int_equal(rd_op_version(RD_OP_SUM, 20), 13);
+  assert_int_equal(rd_op_version(RD_OP_MAX, 12), 12);
+  assert_int_equal(rd_op_version(RD_OP_MAX, 20), 20);
+  assert_int_equal(rd_op_version(RD_OP_MEAN, 17), 13);
+  assert_int_equal(rd_op_version(RD_OP_ARGMIN, 19), 13);
+  assert_int_equal(rd_op_version(0, 18), RD_E_OP);
+  assert_int_equal(rd_op_version(RD_OP_COUNT + 1, 18), RD_E_OP);
+}
+
+/* The exact lists of section 2, spelled out per operator and version. */
+static void test_op_dtype_lists(void **state)
+{
+  static const char *const A = "uint32 uint64 int32 int64 float16 float32 "
+                               "float64";
+  static const char *const B = "uint32 uint64 int32 int64 float16 float32 "
+                               "float64 bfloat16";
+  static const char *const A8 = "uint32 uint64 int32 int64 float16 float32 "
+                                "float64 uint8 int8";
+  static const char *const B8 = "uint32 uint64 int32 int64 float16 float32 "
+                                "float64 bfloat16 uint8 int8";
+  static const char *const B8b = "uint32 uint64 int32 int64 float16 float32 "
+                                 "float64 bfloat16 uint8 int8 bool";
+  static const char *const C = "uint8 uint16 uint32 uint64 int8 int16 int32 "
+                               "int64 float16 float32 float64";
+  static const char *const D = "uint8 uint16 uint32 uint64 int8 int16 int32 "
+                               "int64 float16 float32 float64 bfloat16";
+  static const struct {
+    int op, version;
+    const char *const *list;
+  } rows[] = {
+    {RD_OP_SUM, 1, &A}, {RD_OP_SUM, 11, &A}, {RD_OP_SUM, 13, &B},
+    {RD_OP_MEAN, 1, &A}, {RD_OP_MEAN, 11, &A}, {RD_OP_MEAN, 13, &B},
+    {RD_OP_MEAN, 18, &B},
+    {RD_OP_PROD, 1, &A}, {RD_OP_PROD, 11, &A}, {RD_OP_PROD, 13, &B},
+    {RD_OP_PROD, 18, &B},
+    {RD_OP_L1, 1, &A}, {RD_OP_L1, 11, &A}, {RD_OP_L1, 13, &B},
+    {RD_OP_L1, 18, &B},
+    {RD_OP_LOG_SUM, 1, &A}, {RD_OP_LOG_SUM, 11, &A},
+    {RD_OP_LOG_SUM, 13, &B}, {RD_OP_LOG_SUM, 18, &B},
+    {RD_OP_LOG_SUM_EXP, 1, &A}, {RD_OP_LOG_SUM_EXP, 11, &A},
+    {RD_OP_LOG_SUM_EXP, 13, &B}, {RD_OP_LOG_SUM_EXP, 18, &B},
+    {RD_OP_L2, 1, &A}, {RD_OP_L2, 11, &A}, {RD_OP_L2, 13, &B},
+    {RD_OP_L2, 18, &B},
+    {RD_OP_SUM_SQUARE, 1, &A}, {RD_OP_SUM_SQUARE, 11, &A},
+    {RD_OP_SUM_SQUARE, 13, &B}, {RD_OP_SUM_SQUARE, 18, &B},
+    {RD_OP_MAX, 1, &A}, {RD_OP_MAX, 11, &A}, {RD_OP_MAX, 12, &A8},
+    {RD_OP_MAX, 13, &B8}, {RD_OP_MAX, 18, &B8}, {RD_OP_MAX, 20, &B8b},
+    {RD_OP_MIN, 1, &A}, {RD_OP_MIN, 11, &A}, {RD_OP_MIN, 12, &A8},
+    {RD_OP_MIN, 13, &B8}, {RD_OP_MIN, 18, &B8}, {RD_OP_MIN, 20, &B8b},
+    {RD_OP_ARGMAX, 1, &C}, {RD_OP_ARGMAX, 11, &C}, {RD_OP_ARGMAX, 12, &C},
+    {RD_OP_ARGMAX, 13, &D},
+    {RD_OP_ARGMIN, 1, &C}, {RD_OP_ARGMIN, 11, &C}, {RD_OP_ARGMIN, 12, &C},
+    {RD_OP_ARGMIN, 13, &D},
+  };
+  size_t nrows = sizeof rows / sizeof rows[0], total = 0;
+  (void)state;
+  for (size_t i = 0; i < nrows; i++) {
+    for (size_t d = 0; d < RD_NDTYPES; d++) {
+      int dt = rd_dtypes[d];
+      char word[24];
+      const char *l = *rows[i].list, *hit;
+      int in;
+      snprintf(word, sizeof word, "%s", rd_dtype_name(dt));
+      /* whole-word membership */
+      in = 0;
+      for (hit = strstr(l, word); hit; hit = strstr(hit + 1, word))
+        if ((hit == l || hit[-1] == ' ') &&
+            (hit[strlen(word)] == ' ' || hit[strlen(word)] == '\0'))
+          in = 1;
+      total += (size_t)in;
+      assert_int_equal(rd_dtype_in_version(rows[i].op, dt, rows[i].version),
+                       in);
+      {
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        int64_t shape[1] = {3};
+        rd_params_init(&p);
+        p.op = rows[i].op;
+        p.dtype = dt;
+        p.opset = rows[i].version;
+        p.rank = 1;
+        p.shape = shape;
+        if (in) {
+          assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+          assert_int_equal(pl.version, rows[i].version);
+          assert_int_equal(pl.out_dtype, rd_op_info(p.op)->is_arg ? RD_INT64
+                                                                  : dt);
+          assert_int_equal(rd_op_out_dtype(p.op, dt), pl.out_dtype);
+          assert_int_equal(pl.out_elem_size, rd_dtype_size(pl.out_dtype));
+          assert_int_equal(pl.out_bytes, pl.out_count * pl.out_elem_size);
+        } else {
+          char v[16];
+          assert_int_equal(rd_plan_init(&pl, &p, &err), RD_E_DTYPE_VERSION);
+          assert_non_null(strstr(err.msg, rd_op_name(p.op)));
+          assert_non_null(strstr(err.msg, rd_dtype_name(dt)));
+          snprintf(v, sizeof v, "version %d", rows[i].version);
+          assert_non_null(strstr(err.msg, v));
+        }
+      }
+    }
+    /* versions that do not exist and unknown dtypes are never allowed */
+    assert_int_equal(rd_dtype_in_version(rows[i].op, RD_FLOAT32, 2), 0);
+    assert_int_equal(rd_dtype_in_version(rows[i].op, 8, rows[i].version), 0);
+    assert_int_equal(rd_dtype_in_version(rows[i].op, 0, rows[i].version), 0);
+  }
+  assert_int_equal(rd_dtype_in_version(RD_OP_SUM, RD_FLOAT32, 18), 0);
+  assert_int_equal(rd_dtype_in_version(0, RD_FLOAT32, 1), 0);
+  assert_int_equal(rd_dtype_in_version(RD_OP_ARGMAX, RD_BOOL, 13), 0);
+  /* every op has all its versions in the table */
+  {
+    size_t nv = 0;
+    for (int op = 1; op <= RD_OP_COUNT; op++)
+      nv += rd_op_info(op)->nversions;
+    assert_int_equal(nv, nrows);
+  }
+  assert_true(total > 400);
+}
+
+static int plan_p(struct rd_params *p, struct rd_plan *pl, struct rd_error *err,
+                  int code, const char *sub)
+{
+  int rc = rd_plan_init(pl, p, err);
+  if (rc != code || (sub && !strstr(err->msg, sub)))
+    print_error("rc %d (want %d), msg \"%s\" (want \"%s\")\n", rc, code,
+                err->msg, sub ? sub : "");
+  assert_int_equal(rc, code);
+  if (sub)
+    assert_non_null(strstr(err->msg, sub));
+  return rc;
+}
+
+static void test_op_attributes(void **state)
+{
+  struct rd_params p;
+  struct rd_plan pl;
+  struct rd_error err;
+  int64_t shape[3] = {2, 3, 4}, axes[1] = {0};
+  (void)state;
+#define RESET(o, os)                                                           \
+  do {                                                                         \
+    rd_params_init(&p);                                                        \
+    p.op = (o);                                                                \
+    p.opset = (os);                                                            \
+    p.dtype = RD_FLOAT32;                                                      \
+    p.rank = 3;                                                                \
+    p.shape = shape;                                                           \
+  } while (0)
+  /* axis and select_last_index only for ArgMax/ArgMin */
+  for (int op = 1; op <= RD_OP_COUNT; op++) {
+    if (rd_op_info(op)->is_arg)
+      continue;
+    RESET(op, 18);
+    p.axis = 1;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "axis is 1");
+    RESET(op, 18);
+    p.select_last_index = 0;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "select_last_index");
+  }
+  for (int op = RD_OP_ARGMAX; op <= RD_OP_ARGMIN; op++) {
+    RESET(op, 13);
+    p.axes = axes;
+    p.naxes = 1;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "axes");
+    RESET(op, 13);
+    p.noop_with_empty_axes = 0;
+    plan_p(&p, &pl, &err, RD_E_ATTRIBUTE, "noop_with_empty_axes");
+    RESET(op, 11);
+    p.select_last_index = 1;
+    plan_p(&p, &pl, &err, RD_E_SELECT_LAST_VERSION, "version 12");
+    RESET(op, 12);
+    p.select_last_index = 2;
+    plan_p(&p, &pl, &err, RD_E_SELECT_LAST, "select_last_index is 2");
+    RESET(op, 12);
+    p.select_last_index = -1;
+    plan_p(&p, &pl, &err, RD_E_SELECT_LAST, "must be 0 or 1");
+    RESET(op, 13);
+    p.select_last_index = 1;
+    p.axis = -1;
+    plan_p(&p, &pl, &err, 0, NULL);
+    assert_int_equal(pl.axis, 2);
+    assert_int_equal(pl.select_last_index, 1);
+    assert_int_equal(pl.out_rank, 3);
+    assert_int_equal(pl.out_shape[2], 1);
+    assert_int_equal(pl.out_count, 6);
+    assert_int_equal(pl.out_bytes, 48);
+    RESET(op, 13);
+    p.keepdims = 0;
+    plan_p(&p, &pl, &err, 0, NULL); /* default axis 0 */
+    assert_int_equal(pl.axis, 0);
+    assert_int_equal(pl.select_last_index, 0);
+    assert_int_equal(pl.out_rank, 2);
+    assert_int_equal(pl.out_shape[0], 3);
+    assert_int_equal(pl.out_shape[1], 4);
+    RESET(op, 13);
+    p.axis = 3;
+    plan_p(&p, &pl, &err, RD_E_AXIS_RANGE, "axis 3 is out of range [-3, 2]");
+    RESET(op, 13);
+    p.axis = -4;
+    plan_p(&p, &pl, &err, RD_E_AXIS_RANGE, "axis -4");
+    RESET(op, 13);
+    p.rank = 0;
+    plan_p(&p, &pl, &err, RD_E_AXIS_RANGE, "rank 0");
+    RESET(op, 13);
+    p.keepdims = 2;
+    plan_p(&p, &pl, &err, RD_E_KEEPDIMS, "keepdims is 2");
+  }
+  /* noop_with_empty_axes only from the op's axes-input version */
+  RESET(RD_OP_SUM, 12);
+  p.noop_with_empty_axes = 1;
+  plan_p(&p, &pl, &err, RD_E_NOOP_VERSION, "needs version 13");
+  RESET(RD_OP_SUM, 13);
+  p.noop_with_empty_axes = 1;
+  plan_p(&p, &pl, &err, 0, NULL);
+  assert_int_equal(pl.noop, 1);
+  for (int op = RD_OP_MEAN; op <= RD_OP_LOG_SUM_EXP; op++) {
+    RESET(op, 17);
+    p.noop_with_empty_axes = 0;
+    plan_p(&p, &pl, &err, RD_E_NOOP_VERSION, "needs version 18");
+    RESET(op, 18);
+    p.noop_with_empty_axes = 3;
+    plan_p(&p, &pl, &err, RD_E_NOOP, "noop_with_empty_axes is 3");
+    RESET(op, 18);
+    p.noop_with_empty_axes = 1;
+    plan_p(&p, &pl, &err, 0, NULL);
+    assert_int_equal(pl.noop, 1);
+    assert_int_equal(pl.out_count, 24);
+    /* duplicate axes refused */
+    {
+      int64_t dup[2] = {1, -2};
+      RESET(op, 18);
+      p.axes = dup;
+      p.naxes = 2;
+      plan_p(&p, &pl, &err, RD_E_AXIS_DUP, "both name axis 1");
+    }
+  }
+  /* rank 0: a rank-0 output for every reduce op */
+  for (int op = 1; op <= RD_OP_COUNT; op++) {
+    if (rd_op_info(op)->is_arg)
+      continue;
+    for (int keep = 0; keep <= 1; keep++) {
+      RESET(op, 18);
+      p.rank = 0;
+      p.keepdims = keep;
+      plan_p(&p, &pl, &err, 0, NULL);
+      assert_int_equal(pl.out_rank, 0);
+      assert_int_equal(pl.out_count, 1);
+      assert_int_equal(pl.in_count, 1);
+    }
+  }
+#undef RESET
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1662,6 +1967,9 @@ int main(void)
     cmocka_unit_test(test_parts_values),
     cmocka_unit_test(test_summation_order),
     cmocka_unit_test(test_f16_all_patterns),
+    cmocka_unit_test(test_op_versions),
+    cmocka_unit_test(test_op_dtype_lists),
+    cmocka_unit_test(test_op_attributes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

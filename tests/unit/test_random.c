@@ -1954,6 +1954,1196 @@ static void test_selfcheck_reference(void **state)
   }
 }
 
+/* ================================================================== */
+/* The other ten operators: an independent reference                  */
+/* ================================================================== */
+
+/* For every operator, version and dtype of the table, random cases are
+ * reduced by the library (rd_execute, rd_exec_* with shuffled parts,
+ * rd_stream_* with random chunks: byte-identical) and compared with a
+ * reference that walks each output's slice by index arithmetic over the
+ * original shape:
+ *  - integers: exact (128-bit sums and products with overflow tracking),
+ *    then the overflow policy; integer LogSum / LogSumExp in __float128
+ *    (113 bits), truncated toward zero;
+ *  - floats: __float128 sums / products (products with a separate binary
+ *    exponent), whose own error (n * 2^-112 of the sum of magnitudes) is
+ *    added to the issue's bounds: Sum, Mean within 1 ulp + 2^-45 A (float64
+ *    2 ulp + 2^-90 A); L1, Prod 1 ulp (float64 2); LogSum 1 ulp +
+ *    2^-44 A/|S| (float64 4 ulp + 2^-50 A/|S|); LogSumExp 1 ulp +
+ *    2^-44 (1 + |m|) (float64 4 ulp + 2^-50 (1 + |m|));
+ *  - Max, Min, ArgMax, ArgMin: exact, bit for bit (Max of {-0, +0} is +0,
+ *    Min -0; NaN wins; Arg: first index, last with select_last_index, NaN
+ *    counts as both the largest and the smallest).
+ * Empty slices must give the documented empty-set values or
+ * UNDEFINED_RESULT, and the first failing output (in index order) decides
+ * the return code. */
+
+#include <quadmath.h>
+
+typedef __float128 q128;
+__extension__ typedef __int128 i128;
+
+struct nf_type {
+  int dtype, is_float, p, emin, emax, bits, is_signed;
+  size_t size;
+};
+
+static const struct nf_type nf_types[13] = {
+  {RD_FLOAT32, 1, 24, -126, 127, 32, 1, 4},
+  {RD_FLOAT64, 1, 53, -1022, 1023, 64, 1, 8},
+  {RD_FLOAT16, 1, 11, -14, 15, 16, 1, 2},
+  {RD_BFLOAT16, 1, 8, -126, 127, 16, 1, 2},
+  {RD_INT8, 0, 0, 0, 0, 8, 1, 1},
+  {RD_UINT8, 0, 0, 0, 0, 8, 0, 1},
+  {RD_INT16, 0, 0, 0, 0, 16, 1, 2},
+  {RD_UINT16, 0, 0, 0, 0, 16, 0, 2},
+  {RD_INT32, 0, 0, 0, 0, 32, 1, 4},
+  {RD_UINT32, 0, 0, 0, 0, 32, 0, 4},
+  {RD_INT64, 0, 0, 0, 0, 64, 1, 8},
+  {RD_UINT64, 0, 0, 0, 0, 64, 0, 8},
+  {RD_BOOL, 0, 0, 0, 0, 1, 0, 1},
+};
+
+static const struct nf_type *nf_type_of(int dt)
+{
+  for (int i = 0; i < 13; i++)
+    if (nf_types[i].dtype == dt)
+      return &nf_types[i];
+  return NULL;
+}
+
+static uint64_t nf_get(const struct nf_type *t, const unsigned char *buf,
+                       uint64_t i)
+{
+  uint64_t v = 0;
+  memcpy(&v, buf + i * t->size, t->size); /* little-endian host */
+  return v;
+}
+
+static double nf_fval(const struct nf_type *t, uint64_t bits)
+{
+  float f;
+  double d;
+  uint32_t w = (uint32_t)bits;
+  switch (t->dtype) {
+  case RD_FLOAT32: memcpy(&f, &w, 4); return f;
+  case RD_FLOAT64: memcpy(&d, &bits, 8); return d;
+  case RD_FLOAT16: return dec_f16((uint16_t)bits);
+  default: return dec_bf16((uint16_t)bits);
+  }
+}
+
+static i128 nf_ival(const struct nf_type *t, uint64_t bits)
+{
+  if (t->dtype == RD_BOOL)
+    return bits & 0xff;
+  if (!t->is_signed)
+    return (i128)(t->bits == 64 ? bits : bits & ((UINT64_C(1) << t->bits) - 1));
+  if (t->bits == 64)
+    return (int64_t)bits;
+  {
+    uint64_t sign = UINT64_C(1) << (t->bits - 1);
+    uint64_t m = bits & ((sign << 1) - 1);
+    return (i128)(int64_t)(m ^ sign) - (i128)(int64_t)sign;
+  }
+}
+
+static void nf_irange(const struct nf_type *t, i128 *lo, i128 *hi)
+{
+  if (t->dtype == RD_BOOL) {
+    *lo = 0;
+    *hi = 1;
+  } else if (t->is_signed) {
+    *hi = ((i128)1 << (t->bits - 1)) - 1;
+    *lo = -*hi - 1;
+  } else {
+    *lo = 0;
+    *hi = ((i128)1 << t->bits) - 1;
+  }
+}
+
+/* One expected output: an error code, an exact bit pattern, or a real
+ * value with a tolerance (floats). */
+struct nf_exp {
+  int code;            /* 0, RD_E_OVERFLOW or RD_E_UNDEFINED */
+  int exact;           /* bits must equal `bits` */
+  uint64_t bits;
+  int nan;             /* float result must be NaN */
+  int any;             /* ill-conditioned beyond the bound: not checked */
+  q128 val, tol;       /* |got - val| <= tol (or the same infinity) */
+};
+
+struct nf_case {
+  struct rd_params p;
+  int64_t shape[RD_MAX_RANK], axes[RD_MAX_RANK];
+  const struct nf_type *t;
+  unsigned char *in;
+  uint64_t count;
+  char desc[400];
+};
+
+static q128 nf_ulp(const struct nf_type *t, q128 x)
+{
+  int e;
+  if (x < 0)
+    x = -x;
+  if (x == 0)
+    return ldexpq(1, t->emin - (t->p - 1));
+  frexpq(x, &e);
+  e -= 1; /* x in [2^e, 2^(e+1)) */
+  if (e < t->emin)
+    e = t->emin;
+  return ldexpq(1, e - (t->p - 1));
+}
+
+static q128 nf_maxfinite(const struct nf_type *t)
+{
+  return ldexpq(2 - ldexpq(1, 1 - t->p), t->emax);
+}
+
+/* The float output bit pattern of value x (exact input: used for Max/Min). */
+static uint64_t nf_fbits(const struct nf_type *t, double x)
+{
+  switch (t->dtype) {
+  case RD_FLOAT32: { float f = (float)x; uint32_t u; memcpy(&u, &f, 4); return u; }
+  case RD_FLOAT64: { uint64_t u; memcpy(&u, &x, 8); return u; }
+  case RD_FLOAT16: return rd_f64_to_f16(x); /* exact: x is a float16 */
+  default: return rd_f64_to_bf16(x);
+  }
+}
+
+/* Integer expectation of an exact value under the policy. */
+static void nf_iexp(const struct nf_type *t, int policy, i128 v, int over,
+                    int neg, uint64_t wrap, struct nf_exp *e)
+{
+  i128 lo, hi;
+  uint64_t mask = t->bits == 64 ? UINT64_MAX : (UINT64_C(1) << t->bits) - 1;
+  nf_irange(t, &lo, &hi);
+  memset(e, 0, sizeof *e);
+  e->exact = 1;
+  if (!over && v >= lo && v <= hi) {
+    e->bits = (uint64_t)v & mask;
+    return;
+  }
+  if (!over) {
+    neg = v < 0;
+    wrap = (uint64_t)v;
+  }
+  if (policy == RD_OVERFLOW_ERROR)
+    e->code = RD_E_OVERFLOW;
+  else if (policy == RD_OVERFLOW_SATURATE)
+    e->bits = (uint64_t)(neg ? lo : hi) & mask;
+  else
+    e->bits = wrap & mask;
+}
+
+static void nf_fexp(const struct nf_type *t, q128 v, q128 tol,
+                    struct nf_exp *e)
+{
+  memset(e, 0, sizeof *e);
+  if (isnanq(v)) {
+    e->nan = 1;
+    return;
+  }
+  e->val = v;
+  e->tol = tol;
+}
+
+/* The slice of output o: element indices in row-major order. */
+struct nf_slices {
+  uint64_t *start, *idx;
+};
+
+static void nf_slices(const struct nf_case *c, const struct rd_plan *pl,
+                      struct nf_slices *s)
+{
+  size_t r = c->p.rank;
+  unsigned char red[RD_MAX_RANK] = {0};
+  uint64_t ostride[RD_MAX_RANK], prod = 1, *fill;
+  const struct rd_op_info *oi = rd_op_info(c->p.op);
+  int noop = !oi->is_arg && c->p.noop_with_empty_axes == 1 && c->p.naxes == 0;
+  if (oi->is_arg) {
+    int64_t a = c->p.axis == RD_UNSET ? 0 : c->p.axis;
+    red[a < 0 ? a + (int64_t)r : a] = 1;
+  } else if (!noop) {
+    for (size_t i = 0; i < r; i++)
+      red[i] = c->p.naxes == 0;
+    for (size_t i = 0; i < c->p.naxes; i++)
+      red[c->axes[i] < 0 ? c->axes[i] + (int64_t)r : c->axes[i]] = 1;
+  }
+  for (size_t i = r; i-- > 0;) {
+    ostride[i] = red[i] ? 0 : prod;
+    if (!red[i])
+      prod *= (uint64_t)c->shape[i];
+  }
+  assert_true(prod == pl->out_count || pl->in_count == 0);
+  s->start = calloc(pl->out_count + 1, sizeof *s->start);
+  s->idx = malloc((c->count + 1) * sizeof *s->idx);
+  fill = calloc(pl->out_count + 1, sizeof *fill);
+  assert_non_null(s->start);
+  assert_non_null(s->idx);
+  assert_non_null(fill);
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint64_t e = 0; e < c->count; e++) {
+      uint64_t rem = e, o = 0;
+      for (size_t i = r; i-- > 0;) {
+        uint64_t d = (uint64_t)c->shape[i], k = rem % d;
+        rem /= d;
+        o += k * ostride[i];
+      }
+      if (pass == 0)
+        s->start[o + 1]++;
+      else
+        s->idx[s->start[o] + fill[o]++] = e;
+    }
+    if (pass == 0)
+      for (uint64_t o = 0; o < pl->out_count; o++)
+        s->start[o + 1] += s->start[o];
+  }
+  free(fill);
+}
+
+/* Max/Min key: -0 < +0 (the library's documented order). */
+static int nf_fless(double a, double b)
+{
+  if (a == b)
+    return signbit(a) && !signbit(b);
+  return a < b;
+}
+
+static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
+                      const uint64_t *ix, uint64_t n, struct nf_exp *e)
+{
+  const struct nf_type *t = c->t;
+  int op = c->p.op, f64 = t->dtype == RD_FLOAT64;
+  int pol = c->p.overflow;
+  memset(e, 0, sizeof *e);
+
+  if (op == RD_OP_ARGMAX || op == RD_OP_ARGMIN) {
+    int mx = op == RD_OP_ARGMAX, last = pl->select_last_index;
+    int64_t best = -1, nan = -1;
+    double bf = 0;
+    i128 bi = 0;
+    if (n == 0) {
+      e->code = RD_E_UNDEFINED;
+      return;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+      uint64_t b = nf_get(t, c->in, ix[k]);
+      if (t->is_float) {
+        double v = nf_fval(t, b);
+        if (isnan(v)) {
+          if (nan < 0 || last)
+            nan = (int64_t)k;
+          continue;
+        }
+        if (best < 0 || (mx ? v > bf : v < bf) || (last && v == bf)) {
+          best = (int64_t)k;
+          bf = v;
+        }
+      } else {
+        i128 v = nf_ival(t, b);
+        if (best < 0 || (mx ? v > bi : v < bi) || (last && v == bi)) {
+          best = (int64_t)k;
+          bi = v;
+        }
+      }
+    }
+    e->exact = 1;
+    e->bits = (uint64_t)(nan >= 0 ? nan : best);
+    return;
+  }
+
+  if (op == RD_OP_MAX || op == RD_OP_MIN) {
+    int mx = op == RD_OP_MAX;
+    e->exact = 1;
+    if (t->is_float) {
+      double b = mx ? -INFINITY : INFINITY;
+      for (uint64_t k = 0; k < n; k++) {
+        double v = nf_fval(t, nf_get(t, c->in, ix[k]));
+        if (isnan(v)) {
+          e->exact = 0;
+          e->nan = 1;
+          return;
+        }
+        if (mx ? nf_fless(b, v) : nf_fless(v, b))
+          b = v;
+      }
+      e->bits = nf_fbits(t, b);
+    } else {
+      i128 lo, hi, b;
+      nf_irange(t, &lo, &hi);
+      b = mx ? lo : hi;
+      for (uint64_t k = 0; k < n; k++) {
+        i128 v = nf_ival(t, nf_get(t, c->in, ix[k]));
+        if (mx ? v > b : v < b)
+          b = v;
+      }
+      nf_iexp(t, pol, b, 0, 0, 0, e);
+    }
+    return;
+  }
+
+  if (!t->is_float) {
+    i128 s = 0;
+    switch (op) {
+    case RD_OP_SUM: case RD_OP_L1: case RD_OP_MEAN: case RD_OP_LOG_SUM:
+      for (uint64_t k = 0; k < n; k++) {
+        i128 v = nf_ival(t, nf_get(t, c->in, ix[k]));
+        s += op == RD_OP_L1 && v < 0 ? -v : v;
+      }
+      if (op == RD_OP_MEAN) {
+        if (n == 0) {
+          e->code = RD_E_UNDEFINED;
+          return;
+        }
+        s /= (i128)n; /* C: toward zero */
+      } else if (op == RD_OP_LOG_SUM) {
+        q128 l, k;
+        if (s <= 0) {
+          e->code = RD_E_UNDEFINED;
+          return;
+        }
+        l = logq((q128)s);
+        k = floorq(l);
+        if (expq(k + 1) <= (q128)s)
+          k += 1;
+        else if (k > 0 && expq(k) > (q128)s)
+          k -= 1;
+        s = (i128)k;
+      }
+      nf_iexp(t, pol, s, 0, 0, 0, e);
+      return;
+    case RD_OP_PROD: {
+      unsigned __int128 mag = 1;
+      int over = 0, neg = 0, zero = 0;
+      uint64_t wrap = 1;
+      for (uint64_t k = 0; k < n; k++) {
+        i128 v = nf_ival(t, nf_get(t, c->in, ix[k]));
+        wrap *= (uint64_t)v;
+        if (v == 0) {
+          zero = 1;
+          continue;
+        }
+        neg ^= v < 0;
+        if (!over && __builtin_mul_overflow(mag, (unsigned __int128)(v < 0 ? -v : v), &mag))
+          over = 1;
+      }
+      if (zero)
+        nf_iexp(t, pol, 0, 0, 0, 0, e);
+      else if (over || mag > ((unsigned __int128)1 << 126))
+        nf_iexp(t, pol, 0, 1, neg, wrap, e);
+      else
+        nf_iexp(t, pol, neg ? -(i128)mag : (i128)mag, 0, 0, 0, e);
+      return;
+    }
+    default: { /* LogSumExp */
+      i128 m = 0;
+      q128 sum = 0, l;
+      if (n == 0) {
+        e->code = RD_E_UNDEFINED;
+        return;
+      }
+      for (uint64_t k = 0; k < n; k++) {
+        i128 v = nf_ival(t, nf_get(t, c->in, ix[k]));
+        if (k == 0 || v > m)
+          m = v;
+      }
+      {
+        /* T = log(sum) >= 0 is 0 exactly only for a single maximum and
+         * nothing else; quad underflow of far-below terms must not make
+         * T look like 0. */
+        uint64_t at_max = 0;
+        q128 tq, fq;
+        i128 res;
+        for (uint64_t k = 0; k < n; k++) {
+          i128 v = nf_ival(t, nf_get(t, c->in, ix[k]));
+          at_max += v == m;
+          sum += expq((q128)(v - m));
+        }
+        tq = logq(sum);
+        fq = floorq(tq);
+        if (expq(fq + 1) <= sum)
+          fq += 1;
+        res = m + (i128)fq;
+        if (res < 0 && !(at_max == 1 && n == 1))
+          res += 1; /* L in (res, res + 1): toward zero */
+        l = 0;
+        (void)l;
+        nf_iexp(t, pol, res, 0, 0, 0, e);
+      }
+      return;
+    }
+    }
+  }
+
+  /* floats */
+  {
+    int nan = 0, pinf = 0, ninf = 0;
+    q128 s = 0, a = 0, ulps = f64 ? 2 : 1;
+    for (uint64_t k = 0; k < n; k++) {
+      double v = nf_fval(t, nf_get(t, c->in, ix[k]));
+      nan |= isnan(v);
+      pinf |= v == INFINITY;
+      ninf |= v == -INFINITY;
+    }
+    switch (op) {
+    case RD_OP_SUM: case RD_OP_L1: case RD_OP_MEAN: case RD_OP_LOG_SUM: {
+      q128 v, tol, c1 = f64 ? ldexpq(1, -90) : ldexpq(1, -45);
+      if (op == RD_OP_L1 && (pinf || ninf) && !nan) {
+        nf_fexp(t, INFINITY, 0, e);
+        return;
+      }
+      if (nan || (pinf && ninf)) {
+        e->nan = 1;
+        return;
+      }
+      if (pinf || ninf) {
+        q128 inf = pinf ? (q128)INFINITY : -(q128)INFINITY;
+        if (op == RD_OP_LOG_SUM)
+          inf = pinf ? (q128)INFINITY : (q128)NAN;
+        nf_fexp(t, inf, 0, e);
+        return;
+      }
+      for (uint64_t k = 0; k < n; k++) {
+        double x = nf_fval(t, nf_get(t, c->in, ix[k]));
+        s += op == RD_OP_L1 ? fabs(x) : x;
+        a += fabs(x);
+      }
+      tol = a * ldexpq((q128)n + 1, -112); /* the reference's own error */
+      if (op == RD_OP_MEAN) {
+        if (n == 0) {
+          e->nan = 1;
+          return;
+        }
+        v = s / n;
+        tol = tol / n + ulps * nf_ulp(t, v) + c1 * a / n;
+      } else if (op == RD_OP_LOG_SUM) {
+        if (fabsq(s) <= (f64 ? ldexpq(1, -80) : ldexpq(1, -40)) * a &&
+            a > 0) {
+          /* |S| below the sum's own error bound: log S has no bound */
+          e->any = 1;
+          return;
+        }
+        if (s == 0) {
+          nf_fexp(t, -(q128)INFINITY, 0, e);
+          return;
+        }
+        if (s < 0) {
+          e->nan = 1;
+          return;
+        }
+        v = logq(s);
+        tol = (f64 ? 4 : 1) * nf_ulp(t, v) +
+              (f64 ? ldexpq(1, -50) : ldexpq(1, -44)) * a / s + tol / s;
+      } else {
+        v = s;
+        tol += ulps * nf_ulp(t, v) + (op == RD_OP_SUM ? c1 * a : 0);
+      }
+      nf_fexp(t, v, tol, e);
+      return;
+    }
+    case RD_OP_PROD: {
+      int zero = 0, neg = 0;
+      long ex = 0;
+      q128 m = 1, v;
+      for (uint64_t k = 0; k < n; k++) {
+        double x = nf_fval(t, nf_get(t, c->in, ix[k]));
+        int e2;
+        neg ^= signbit(x) != 0;
+        if (x == 0)
+          zero = 1;
+        else if (!isinf(x) && !isnan(x)) {
+          m *= frexpq((q128)x, &e2);
+          ex += e2;
+          m = frexpq(m, &e2);
+          ex += e2;
+        }
+      }
+      if (nan || (zero && (pinf || ninf))) {
+        e->nan = 1;
+        return;
+      }
+      if (pinf || ninf)
+        v = INFINITY;
+      else if (zero)
+        v = 0;
+      else if (ex > 20000)
+        v = INFINITY;
+      else if (ex < -20000)
+        v = 0;
+      else
+        v = ldexpq(fabsq(m), (int)ex);
+      if (neg)
+        v = -v;
+      nf_fexp(t, v, (isinfq(v) || v == 0) ? 0
+                    : ulps * nf_ulp(t, v) + fabsq(v) * ldexpq((q128)n + 1, -111), e);
+      if (v == 0) {
+        e->exact = 1;
+        e->bits = nf_fbits(t, neg ? -0.0 : 0.0);
+      }
+      return;
+    }
+    default: { /* LogSumExp */
+      q128 m = -(q128)INFINITY, sum = 0, v;
+      if (nan) {
+        e->nan = 1;
+        return;
+      }
+      if (pinf) {
+        nf_fexp(t, INFINITY, 0, e);
+        return;
+      }
+      for (uint64_t k = 0; k < n; k++) {
+        double x = nf_fval(t, nf_get(t, c->in, ix[k]));
+        if (x > m)
+          m = x;
+      }
+      if (isinfq(m)) {
+        nf_fexp(t, -(q128)INFINITY, 0, e);
+        return;
+      }
+      for (uint64_t k = 0; k < n; k++) {
+        double x = nf_fval(t, nf_get(t, c->in, ix[k]));
+        if (x != -INFINITY)
+          sum += expq((q128)x - m);
+      }
+      v = m + logq(sum);
+      nf_fexp(t, v, (f64 ? 4 : 1) * nf_ulp(t, v) +
+                        (f64 ? ldexpq(1, -50) : ldexpq(1, -44)) *
+                            (1 + fabsq(m)) + ldexpq((q128)n + 1, -110), e);
+      return;
+    }
+    }
+  }
+}
+
+/* 1 if output bits `got` satisfy the expectation. */
+static int nf_ok(const struct nf_type *ot, const struct nf_exp *e, uint64_t got)
+{
+  uint64_t mask = ot->size == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * ot->size)) - 1;
+  double g;
+  got &= mask;
+  if (e->any)
+    return 1;
+  if (e->exact)
+    return got == (e->bits & mask);
+  g = nf_fval(ot, got);
+  if (e->nan)
+    return isnan(g);
+  if (isnan(g))
+    return 0;
+  if (isinfq(e->val))
+    return isinf(g) && (g > 0) == (e->val > 0);
+  if (fabsq(e->val) > nf_maxfinite(ot)) {
+    /* rounds to infinity, or to the largest finite value within tol */
+    if (isinf(g))
+      return (g > 0) == (e->val > 0);
+  }
+  if (isinf(g)) {
+    q128 lim = nf_maxfinite(ot) + nf_ulp(ot, nf_maxfinite(ot)) / 2;
+    return fabsq(e->val) + e->tol >= lim && (g > 0) == (e->val > 0);
+  }
+  return fabsq((q128)g - e->val) <= e->tol;
+}
+
+static struct {
+  uint64_t cases, outputs, errors, per_op[RD_OP_COUNT + 1];
+  uint64_t dtv[RD_OP_COUNT + 1][RD_NDTYPES];
+} nst;
+
+static int nf_dtype_index(int dt)
+{
+  for (int i = 0; i < RD_NDTYPES; i++)
+    if (rd_dtypes[i] == dt)
+      return i;
+  return 0;
+}
+
+/* One element of type t; profile 0 ordinary, 1 specials, 2 extremes,
+ * 3 small integers (many ties). */
+static uint64_t nf_gen(struct rng *r, const struct nf_type *t, int profile)
+{
+  uint64_t x = rng_next(r);
+  if (t->dtype == RD_BOOL)
+    return x & 1;
+  if (!t->is_float) {
+    i128 lo, hi;
+    nf_irange(t, &lo, &hi);
+    switch (profile == 1 ? (int)rng_below(r, 3) : profile) {
+    case 0: return (uint64_t)(int64_t)((int64_t)rng_below(r, 201) - 100);
+    case 2: {
+      uint64_t k = rng_below(r, 6);
+      if (k == 0) return (uint64_t)lo;
+      if (k == 1) return (uint64_t)hi;
+      if (k == 2) return (uint64_t)(hi - 1);
+      return x;
+    }
+    default: return (uint64_t)(int64_t)((int64_t)rng_below(r, 7) - 3);
+    }
+  }
+  {
+    double v;
+    switch (profile) {
+    case 1:
+      switch (rng_below(r, 10)) {
+      case 0: v = NAN; break;
+      case 1: v = INFINITY; break;
+      case 2: v = -INFINITY; break;
+      case 3: v = 0.0; break;
+      case 4: v = -0.0; break;
+      case 5: v = ldexp(1.0, t->emin - (t->p - 1)) * (double)(1 + rng_below(r, 3)); break;
+      default: v = (rng_unit(r) - 0.5) * 8; break;
+      }
+      break;
+    case 2:
+      v = ldexp(rng_unit(r) + 0.5, (int)rng_below(r, (uint64_t)(t->emax - t->emin)) + t->emin);
+      if (x & 1)
+        v = -v;
+      break;
+    case 3:
+      v = (double)((int)rng_below(r, 7) - 3);
+      break;
+    default:
+      v = (rng_unit(r) - 0.5) * 20;
+      break;
+    }
+    switch (t->dtype) {
+    case RD_FLOAT32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); return u; }
+    case RD_FLOAT64: { uint64_t u; memcpy(&u, &v, 8); return u; }
+    case RD_FLOAT16: return rd_f64_to_f16(v);
+    default: return rd_f64_to_bf16(v);
+    }
+  }
+}
+
+static void nf_gen_case(struct nf_case *c, struct rng *r, int op)
+{
+  const struct rd_op_info *oi = rd_op_info(op);
+  int dts[RD_NDTYPES], ndt = 0, version, profile;
+  uint64_t n;
+  static const int64_t dims[] = {0, 1, 1, 2, 2, 3, 3, 4, 5, 7, 16, 33};
+  rd_params_init(&c->p);
+  c->p.op = op;
+  c->p.opset = 1 + (int64_t)rng_below(r, 22);
+  version = rd_op_version(op, c->p.opset);
+  for (int i = 0; i < RD_NDTYPES; i++)
+    if (rd_dtype_in_version(op, rd_dtypes[i], version))
+      dts[ndt++] = rd_dtypes[i];
+  assert_true(ndt > 0);
+  c->p.dtype = dts[rng_below(r, (uint64_t)ndt)];
+  c->t = nf_type_of(c->p.dtype);
+  do {
+    c->p.rank = (size_t)rng_below(r, 5);
+    if (oi->is_arg && c->p.rank == 0)
+      c->p.rank = 1;
+    n = 1;
+    for (size_t i = 0; i < c->p.rank; i++) {
+      c->shape[i] = dims[rng_below(r, sizeof dims / sizeof dims[0])];
+      n *= (uint64_t)c->shape[i];
+    }
+  } while (n > 3000);
+  c->p.shape = c->shape;
+  c->p.axes = c->axes;
+  c->count = n;
+  if (oi->is_arg) {
+    c->p.axis = (int64_t)rng_below(r, c->p.rank) - (rng_below(r, 2) ? (int64_t)c->p.rank : 0);
+    if (rng_below(r, 4) == 0 && c->p.axis == 0)
+      c->p.axis = RD_UNSET;
+    if (version >= 12 && rng_below(r, 2))
+      c->p.select_last_index = (int64_t)rng_below(r, 2);
+  } else {
+    if (c->p.rank > 0 && rng_below(r, 3))
+      for (size_t i = 0; i < c->p.rank; i++)
+        if (rng_below(r, 2))
+          c->axes[c->p.naxes++] = (int64_t)i - (rng_below(r, 2) ? (int64_t)c->p.rank : 0);
+    if (version >= oi->axes_input_version && rng_below(r, 3) == 0)
+      c->p.noop_with_empty_axes = (int64_t)rng_below(r, 2);
+  }
+  c->p.keepdims = (int64_t)rng_below(r, 2);
+  c->p.overflow = (int)rng_below(r, 3);
+  profile = (int)rng_below(r, 4);
+  c->in = malloc((size_t)(n * c->t->size) + 1);
+  assert_non_null(c->in);
+  for (uint64_t e = 0; e < n; e++) {
+    uint64_t b = nf_gen(r, c->t, rng_below(r, 8) == 0 ? 1 : profile);
+    memcpy(c->in + e * c->t->size, &b, c->t->size);
+  }
+  snprintf(c->desc, sizeof c->desc, "%s opset %" PRId64 " (v%d) %s rank %zu",
+           oi->name, c->p.opset, version, c->t->dtype == RD_BOOL ? "bool" : rd_dtype_name(c->p.dtype), c->p.rank);
+}
+
+/* Runs the three ways; returns the rd_execute code and fills out. */
+static int nf_run(const struct nf_case *c, const struct rd_plan *pl,
+                  struct rng *r, unsigned char *out, struct rd_error *err)
+{
+  unsigned char *o2 = alloc_out(pl->out_bytes), *o3 = alloc_out(pl->out_bytes);
+  struct rd_error e2, e3;
+  struct rd_exec *ex;
+  struct rd_stream *s;
+  size_t order[RD_MAX_PARTS];
+  int rc1, rc2, rc3;
+  uint64_t fed = 0;
+  rc1 = rd_execute(pl, c->in, out, err);
+  assert_int_equal(rd_exec_create(pl, &ex), 0);
+  for (size_t i = 0; i < pl->nparts; i++)
+    order[i] = i;
+  for (size_t i = pl->nparts; i > 1; i--) {
+    size_t j = (size_t)rng_below(r, i), t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+  for (size_t i = 0; i < pl->nparts; i++)
+    assert_int_equal(rd_exec_part(ex, order[i], c->in), 0);
+  rc2 = rd_exec_finish(ex, o2, &e2);
+  rd_exec_destroy(ex);
+  assert_int_equal(rd_stream_create(pl, &s), 0);
+  while (fed < pl->in_bytes) {
+    size_t len = 1 + (size_t)rng_below(r, rng_below(r, 2) ? 2 * c->t->size + 1 : 700);
+    if (len > pl->in_bytes - fed)
+      len = (size_t)(pl->in_bytes - fed);
+    assert_int_equal(rd_stream_feed(s, c->in + fed, len, &e3), 0);
+    fed += len;
+  }
+  rc3 = rd_stream_finish(s, o3, &e3);
+  rd_stream_destroy(s);
+  if (rc1 != rc2 || rc1 != rc3)
+    fail_msg("%s: execute %d, parts %d, stream %d", c->desc, rc1, rc2, rc3);
+  if (rc1 == 0 && (memcmp(out, o2, (size_t)pl->out_bytes) != 0 ||
+                   memcmp(out, o3, (size_t)pl->out_bytes) != 0))
+    fail_msg("%s: execute, parts and stream outputs differ", c->desc);
+  if (rc1 != 0 && (strcmp(err->msg, e2.msg) != 0 || strcmp(err->msg, e3.msg) != 0))
+    fail_msg("%s: messages differ: \"%s\" / \"%s\" / \"%s\"", c->desc,
+             err->msg, e2.msg, e3.msg);
+  assert_true(guard_ok(out, pl->out_bytes));
+  assert_true(guard_ok(o2, pl->out_bytes));
+  assert_true(guard_ok(o3, pl->out_bytes));
+  free(o2);
+  free(o3);
+  return rc1;
+}
+
+/* Checks one case; returns the number of mismatches (0). */
+static int nf_check(struct nf_case *c, struct rng *r)
+{
+  struct rd_plan pl;
+  struct rd_error err;
+  struct nf_slices sl;
+  const struct nf_type *ot;
+  unsigned char *out;
+  int rc, want = 0, bad = 0;
+  uint64_t first = UINT64_MAX;
+  rc = rd_plan_init(&pl, &c->p, &err);
+  if (rc != 0)
+    fail_msg("%s: rd_plan_init: %d %s", c->desc, rc, err.msg);
+  ot = nf_type_of(pl.out_dtype);
+  out = alloc_out(pl.out_bytes);
+  rc = nf_run(c, &pl, r, out, &err);
+  nf_slices(c, &pl, &sl);
+  for (uint64_t o = 0; o < pl.out_count; o++) {
+    struct nf_exp e;
+    nf_expect(c, &pl, sl.idx + sl.start[o], sl.start[o + 1] - sl.start[o], &e);
+    if (e.code != 0) {
+      if (first == UINT64_MAX) {
+        first = o;
+        want = e.code;
+      }
+      continue;
+    }
+    if (rc == 0 && !nf_ok(ot, &e, nf_get(ot, out, o))) {
+      if (bad++ < 5) {
+        double g = ot->is_float ? nf_fval(ot, nf_get(ot, out, o)) : 0;
+        print_error("%s: output[%" PRIu64 "] bits 0x%" PRIx64 " (%.17g) "
+                    "expected %s 0x%" PRIx64 " / %.17g tol %.3g (slice %"
+                    PRIu64 " elements)\n", c->desc, o, nf_get(ot, out, o), g,
+                    e.exact ? "bits" : e.nan ? "NaN" : "value", e.bits,
+                    (double)e.val, (double)e.tol,
+                    sl.start[o + 1] - sl.start[o]);
+      }
+    }
+    nst.outputs++;
+  }
+  if (rc != want) {
+    print_error("%s: rc %d (%s), expected %d at output %" PRIu64 "\n",
+                c->desc, rc, err.msg, want, first);
+    bad++;
+  } else if (rc != 0) {
+    char idx[48];
+    snprintf(idx, sizeof idx, "output[%" PRIu64 "]", first);
+    if (!strstr(err.msg, idx) || !strstr(err.msg, rd_op_name(c->p.op))) {
+      print_error("%s: message \"%s\" does not name %s\n", c->desc, err.msg, idx);
+      bad++;
+    }
+    nst.errors++;
+  }
+  free(sl.start);
+  free(sl.idx);
+  free(out);
+  nst.cases++;
+  nst.per_op[c->p.op]++;
+  nst.dtv[c->p.op][nf_dtype_index(c->p.dtype)]++;
+  return bad;
+}
+
+static void test_ops_random(void **state)
+{
+  struct rng r;
+  uint64_t seed = env_u64("RD_TEST_SEED", DEFAULT_SEED) ^ 0x0f5eed;
+  uint64_t ncases = env_u64("RD_TEST_OP_CASES", 2500);
+  int bad = 0;
+  (void)state;
+  rng_seed(&r, seed);
+  for (uint64_t i = 0; i < ncases; i++)
+    for (int op = RD_OP_SUM; op <= RD_OP_ARGMIN; op++) {
+      struct nf_case c;
+      memset(&c, 0, sizeof c);
+      nf_gen_case(&c, &r, op);
+      bad += nf_check(&c, &r);
+      free(c.in);
+      if (bad > 20)
+        fail_msg("too many mismatches");
+    }
+  printf("ops oracle: %" PRIu64 " cases, %" PRIu64 " outputs checked, %"
+         PRIu64 " expected errors\n", nst.cases, nst.outputs, nst.errors);
+  /* every (op, dtype) the table allows was drawn */
+  for (int op = RD_OP_SUM; op <= RD_OP_ARGMIN; op++)
+    for (int i = 0; i < RD_NDTYPES; i++) {
+      int any = 0;
+      for (int v = 1; v <= 22; v++)
+        any |= rd_dtype_in_version(op, rd_dtypes[i], rd_op_version(op, v));
+      if (any && nst.dtv[op][i] == 0)
+        fail_msg("%s %s never drawn", rd_op_name(op), rd_dtype_name(rd_dtypes[i]));
+    }
+  assert_int_equal(bad, 0);
+}
+
+/* Negative controls: the checker rejects a wrong answer of each family. */
+static void test_ops_controls(void **state)
+{
+  const struct nf_type *f32 = nf_type_of(RD_FLOAT32), *f64 = nf_type_of(RD_FLOAT64),
+                       *i32 = nf_type_of(RD_INT32), *i64 = nf_type_of(RD_INT64);
+  struct nf_exp e;
+  float one = 1.0f;
+  uint32_t u;
+  (void)state;
+  /* float sums: exact 1, tolerance one ulp: 1 + 2 ulp is refused */
+  nf_fexp(f32, 1, nf_ulp(f32, 1), &e);
+  memcpy(&u, &one, 4);
+  assert_true(nf_ok(f32, &e, u));
+  assert_true(nf_ok(f32, &e, u + 1));
+  assert_false(nf_ok(f32, &e, u + 2));
+  /* NaN expected: a number is refused, and the other way round */
+  nf_fexp(f64, NAN, 0, &e);
+  assert_false(nf_ok(f64, &e, 0));
+  nf_fexp(f64, 0, 1, &e);
+  assert_false(nf_ok(f64, &e, UINT64_C(0x7ff8000000000000)));
+  /* infinities must have the sign */
+  nf_fexp(f64, INFINITY, 0, &e);
+  assert_false(nf_ok(f64, &e, UINT64_C(0xfff0000000000000)));
+  assert_true(nf_ok(f64, &e, UINT64_C(0x7ff0000000000000)));
+  /* integers: exact, policy */
+  nf_iexp(i32, RD_OVERFLOW_SATURATE, (i128)INT32_MAX + 5, 0, 0, 0, &e);
+  assert_true(nf_ok(i32, &e, (uint32_t)INT32_MAX));
+  assert_false(nf_ok(i32, &e, (uint32_t)INT32_MAX - 1));
+  nf_iexp(i32, RD_OVERFLOW_WRAP, (i128)INT32_MAX + 1, 0, 0, 0, &e);
+  assert_true(nf_ok(i32, &e, 0x80000000u));
+  nf_iexp(i64, RD_OVERFLOW_ERROR, (i128)INT64_MAX + 1, 0, 0, 0, &e);
+  assert_int_equal(e.code, RD_E_OVERFLOW);
+  /* Max/Min order: -0 < +0 */
+  assert_true(nf_fless(-0.0, 0.0));
+  assert_false(nf_fless(0.0, -0.0));
+  /* A whole case with a deliberately corrupted expected value must be
+   * reported: run a known case and flip the library's output. */
+  {
+    struct nf_case c;
+    struct rd_plan pl;
+    struct rd_error err;
+    struct rng r;
+    static const int ops[5] = {RD_OP_SUM, RD_OP_MAX, RD_OP_ARGMAX, RD_OP_PROD,
+                               RD_OP_LOG_SUM_EXP};
+    rng_seed(&r, 99);
+    for (int k = 0; k < 5; k++) {
+      struct nf_slices sl;
+      unsigned char *out;
+      struct nf_exp x;
+      int found = 0;
+      for (int tries = 0; tries < 200 && !found; tries++) {
+        memset(&c, 0, sizeof c);
+        nf_gen_case(&c, &r, ops[k]);
+        if (rd_plan_init(&pl, &c.p, &err) != 0 || pl.out_count == 0 ||
+            c.count == 0) {
+          free(c.in);
+          continue;
+        }
+        out = alloc_out(pl.out_bytes);
+        if (rd_execute(&pl, c.in, out, &err) == 0) {
+          const struct nf_type *ot = nf_type_of(pl.out_dtype);
+          nf_slices(&c, &pl, &sl);
+          nf_expect(&c, &pl, sl.idx, sl.start[1], &x);
+          if (x.code == 0 && !x.nan && (x.exact || !isinfq(x.val))) {
+            uint64_t g = nf_get(ot, out, 0);
+            assert_true(nf_ok(ot, &x, g));
+            /* 2^20 ulps off (floats) or +1 (exact) must be refused */
+            assert_false(nf_ok(ot, &x, x.exact ? g ^ 1 : g + (1u << 20)));
+            found = 1;
+          }
+          free(sl.start);
+          free(sl.idx);
+        }
+        free(out);
+        free(c.in);
+      }
+      assert_true(found);
+    }
+  }
+}
+
+/* Named semantics of the issue, each with its own values. */
+static int nf_one(int op, int dt, int64_t opset, size_t rank,
+                  const int64_t *shape, const void *in, void *out,
+                  struct rd_error *err, int64_t noop)
+{
+  struct rd_params p;
+  struct rd_plan pl;
+  int rc;
+  rd_params_init(&p);
+  p.op = op;
+  p.dtype = dt;
+  p.opset = opset;
+  p.rank = rank;
+  p.shape = shape;
+  if (noop >= 0)
+    p.noop_with_empty_axes = noop;
+  if ((rc = rd_plan_init(&pl, &p, err)) != 0)
+    return rc;
+  return rd_execute(&pl, in, out, err);
+}
+
+static void test_ops_semantics(void **state)
+{
+  struct rd_error err;
+  int64_t s2[1] = {2}, s3[1] = {3}, s0[1] = {0}, s5[1] = {5};
+  (void)state;
+  {
+    double x[2] = {1000, 1000}, y[2] = {-1000, -1000}, o;
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, x, &o, &err, -1), 0);
+    assert_true(fabs(o - (1000 + M_LN2)) <= 2e-13);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, y, &o, &err, -1), 0);
+    assert_true(fabs(o - (-1000 + M_LN2)) <= 2e-13);
+  }
+  {
+    int32_t x[2] = {-7, 2}, o;
+    assert_int_equal(nf_one(RD_OP_MEAN, RD_INT32, 18, 1, s2, x, &o, &err, -1), 0);
+    assert_int_equal(o, -2);
+  }
+  {
+    /* a product that overflows and later meets a 0 is 0 */
+    int32_t x[3] = {65536, 65536, 0}, o = 7;
+    assert_int_equal(nf_one(RD_OP_PROD, RD_INT32, 18, 1, s3, x, &o, &err, -1), 0);
+    assert_int_equal(o, 0);
+  }
+  {
+    float x[4] = {1e30f, 1e30f, 1e-30f, 1e-30f}, o;
+    int64_t s4[1] = {4};
+    assert_int_equal(nf_one(RD_OP_PROD, RD_FLOAT32, 18, 1, s4, x, &o, &err, -1), 0);
+    assert_true(fabsf(o - 1.0f) <= 1.2e-7f);
+  }
+  {
+    /* |INT32_MIN| in L1 follows the policy: error by default */
+    int32_t x[1] = {INT32_MIN}, o;
+    int64_t s1[1] = {1};
+    assert_int_equal(nf_one(RD_OP_L1, RD_INT32, 18, 1, s1, x, &o, &err, -1), RD_E_OVERFLOW);
+    assert_non_null(strstr(err.msg, "2147483648"));
+  }
+  {
+    /* empty sets */
+    float o;
+    int32_t oi;
+    int64_t ol;
+    unsigned char ob;
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_true(isinf(o) && o < 0);
+    assert_int_equal(nf_one(RD_OP_MIN, RD_INT32, 18, 1, s0, NULL, &oi, &err, -1), 0);
+    assert_int_equal(oi, INT32_MAX);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 20, 1, s0, NULL, &ob, &err, -1), 0);
+    assert_int_equal(ob, 0);
+    assert_int_equal(nf_one(RD_OP_MIN, RD_BOOL, 20, 1, s0, NULL, &ob, &err, -1), 0);
+    assert_int_equal(ob, 1);
+    assert_int_equal(nf_one(RD_OP_PROD, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_true(o == 1.0f);
+    assert_int_equal(nf_one(RD_OP_MEAN, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_true(isnan(o));
+    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_true(isinf(o) && o < 0);
+    assert_int_equal(nf_one(RD_OP_MEAN, RD_INT32, 18, 1, s0, NULL, &oi, &err, -1), RD_E_UNDEFINED);
+    assert_non_null(strstr(err.msg, "ReduceMean"));
+    assert_non_null(strstr(err.msg, "output[0]"));
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT64, 18, 1, s0, NULL, &ol, &err, -1), RD_E_UNDEFINED);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s0, NULL, &ol, &err, -1), RD_E_UNDEFINED);
+  }
+  {
+    /* integer LogSum of a sum <= 0; exact truncation next to e^k */
+    int64_t x[2] = {3, -3}, o, s1[1] = {1};
+    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s2, x, &o, &err, -1), RD_E_UNDEFINED);
+    assert_non_null(strstr(err.msg, "sum is 0"));
+    for (int k = 1; k <= 43; k++) {
+      q128 ek = expq((q128)k);
+      int64_t lo = (int64_t)floorq(ek), hi = lo + 1;
+      assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s1, &lo, &o, &err, -1), 0);
+      assert_int_equal(o, k - 1);
+      assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s1, &hi, &o, &err, -1), 0);
+      assert_int_equal(o, k);
+    }
+  }
+  {
+    /* integer LogSumExp truncates toward zero: [-1, -2] -> -0.687 -> 0;
+     * [-5] -> -5 exactly; [-5, -5] -> -4.307 -> -4 */
+    int32_t a[2] = {-1, -2}, b[1] = {-5}, c[2] = {-5, -5}, o;
+    int64_t s1[1] = {1};
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s2, a, &o, &err, -1), 0);
+    assert_int_equal(o, 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s1, b, &o, &err, -1), 0);
+    assert_int_equal(o, -5);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s2, c, &o, &err, -1), 0);
+    assert_int_equal(o, -4);
+  }
+  {
+    /* NaN and ties in ArgMax/ArgMin; NaN in Max */
+    float x[5] = {1, NAN, 5, NAN, 0};
+    float t[5] = {2, 7, 7, 1, 1};
+    int64_t o;
+    float m;
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s5, x, &o, &err, -1), 0);
+    assert_int_equal(o, 1);
+    assert_int_equal(nf_one(RD_OP_ARGMIN, RD_FLOAT32, 13, 1, s5, x, &o, &err, -1), 0);
+    assert_int_equal(o, 1);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s5, t, &o, &err, -1), 0);
+    assert_int_equal(o, 1);
+    assert_int_equal(nf_one(RD_OP_ARGMIN, RD_FLOAT32, 13, 1, s5, t, &o, &err, -1), 0);
+    assert_int_equal(o, 3);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s5, x, &m, &err, -1), 0);
+    assert_true(isnan(m));
+  }
+  {
+    /* LogSumExp specials */
+    double a[2] = {INFINITY, -INFINITY}, b[2] = {-INFINITY, -INFINITY},
+           c[2] = {NAN, INFINITY}, o;
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, a, &o, &err, -1), 0);
+    assert_true(isinf(o) && o > 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, b, &o, &err, -1), 0);
+    assert_true(isinf(o) && o < 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, c, &o, &err, -1), 0);
+    assert_true(isnan(o));
+  }
+  {
+    /* noop_with_empty_axes=1: elementwise parts */
+    float x[3] = {-2, 0, 4}, o[3];
+    int32_t xi[3] = {-2, 0, 4}, oi[3];
+    assert_int_equal(nf_one(RD_OP_L1, RD_FLOAT32, 18, 1, s3, x, o, &err, 1), 0);
+    assert_true(o[0] == 2 && o[1] == 0 && o[2] == 4);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_FLOAT32, 18, 1, s3, x, o, &err, 1), 0);
+    assert_true(isnan(o[0]) && isinf(o[1]) && o[1] < 0 && fabsf(o[2] - logf(4)) < 1e-6f);
+    assert_int_equal(nf_one(RD_OP_SUM, RD_INT32, 13, 1, s3, xi, oi, &err, 1), 0);
+    assert_true(oi[0] == -2 && oi[1] == 0 && oi[2] == 4);
+    assert_int_equal(nf_one(RD_OP_PROD, RD_INT32, 18, 1, s3, xi, oi, &err, 1), 0);
+    assert_true(oi[0] == -2 && oi[1] == 0 && oi[2] == 4);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s3, xi, oi, &err, 1), 0);
+    assert_true(oi[0] == -2 && oi[1] == 0 && oi[2] == 4);
+  }
+  {
+    /* bool: a byte other than 0/1 is an error naming the element */
+    unsigned char b[5] = {0, 1, 1, 7, 2}, o;
+    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 20, 1, s5, b, &o, &err, -1), RD_E_ELEMENT);
+    assert_non_null(strstr(err.msg, "element 3"));
+    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 18, 1, s5, b, &o, &err, -1), RD_E_DTYPE_VERSION);
+  }
+  {
+    /* rank 0 */
+    float x = -3, o;
+    int64_t ol;
+    assert_int_equal(nf_one(RD_OP_L1, RD_FLOAT32, 18, 0, NULL, &x, &o, &err, -1), 0);
+    assert_true(o == 3);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 0, NULL, &x, &ol, &err, -1), RD_E_AXIS_RANGE);
+  }
+  {
+    /* Max of {-0, +0} is +0 and Min -0, in either order */
+    float a[2] = {-0.0f, 0.0f}, b[2] = {0.0f, -0.0f}, o;
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s2, a, &o, &err, -1), 0);
+    assert_true(o == 0 && !signbit(o));
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s2, b, &o, &err, -1), 0);
+    assert_true(o == 0 && !signbit(o));
+    assert_int_equal(nf_one(RD_OP_MIN, RD_FLOAT32, 18, 1, s2, a, &o, &err, -1), 0);
+    assert_true(o == 0 && signbit(o));
+  }
+}
+
+/* Multi-part plans of the new ops: identical bits every way, and checked. */
+static void test_ops_big(void **state)
+{
+  static const struct {
+    int op, dt;
+    int64_t shape[2];
+    int64_t axis;
+  } bc[] = {
+    {RD_OP_SUM, RD_FLOAT32, {1100003, 3}, 0},
+    {RD_OP_ARGMAX, RD_FLOAT32, {1100003, 3}, 0},
+    {RD_OP_ARGMIN, RD_INT32, {3, 1100003}, 1},
+    {RD_OP_MAX, RD_FLOAT64, {600001, 2}, 0},
+    {RD_OP_PROD, RD_FLOAT64, {600001, 2}, 0},
+    {RD_OP_LOG_SUM_EXP, RD_FLOAT32, {1100003, 2}, 0},
+    {RD_OP_MEAN, RD_INT64, {600001, 2}, 0},
+    {RD_OP_LOG_SUM_EXP, RD_INT32, {1100003, 2}, 0},
+    /* long float32 runs: the block loops (ties, sparse NaNs) */
+    {RD_OP_ARGMAX, RD_FLOAT32, {3, 400001}, 1},
+    {RD_OP_ARGMIN, RD_FLOAT32, {3, 400001}, -1},
+    {RD_OP_MAX, RD_FLOAT32, {3, 400001}, 1},
+    {RD_OP_MIN, RD_FLOAT32, {2, 700001}, 1},
+    {RD_OP_ARGMAX, RD_FLOAT32, {1, 1100003}, 1},
+  };
+  struct rng r;
+  (void)state;
+  rng_seed(&r, 4242);
+  for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
+    struct nf_case c;
+    struct rd_plan pl;
+    struct rd_error err;
+    memset(&c, 0, sizeof c);
+    rd_params_init(&c.p);
+    c.p.op = bc[i].op;
+    c.p.dtype = bc[i].dt;
+    c.p.opset = rd_op_info(bc[i].op)->is_arg ? 13 : 18;
+    c.p.rank = 2;
+    c.shape[0] = bc[i].shape[0];
+    c.shape[1] = bc[i].shape[1];
+    c.p.shape = c.shape;
+    c.p.axes = c.axes;
+    if (rd_op_info(bc[i].op)->is_arg) {
+      c.p.axis = bc[i].axis;
+      if (i % 2)
+        c.p.select_last_index = 1;
+    } else {
+      c.axes[0] = bc[i].axis;
+      c.p.naxes = 1;
+    }
+    c.t = nf_type_of(c.p.dtype);
+    c.count = (uint64_t)(c.shape[0] * c.shape[1]);
+    c.in = malloc((size_t)(c.count * c.t->size));
+    assert_non_null(c.in);
+    for (uint64_t e = 0; e < c.count; e++) {
+      uint64_t b = bc[i].op == RD_OP_PROD
+                       ? nf_gen(&r, c.t, 0) % 2 ? 0x3ff0000000000100ull : 0x3fefffffffffff00ull
+                       : nf_gen(&r, c.t, e % 100003 == 7 ? 1 : i >= 8 ? 3 : 0);
+      memcpy(c.in + e * c.t->size, &b, c.t->size);
+    }
+    snprintf(c.desc, sizeof c.desc, "big %s %s", rd_op_name(c.p.op), rd_dtype_name(c.p.dtype));
+    assert_int_equal(rd_plan_init(&pl, &c.p, &err), 0);
+    assert_true(pl.nparts > 1 || i >= 8);
+    assert_int_equal(nf_check(&c, &r), 0);
+    free(c.in);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1963,6 +3153,10 @@ int main(void)
     cmocka_unit_test(test_random_big_cases),
     cmocka_unit_test(test_large_determinism),
     cmocka_unit_test(test_accuracy_1e7),
+    cmocka_unit_test(test_ops_controls),
+    cmocka_unit_test(test_ops_semantics),
+    cmocka_unit_test(test_ops_random),
+    cmocka_unit_test(test_ops_big),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

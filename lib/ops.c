@@ -1,0 +1,1092 @@
+/* ops.c - the operator table and the kernels of the new families (see
+ * ops.h for the families and their accumulators, kernels.h for the kernel
+ * contract).
+ *
+ * Each family is a set of static inline bodies (element add, merge, empty
+ * state) parameterised by the element type and variant; the per-type
+ * kernels are thin instantiations of them, so every kernel is an ordinary
+ * function a debugger and ctags can see.
+ *
+ * Order: RD__F_SUMD follows the lane order of kernels.h (element j of a run
+ * segment to lane j % 16, lanes combined in the fixed tree at the end of
+ * the segment); every other family accumulates in element order into one
+ * state per output, so run() over [0, n) equals run() over [0, m) then
+ * [m, n), and rows() equals run() from the empty state then flush().  The
+ * integer families, Max, Min and the Arg families are exact, so for them no
+ * order matters at all.
+ *
+ * This file depends only on the kernel interface (kernels.h,
+ * kernels_impl.h), f16 widening and libm.
+ */
+#include "ops.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+typedef __int128 i128;
+
+/* ------------------------------------------------------------------ */
+/* The operator table                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Indexed by op - 1: families for floats, float64, integers; element map;
+ * finalisation; max (1) or min (0). */
+static const struct rd__op op_rows[RD_OP_COUNT] = {
+  {RD_OP_L2, RD__F_SQ, RD__F_SQ, RD__F_SQ, RD__MAP_SQUARE, RD__FIN_SQRT, 0},
+  {RD_OP_SUM_SQUARE, RD__F_SQ, RD__F_SQ, RD__F_SQ, RD__MAP_SQUARE,
+   RD__FIN_SUM, 0},
+  {RD_OP_SUM, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ID, RD__FIN_SUM,
+   0},
+  {RD_OP_MEAN, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ID, RD__FIN_MEAN,
+   0},
+  {RD_OP_MAX, RD__F_MAXMIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__MAP_ID,
+   RD__FIN_MAX, 1},
+  {RD_OP_MIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__MAP_ID,
+   RD__FIN_MIN, 0},
+  {RD_OP_PROD, RD__F_PROD, RD__F_PROD, RD__F_IPROD, RD__MAP_ID, RD__FIN_PROD,
+   0},
+  {RD_OP_L1, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ABS, RD__FIN_SUM,
+   0},
+  {RD_OP_LOG_SUM, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ID,
+   RD__FIN_LOG, 0},
+  {RD_OP_LOG_SUM_EXP, RD__F_LSE, RD__F_LSE, RD__F_ILSE, RD__MAP_ID,
+   RD__FIN_LSE, 0},
+  {RD_OP_ARGMAX, RD__F_ARG, RD__F_ARG, RD__F_ARG, RD__MAP_ID, RD__FIN_ARG, 1},
+  {RD_OP_ARGMIN, RD__F_ARG, RD__F_ARG, RD__F_ARG, RD__MAP_ID, RD__FIN_ARG, 0},
+};
+
+const struct rd__op *rd__op_row(int op)
+{
+  if (op < 1 || op > RD_OP_COUNT)
+    return NULL;
+  return &op_rows[op - 1];
+}
+
+int rd__op_implemented(int op)
+{
+  return rd__op_row(op) != NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Element loads                                                      */
+/* ------------------------------------------------------------------ */
+
+static inline int dt_float(int dt)
+{
+  return dt == RD_FLOAT32 || dt == RD_FLOAT64 || dt == RD_FLOAT16 ||
+         dt == RD_BFLOAT16;
+}
+
+static inline size_t dt_size(int dt)
+{
+  switch (dt) {
+  case RD_INT8: case RD_UINT8: case RD_BOOL: return 1;
+  case RD_INT16: case RD_UINT16: case RD_FLOAT16: case RD_BFLOAT16: return 2;
+  case RD_INT32: case RD_UINT32: case RD_FLOAT32: return 4;
+  default: return 8;
+  }
+}
+
+/* Signed float16 widening (exact), branch-free like ld_f16(). */
+static inline double ld_f16s(const unsigned char *p)
+{
+  uint16_t h;
+  double a = ld_f16(p);
+  memcpy(&h, p, sizeof h);
+  return (h & 0x8000) ? -a : a;
+}
+
+static inline double ld_bf16s(const unsigned char *p)
+{
+  return ld_bf16(p); /* a shift: the sign is kept */
+}
+
+/* The value of a float element, exactly, as a double. */
+static inline double ldd(int dt, const unsigned char *p)
+{
+  switch (dt) {
+  case RD_FLOAT32: return ld_f32(p);
+  case RD_FLOAT16: return ld_f16s(p);
+  case RD_BFLOAT16: return ld_bf16s(p);
+  default: return ld_f64(p);
+  }
+}
+
+/* The value of an integer (or bool) element. */
+static inline i128 ldi(int dt, const unsigned char *p)
+{
+  switch (dt) {
+  case RD_INT8: { int8_t v; memcpy(&v, p, 1); return v; }
+  case RD_UINT8: case RD_BOOL: return *p;
+  case RD_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+  case RD_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+  case RD_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case RD_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+  case RD_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
+  default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
+/* Total-order key of an element (see rd__fkey); *nan set for float NaN.
+ * With `zero_tie`, -0 gets the key of +0 (ArgMax/ArgMin: a tie). */
+static inline int64_t ldkey(int dt, const unsigned char *p, int *nan,
+                            int zero_tie)
+{
+  if (dt_float(dt)) {
+    double v = ldd(dt, p);
+    *nan = isnan(v);
+    if (zero_tie && v == 0)
+      v = 0.0;
+    return rd__fkey(v);
+  }
+  *nan = 0;
+  if (dt == RD_UINT64) {
+    uint64_t u;
+    memcpy(&u, p, 8);
+    return (int64_t)(u ^ ((uint64_t)1 << 63));
+  }
+  return (int64_t)ldi(dt, p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Double-double helpers                                              */
+/* ------------------------------------------------------------------ */
+
+/* s + e = a + b exactly (Knuth). */
+static inline void two_sum(double a, double b, double *s, double *e)
+{
+  double t = a + b, bb = t - a;
+  *e = (a - (t - bb)) + (b - bb);
+  *s = t;
+}
+
+/* s + e = a + b exactly when |a| >= |b| (Dekker). */
+static inline void fast_two_sum(double a, double b, double *s, double *e)
+{
+  double t = a + b;
+  *e = b - (t - a);
+  *s = t;
+}
+
+/* (hi, lo) += v, v finite. */
+static inline void dd_add(double *hi, double *lo, double v)
+{
+  double s, e;
+  two_sum(*hi, v, &s, &e);
+  *hi = s;
+  *lo += e;
+}
+
+/* (hi, lo) *= f, renormalised. */
+static inline void dd_mul(double *hi, double *lo, double f)
+{
+  double p = *hi * f, e = fma(*hi, f, -p);
+  e += *lo * f;
+  fast_two_sum(p, e, hi, lo);
+}
+
+/* ------------------------------------------------------------------ */
+/* RD__F_SUMD: double lanes (float32, float16, bfloat16)              */
+/* ------------------------------------------------------------------ */
+
+static inline double sumd_term(int dt, int absval, const unsigned char *p)
+{
+  double v = ldd(dt, p);
+  return absval ? fabs(v) : v;
+}
+
+/* The lane order of kernels.h: head up to lane 0, blocks of L, tail. */
+static inline void sumd_run(union rd__lanes *ln, const unsigned char *x,
+                            size_t n, uint64_t pos, int dt, int absval)
+{
+  const size_t esz = dt_size(dt);
+  size_t k = (size_t)(pos % L), i = 0;
+  double a[L];
+  for (; k != 0 && i < n; i++, k = (k + 1) % L)
+    ln->d[k] += sumd_term(dt, absval, x + i * esz);
+  memcpy(a, ln->d, sizeof a);
+  for (; i + L <= n; i += L)
+    for (size_t l = 0; l < L; l++)
+      a[l] += sumd_term(dt, absval, x + (i + l) * esz);
+  for (size_t l = 0; i < n; i++, l++)
+    a[l] += sumd_term(dt, absval, x + i * esz);
+  memcpy(ln->d, a, sizeof a);
+}
+
+static inline void sumd_cols(void *acc, const unsigned char *x, size_t n,
+                             size_t nrows, int dt, int absval)
+{
+  const size_t esz = dt_size(dt);
+  double *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * esz)
+    for (size_t i = 0; i < n; i++)
+      o[i] += sumd_term(dt, absval, x + i * esz);
+}
+
+static inline void sumd_rows(void *acc, const unsigned char *x, size_t n,
+                             size_t nrows, int dt, int absval)
+{
+  const size_t esz = dt_size(dt);
+  double *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * esz) {
+    union rd__lanes ln;
+    memset(ln.d, 0, sizeof ln.d);
+    sumd_run(&ln, x, n, 0, dt, absval);
+    rd__flush_d(&ln, &o[r]);
+  }
+}
+
+#define SUMD_KERNEL(name, dt, absval)                                          \
+  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  { sumd_run(ln, x, n, pos, dt, absval); }                                     \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  { sumd_cols(acc, x, n, nrows, dt, absval); }                                 \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  { sumd_rows(acc, x, n, nrows, dt, absval); }
+
+SUMD_KERNEL(sum_f32, RD_FLOAT32, 0)
+SUMD_KERNEL(sum_f16, RD_FLOAT16, 0)
+SUMD_KERNEL(sum_bf16, RD_BFLOAT16, 0)
+SUMD_KERNEL(abs_f32, RD_FLOAT32, 1)
+SUMD_KERNEL(abs_f16, RD_FLOAT16, 1)
+SUMD_KERNEL(abs_bf16, RD_BFLOAT16, 1)
+
+/* ------------------------------------------------------------------ */
+/* Sequential families: element add, merge, empty state               */
+/* ------------------------------------------------------------------ */
+
+/* RD__F_SUMDD: float64 sums. */
+static inline void dd_elem(struct rd__acc_dd *a, double v)
+{
+  double s, e;
+  if (!isfinite(v)) {
+    a->sp += v;
+    return;
+  }
+  two_sum(a->hi, v, &s, &e);
+  if (!isfinite(s)) {
+    /* The running sum left the double range: only the infinity is kept. */
+    a->sp += s;
+    return;
+  }
+  a->hi = s;
+  a->lo += e;
+}
+
+static inline void sumdd_add(void *acc, const unsigned char *p, int absval)
+{
+  double v = ld_f64(p);
+  dd_elem(acc, absval ? fabs(v) : v);
+}
+
+static void sumdd_merge(void *dst, const void *src)
+{
+  struct rd__acc_dd *d = dst;
+  const struct rd__acc_dd *s = src;
+  dd_elem(d, s->hi);
+  d->lo += s->lo;
+  d->sp += s->sp;
+}
+
+/* RD__F_ISUM: exact integer sums (|sum| < 2^125: fewer than 2^61 elements
+ * of at most 2^64). */
+static inline void isum_add(void *acc, const unsigned char *p, int dt,
+                            int absval)
+{
+  i128 v = ldi(dt, p), *a = acc;
+  *a += absval && v < 0 ? -v : v;
+}
+
+static void isum_merge(void *dst, const void *src)
+{
+  i128 a, b;
+  memcpy(&a, dst, sizeof a);
+  memcpy(&b, src, sizeof b);
+  a += b;
+  memcpy(dst, &a, sizeof a);
+}
+
+/* RD__F_LSE: float LogSumExp. */
+static void lse_init(void *acc, size_t count)
+{
+  struct rd__acc_lse *a = acc;
+  for (size_t i = 0; i < count; i++) {
+    memset(&a[i], 0, sizeof a[i]);
+    a[i].m = -INFINITY;
+  }
+}
+
+/* Adds exp(m2 - m) * (hi2 + lo2) (m2 finite) to the state. */
+static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
+                            double lo2)
+{
+  if (m2 > a->m) {
+    if (a->m == -INFINITY) {
+      a->hi = 0;
+      a->lo = 0;
+    } else {
+      dd_mul(&a->hi, &a->lo, exp(a->m - m2));
+    }
+    a->m = m2;
+    dd_add(&a->hi, &a->lo, hi2);
+    a->lo += lo2;
+  } else if (m2 == a->m) {
+    dd_add(&a->hi, &a->lo, hi2);
+    a->lo += lo2;
+  } else {
+    double f = exp(m2 - a->m), h = hi2, l = lo2;
+    dd_mul(&h, &l, f);
+    dd_add(&a->hi, &a->lo, h);
+    a->lo += l;
+  }
+}
+
+static inline void lse_add(void *acc, const unsigned char *p, int dt)
+{
+  struct rd__acc_lse *a = acc;
+  double v = ldd(dt, p);
+  if (isnan(v))
+    a->nan = 1;
+  else if (v == INFINITY)
+    a->posinf = 1;
+  else if (v != -INFINITY)
+    lse_fold(a, v, 1.0, 0.0);
+}
+
+static void lse_merge(void *dst, const void *src)
+{
+  struct rd__acc_lse *d = dst;
+  const struct rd__acc_lse *s = src;
+  d->nan |= s->nan;
+  d->posinf |= s->posinf;
+  if (s->m != -INFINITY)
+    lse_fold(d, s->m, s->hi, s->lo);
+}
+
+/* RD__F_ILSE: integer LogSumExp, exact counts. */
+static inline void ilse_shift(struct rd__acc_ilse *a, i128 m)
+{
+  i128 delta = m - a->m;
+  assert(delta > 0);
+  for (int d = RD__LSE_D; d >= 0; d--) {
+    if (d + delta <= RD__LSE_D)
+      a->n[d + delta] = a->n[d];
+    else if (a->n[d] != 0)
+      a->dropped = 1;
+    a->n[d] = 0;
+  }
+  a->m = m;
+}
+
+static inline void ilse_count(struct rd__acc_ilse *a, i128 v, uint64_t c)
+{
+  i128 d = a->m - v;
+  if (d <= RD__LSE_D)
+    a->n[d] += c;
+  else
+    a->dropped = 1;
+}
+
+static inline void ilse_add(void *acc, const unsigned char *p, int dt)
+{
+  struct rd__acc_ilse *a = acc;
+  i128 v = ldi(dt, p);
+  if (a->any == 0) {
+    a->m = v;
+  } else if (v > a->m) {
+    ilse_shift(a, v);
+  }
+  ilse_count(a, v, 1);
+  a->any++;
+}
+
+static void ilse_merge(void *dst, const void *src)
+{
+  struct rd__acc_ilse *d = dst;
+  const struct rd__acc_ilse *s = src;
+  if (s->any == 0)
+    return;
+  if (d->any == 0) {
+    memcpy(d, s, sizeof *d);
+    return;
+  }
+  if (s->m > d->m)
+    ilse_shift(d, s->m);
+  for (int k = 0; k <= RD__LSE_D; k++)
+    if (s->n[k] != 0)
+      ilse_count(d, s->m - k, s->n[k]);
+  d->dropped |= s->dropped;
+  d->any += s->any;
+}
+
+/* RD__F_PROD: float products with exponent tracking. */
+static void prod_init(void *acc, size_t count)
+{
+  struct rd__acc_prod *a = acc;
+  for (size_t i = 0; i < count; i++) {
+    memset(&a[i], 0, sizeof a[i]);
+    a[i].hi = 0.5; /* 1 = 0.5 * 2^1, normalised like every other state */
+    a[i].e = 1;
+  }
+}
+
+/* Keeps hi in [0.5, 1): the representation of a value is unique, so
+ * merging the empty state changes no bit. */
+static inline void prod_norm(struct rd__acc_prod *a)
+{
+  int ex;
+  double f = frexp(a->hi, &ex);
+  a->lo = ldexp(a->lo, -ex);
+  a->hi = f;
+  a->e += ex;
+}
+
+static inline void prod_add(void *acc, const unsigned char *p, int dt)
+{
+  struct rd__acc_prod *a = acc;
+  double v = ldd(dt, p);
+  int ex;
+  if (isnan(v)) {
+    a->nan = 1;
+    return;
+  }
+  a->neg ^= signbit(v) != 0;
+  if (isinf(v)) {
+    a->inf = 1;
+  } else if (v == 0) {
+    a->zero = 1;
+  } else {
+    double f = frexp(fabs(v), &ex);
+    a->e += ex;
+    dd_mul(&a->hi, &a->lo, f);
+    prod_norm(a);
+  }
+}
+
+static void prod_merge(void *dst, const void *src)
+{
+  struct rd__acc_prod *d = dst;
+  const struct rd__acc_prod *s = src;
+  double p, e;
+  d->nan |= s->nan;
+  d->inf |= s->inf;
+  d->zero |= s->zero;
+  d->neg ^= s->neg;
+  d->e += s->e;
+  p = d->hi * s->hi;
+  e = fma(d->hi, s->hi, -p);
+  e += d->hi * s->lo + d->lo * s->hi;
+  fast_two_sum(p, e, &d->hi, &d->lo);
+  prod_norm(d);
+}
+
+/* RD__F_IPROD: exact integer products. */
+static void iprod_init(void *acc, size_t count)
+{
+  struct rd__acc_iprod *a = acc;
+  for (size_t i = 0; i < count; i++) {
+    memset(&a[i], 0, sizeof a[i]);
+    a[i].mag = 1;
+    a[i].wrap = 1;
+  }
+}
+
+static inline void iprod_mul(struct rd__acc_iprod *a, unsigned __int128 m)
+{
+  if (!a->over && __builtin_mul_overflow(a->mag, m, &a->mag))
+    a->over = 1;
+}
+
+static inline void iprod_add(void *acc, const unsigned char *p, int dt)
+{
+  struct rd__acc_iprod *a = acc;
+  i128 v = ldi(dt, p);
+  a->wrap *= (uint64_t)v;
+  if (v == 0) {
+    a->zero = 1;
+    return;
+  }
+  a->neg ^= v < 0;
+  iprod_mul(a, (unsigned __int128)(v < 0 ? -v : v));
+}
+
+static void iprod_merge(void *dst, const void *src)
+{
+  struct rd__acc_iprod *d = dst;
+  const struct rd__acc_iprod *s = src;
+  d->wrap *= s->wrap;
+  d->zero |= s->zero;
+  d->neg ^= s->neg;
+  d->over |= s->over;
+  iprod_mul(d, s->mag);
+}
+
+/* RD__F_MAXMIN.  The empty state is the key of the empty-set value. */
+static inline int64_t key_lowest(int dt)
+{
+  switch (dt) {
+  case RD_INT8: return INT8_MIN;
+  case RD_INT16: return INT16_MIN;
+  case RD_INT32: return INT32_MIN;
+  case RD_INT64: case RD_UINT64: return INT64_MIN;
+  case RD_UINT8: case RD_UINT16: case RD_UINT32: case RD_BOOL: return 0;
+  default: return rd__fkey(-INFINITY);
+  }
+}
+
+static inline int64_t key_highest(int dt)
+{
+  switch (dt) {
+  case RD_INT8: return INT8_MAX;
+  case RD_INT16: return INT16_MAX;
+  case RD_INT32: return INT32_MAX;
+  case RD_INT64: case RD_UINT64: return INT64_MAX;
+  case RD_UINT8: return UINT8_MAX;
+  case RD_UINT16: return UINT16_MAX;
+  case RD_UINT32: return UINT32_MAX;
+  case RD_BOOL: return 1;
+  default: return rd__fkey(INFINITY);
+  }
+}
+
+static inline void key_init(void *acc, size_t count, int dt, int is_max)
+{
+  struct rd__acc_key *a = acc;
+  for (size_t i = 0; i < count; i++) {
+    a[i].key = is_max ? key_lowest(dt) : key_highest(dt);
+    a[i].nan = 0;
+  }
+}
+
+static inline void key_add(void *acc, const unsigned char *p, int dt,
+                           int is_max)
+{
+  struct rd__acc_key *a = acc;
+  int nan;
+  int64_t k = ldkey(dt, p, &nan, 0);
+  a->nan |= (uint64_t)nan;
+  if (!nan && (is_max ? k > a->key : k < a->key))
+    a->key = k;
+}
+
+static inline void key_merge(void *dst, const void *src, int is_max)
+{
+  struct rd__acc_key *d = dst;
+  const struct rd__acc_key *s = src;
+  d->nan |= s->nan;
+  if (is_max ? s->key > d->key : s->key < d->key)
+    d->key = s->key;
+}
+
+static void max_merge(void *dst, const void *src) { key_merge(dst, src, 1); }
+static void min_merge(void *dst, const void *src) { key_merge(dst, src, 0); }
+
+/* RD__F_ARG: is_max, last (select_last_index). */
+static void arg_init(void *acc, size_t count)
+{
+  struct rd__acc_arg *a = acc;
+  for (size_t i = 0; i < count; i++) {
+    a[i].key = 0;
+    a[i].idx = -1;
+    a[i].count = 0;
+    a[i].nan = -1;
+  }
+}
+
+static inline int arg_better(int64_t k, int64_t best, int is_max, int last)
+{
+  return is_max ? (k > best || (last && k == best))
+                : (k < best || (last && k == best));
+}
+
+static inline void arg_add(void *acc, const unsigned char *p, int dt,
+                           int is_max, int last)
+{
+  struct rd__acc_arg *a = acc;
+  int nan;
+  int64_t k = ldkey(dt, p, &nan, 1), i = a->count++;
+  if (nan) {
+    if (a->nan < 0 || last)
+      a->nan = i;
+  } else if (a->idx < 0 || arg_better(k, a->key, is_max, last)) {
+    a->key = k;
+    a->idx = i;
+  }
+}
+
+static inline void arg_merge(void *dst, const void *src, int is_max, int last)
+{
+  struct rd__acc_arg *d = dst;
+  const struct rd__acc_arg *s = src;
+  int64_t off = d->count;
+  if (s->count == 0)
+    return;
+  if (s->nan >= 0 && (d->nan < 0 || last))
+    d->nan = s->nan + off;
+  if (s->idx >= 0 && (d->idx < 0 || arg_better(s->key, d->key, is_max, last))) {
+    d->key = s->key;
+    d->idx = s->idx + off;
+  }
+  d->count += s->count;
+}
+
+static void argmax_merge(void *d, const void *s) { arg_merge(d, s, 1, 0); }
+static void argmaxl_merge(void *d, const void *s) { arg_merge(d, s, 1, 1); }
+static void argmin_merge(void *d, const void *s) { arg_merge(d, s, 0, 0); }
+static void argminl_merge(void *d, const void *s) { arg_merge(d, s, 0, 1); }
+
+static void zero_init(void *acc, size_t count, size_t size)
+{
+  memset(acc, 0, count * size);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sequential kernels: one state per output, in element order         */
+/* ------------------------------------------------------------------ */
+
+typedef void (*add_fn)(void *acc, const unsigned char *p);
+
+/* Instantiates run/flush/cols/rows of a sequential kernel `name` from its
+ * element add `add`, `merge` and `init` (state type T, element size esz). */
+#define SEQ_KERNEL(name, T, esz, add, merge, init)                             \
+  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  {                                                                            \
+    (void)pos;                                                                 \
+    for (size_t i = 0; i < n; i++)                                             \
+      add(ln, x + i * (esz));                                                  \
+  }                                                                            \
+  static void flush_##name(union rd__lanes *ln, void *acc)                     \
+  {                                                                            \
+    merge(acc, ln);                                                            \
+    init(ln, 1);                                                               \
+  }                                                                            \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    T *o = acc;                                                                \
+    for (size_t r = 0; r < nrows; r++, x += n * (esz))                         \
+      for (size_t i = 0; i < n; i++)                                           \
+        add(&o[i], x + i * (esz));                                             \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    T *o = acc, t;                                                             \
+    for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                       \
+      init(&t, 1);                                                             \
+      for (size_t i = 0; i < n; i++)                                           \
+        add(&t, x + i * (esz));                                                \
+      merge(&o[r], &t);                                                        \
+    }                                                                          \
+  }
+
+/* One element add per (family, type, variant). */
+#define ADD1(name, body) \
+  static inline void add_##name(void *a, const unsigned char *p) { body; }
+
+static void dd_init(void *a, size_t n) { zero_init(a, n, sizeof(struct rd__acc_dd)); }
+static void i128_init(void *a, size_t n) { zero_init(a, n, sizeof(i128)); }
+static void ilse_init(void *a, size_t n) { zero_init(a, n, sizeof(struct rd__acc_ilse)); }
+
+/* float64 sums */
+ADD1(sum_f64, sumdd_add(a, p, 0))
+ADD1(abs_f64, sumdd_add(a, p, 1))
+SEQ_KERNEL(sum_f64, struct rd__acc_dd, 8, add_sum_f64, sumdd_merge, dd_init)
+SEQ_KERNEL(abs_f64, struct rd__acc_dd, 8, add_abs_f64, sumdd_merge, dd_init)
+
+/* integer sums */
+#define ISUM_KERNELS(nm, dt, esz)                                              \
+  ADD1(isum_##nm, isum_add(a, p, dt, 0))                                       \
+  ADD1(iabs_##nm, isum_add(a, p, dt, 1))                                       \
+  SEQ_KERNEL(isum_##nm, i128, esz, add_isum_##nm, isum_merge, i128_init)       \
+  SEQ_KERNEL(iabs_##nm, i128, esz, add_iabs_##nm, isum_merge, i128_init)
+ISUM_KERNELS(i32, RD_INT32, 4)
+ISUM_KERNELS(u32, RD_UINT32, 4)
+ISUM_KERNELS(i64, RD_INT64, 8)
+ISUM_KERNELS(u64, RD_UINT64, 8)
+
+/* LogSumExp, products */
+#define FLOAT_SEQ(nm, dt, esz)                                                 \
+  ADD1(lse_##nm, lse_add(a, p, dt))                                            \
+  ADD1(prod_##nm, prod_add(a, p, dt))                                          \
+  SEQ_KERNEL(lse_##nm, struct rd__acc_lse, esz, add_lse_##nm, lse_merge,       \
+             lse_init)                                                         \
+  SEQ_KERNEL(prod_##nm, struct rd__acc_prod, esz, add_prod_##nm, prod_merge,   \
+             prod_init)
+FLOAT_SEQ(f32, RD_FLOAT32, 4)
+FLOAT_SEQ(f16, RD_FLOAT16, 2)
+FLOAT_SEQ(bf16, RD_BFLOAT16, 2)
+FLOAT_SEQ(f64, RD_FLOAT64, 8)
+
+#define INT_SEQ(nm, dt, esz)                                                   \
+  ADD1(ilse_##nm, ilse_add(a, p, dt))                                          \
+  ADD1(iprod_##nm, iprod_add(a, p, dt))                                        \
+  SEQ_KERNEL(ilse_##nm, struct rd__acc_ilse, esz, add_ilse_##nm, ilse_merge,   \
+             ilse_init)                                                        \
+  SEQ_KERNEL(iprod_##nm, struct rd__acc_iprod, esz, add_iprod_##nm,            \
+             iprod_merge, iprod_init)
+INT_SEQ(i32, RD_INT32, 4)
+INT_SEQ(u32, RD_UINT32, 4)
+INT_SEQ(i64, RD_INT64, 8)
+INT_SEQ(u64, RD_UINT64, 8)
+
+/* Max/Min and ArgMax/ArgMin, every type they take. */
+#define KEY_SEQ(nm, dt, esz)                                                   \
+  static void maxi_##nm(void *a, size_t n) { key_init(a, n, dt, 1); }          \
+  static void mini_##nm(void *a, size_t n) { key_init(a, n, dt, 0); }          \
+  ADD1(max_##nm, key_add(a, p, dt, 1))                                         \
+  ADD1(min_##nm, key_add(a, p, dt, 0))                                         \
+  SEQ_KERNEL(max_##nm, struct rd__acc_key, esz, add_max_##nm, max_merge,       \
+             maxi_##nm)                                                        \
+  SEQ_KERNEL(min_##nm, struct rd__acc_key, esz, add_min_##nm, min_merge,       \
+             mini_##nm)
+#define ARG_SEQ(nm, dt, esz)                                                   \
+  ADD1(argmax_##nm, arg_add(a, p, dt, 1, 0))                                   \
+  ADD1(argmaxl_##nm, arg_add(a, p, dt, 1, 1))                                  \
+  ADD1(argmin_##nm, arg_add(a, p, dt, 0, 0))                                   \
+  ADD1(argminl_##nm, arg_add(a, p, dt, 0, 1))                                  \
+  SEQ_KERNEL(argmax_##nm, struct rd__acc_arg, esz, add_argmax_##nm,            \
+             argmax_merge, arg_init)                                           \
+  SEQ_KERNEL(argmaxl_##nm, struct rd__acc_arg, esz, add_argmaxl_##nm,          \
+             argmaxl_merge, arg_init)                                          \
+  SEQ_KERNEL(argmin_##nm, struct rd__acc_arg, esz, add_argmin_##nm,            \
+             argmin_merge, arg_init)                                           \
+  SEQ_KERNEL(argminl_##nm, struct rd__acc_arg, esz, add_argminl_##nm,          \
+             argminl_merge, arg_init)
+#define KEY_TYPES(X)                                                           \
+  X(f32, RD_FLOAT32, 4) X(f64, RD_FLOAT64, 8) X(f16, RD_FLOAT16, 2)            \
+  X(bf16, RD_BFLOAT16, 2) X(i8, RD_INT8, 1) X(u8, RD_UINT8, 1)                 \
+  X(i16, RD_INT16, 2) X(u16, RD_UINT16, 2) X(i32, RD_INT32, 4)                 \
+  X(u32, RD_UINT32, 4) X(i64, RD_INT64, 8) X(u64, RD_UINT64, 8)
+KEY_TYPES(KEY_SEQ)
+KEY_SEQ(bool, RD_BOOL, 1)
+KEY_TYPES(ARG_SEQ)
+
+/* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin: block loops over 32-bit keys         */
+/* ------------------------------------------------------------------ */
+
+/* The results are exact, so any grouping gives the same bits: these loops
+ * reduce a block of float32 elements with branch-free 32-bit integer keys
+ * (-0 < +0, NaN flagged), which the compiler vectorises, then fold the
+ * block's result into the 64-bit key state. */
+#define KBLOCK 1024
+
+static inline int32_t key32(uint32_t u)
+{
+  int32_t k = (int32_t)u;
+  return k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu);
+}
+
+static inline double key32_value(int32_t k)
+{
+  uint32_t u = (uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu));
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static inline int is_nan32(uint32_t u)
+{
+  return (u & 0x7fffffffu) > 0x7f800000u;
+}
+
+/* Best key of n (<= KBLOCK) float32 elements; *nan: any NaN.  zero_tie
+ * maps -0 to +0.  The SIMD implementation, when active, computes the same
+ * exact result in kernels_avx2.c. */
+static inline int32_t block_best32(const unsigned char *x, size_t n,
+                                   int is_max, int zero_tie, int *nan)
+{
+  if (rd__kernels_active() == RD__IMPL_AVX2)
+    return rd__avx2_best32(x, n, is_max, zero_tie, nan);
+  int32_t best[16];
+  uint32_t anynan = 0;
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  for (size_t l = 0; l < 16; l++)
+    best[l] = ident;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (size_t l = 0; l < 16; l++) {
+      uint32_t u;
+      int32_t k;
+      memcpy(&u, x + (i + l) * 4, 4);
+      if (zero_tie)
+        u = u == 0x80000000u ? 0 : u;
+      k = key32(u);
+      anynan |= (uint32_t)is_nan32(u);
+      k = is_nan32(u) ? ident : k;
+      best[l] = is_max ? (k > best[l] ? k : best[l])
+                       : (k < best[l] ? k : best[l]);
+    }
+  for (size_t l = 0; i < n; i++, l++) {
+    uint32_t u;
+    int32_t k;
+    memcpy(&u, x + i * 4, 4);
+    if (zero_tie)
+      u = u == 0x80000000u ? 0 : u;
+    k = key32(u);
+    anynan |= (uint32_t)is_nan32(u);
+    k = is_nan32(u) ? ident : k;
+    best[l] = is_max ? (k > best[l] ? k : best[l])
+                     : (k < best[l] ? k : best[l]);
+  }
+  for (size_t l = 1; l < 16; l++)
+    best[0] = is_max ? (best[l] > best[0] ? best[l] : best[0])
+                     : (best[l] < best[0] ? best[l] : best[0]);
+  *nan = anynan != 0;
+  return best[0];
+}
+
+/* Folds n float32 elements into a Max/Min state. */
+static inline void key32_fold(struct rd__acc_key *a, const unsigned char *x,
+                              size_t n, int is_max)
+{
+  while (n > 0) {
+    size_t m = n < KBLOCK ? n : KBLOCK;
+    int nan;
+    int32_t b = block_best32(x, m, is_max, 0, &nan);
+    a->nan |= (uint64_t)nan;
+    /* b is the identity only if every element was NaN or the identity
+     * itself (-NaN bits); decoding it gives a NaN key then, skip it. */
+    if (!isnan(key32_value(b))) {
+      int64_t k = rd__fkey(key32_value(b));
+      if (is_max ? k > a->key : k < a->key)
+        a->key = k;
+    }
+    x += m * 4;
+    n -= m;
+  }
+}
+
+/* Folds n float32 elements (indices a->count ...) into an Arg state. */
+static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
+                              size_t n, int is_max, int last)
+{
+  while (n > 0) {
+    size_t m = n < KBLOCK ? n : KBLOCK;
+    int nan;
+    int32_t b = block_best32(x, m, is_max, 1, &nan);
+    struct rd__acc_arg blk = {0, -1, (int64_t)m, -1};
+    if (nan) {
+      for (size_t i = 0; i < m; i++) {
+        uint32_t u;
+        memcpy(&u, x + (last ? m - 1 - i : i) * 4, 4);
+        if (is_nan32(u)) {
+          blk.nan = (int64_t)(last ? m - 1 - i : i);
+          break;
+        }
+      }
+    }
+    if (!isnan(key32_value(b)) && rd__kernels_active() == RD__IMPL_AVX2) {
+      blk.idx = (int64_t)rd__avx2_find32(x, m, b, 1, last);
+      assert(blk.idx < (int64_t)m);
+      blk.key = rd__fkey(key32_value(b));
+    } else if (!isnan(key32_value(b))) {
+      /* the first (last) element with the best key */
+      for (size_t i = 0; i < m; i++) {
+        size_t j = last ? m - 1 - i : i;
+        uint32_t u;
+        memcpy(&u, x + j * 4, 4);
+        if (u == 0x80000000u)
+          u = 0;
+        if (!is_nan32(u) && key32(u) == b) {
+          blk.idx = (int64_t)j;
+          blk.key = rd__fkey(key32_value(b));
+          break;
+        }
+      }
+    }
+    arg_merge(a, &blk, is_max, last);
+    x += m * 4;
+    n -= m;
+  }
+}
+
+/* run/rows for these: the same state as the generic kernels, so flush,
+ * cols, init and merge are shared with them. */
+#define KEY32_KERNEL(nm, is_max)                                               \
+  static void run32_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  {                                                                            \
+    (void)pos;                                                                 \
+    key32_fold((struct rd__acc_key *)(void *)ln, x, n, is_max);                \
+  }                                                                            \
+  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    struct rd__acc_key *o = acc;                                               \
+    for (size_t r = 0; r < nrows; r++, x += n * 4)                             \
+      key32_fold(&o[r], x, n, is_max);                                         \
+  }
+KEY32_KERNEL(max, 1)
+KEY32_KERNEL(min, 0)
+
+#define ARG32_KERNEL(nm, is_max, last)                                         \
+  static void run32_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  {                                                                            \
+    (void)pos;                                                                 \
+    arg32_fold((struct rd__acc_arg *)(void *)ln, x, n, is_max, last);          \
+  }                                                                            \
+  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  {                                                                            \
+    struct rd__acc_arg *o = acc;                                               \
+    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
+      struct rd__acc_arg t;                                                    \
+      arg_init(&t, 1);                                                         \
+      arg32_fold(&t, x, n, is_max, last);                                      \
+      arg_merge(&o[r], &t, is_max, last);                                      \
+    }                                                                          \
+  }
+ARG32_KERNEL(argmax, 1, 0)
+ARG32_KERNEL(argmaxl, 1, 1)
+ARG32_KERNEL(argmin, 0, 0)
+ARG32_KERNEL(argminl, 0, 1)
+
+/* ------------------------------------------------------------------ */
+/* Kernel table                                                       */
+/* ------------------------------------------------------------------ */
+
+#define K_SUMD(nm)                                                             \
+  {RD__ACC_F64, sizeof(double), run_##nm, rd__flush_d, cols_##nm, rows_##nm,   \
+   NULL, NULL}
+#define K_SEQ(nm, T, init, merge)                                              \
+  {RD__ACC_OP, sizeof(T), run_##nm, flush_##nm, cols_##nm, rows_##nm, init,    \
+   merge}
+
+struct kentry {
+  int family, variant, dtype;
+  struct rd__kernel k;
+};
+
+/* variant: SUMD/SUMDD/ISUM: 1 for |x|; MAXMIN: 1 max; ARG: 2*max + last. */
+static const struct kentry ktab[] = {
+  {RD__F_SUMD, 0, RD_FLOAT32, K_SUMD(sum_f32)},
+  {RD__F_SUMD, 0, RD_FLOAT16, K_SUMD(sum_f16)},
+  {RD__F_SUMD, 0, RD_BFLOAT16, K_SUMD(sum_bf16)},
+  {RD__F_SUMD, 1, RD_FLOAT32, K_SUMD(abs_f32)},
+  {RD__F_SUMD, 1, RD_FLOAT16, K_SUMD(abs_f16)},
+  {RD__F_SUMD, 1, RD_BFLOAT16, K_SUMD(abs_bf16)},
+  {RD__F_SUMDD, 0, RD_FLOAT64, K_SEQ(sum_f64, struct rd__acc_dd, dd_init,
+                                     sumdd_merge)},
+  {RD__F_SUMDD, 1, RD_FLOAT64, K_SEQ(abs_f64, struct rd__acc_dd, dd_init,
+                                     sumdd_merge)},
+#define K_ISUM(nm, dt)                                                         \
+  {RD__F_ISUM, 0, dt, K_SEQ(isum_##nm, i128, i128_init, isum_merge)},          \
+  {RD__F_ISUM, 1, dt, K_SEQ(iabs_##nm, i128, i128_init, isum_merge)},
+  K_ISUM(i32, RD_INT32) K_ISUM(u32, RD_UINT32) K_ISUM(i64, RD_INT64)
+  K_ISUM(u64, RD_UINT64)
+#define K_FSEQ(nm, dt)                                                         \
+  {RD__F_LSE, 0, dt, K_SEQ(lse_##nm, struct rd__acc_lse, lse_init,             \
+                           lse_merge)},                                        \
+  {RD__F_PROD, 0, dt, K_SEQ(prod_##nm, struct rd__acc_prod, prod_init,         \
+                            prod_merge)},
+  K_FSEQ(f32, RD_FLOAT32) K_FSEQ(f16, RD_FLOAT16) K_FSEQ(bf16, RD_BFLOAT16)
+  K_FSEQ(f64, RD_FLOAT64)
+#define K_ISEQ(nm, dt)                                                         \
+  {RD__F_ILSE, 0, dt, K_SEQ(ilse_##nm, struct rd__acc_ilse, ilse_init,         \
+                            ilse_merge)},                                      \
+  {RD__F_IPROD, 0, dt, K_SEQ(iprod_##nm, struct rd__acc_iprod, iprod_init,     \
+                             iprod_merge)},
+  K_ISEQ(i32, RD_INT32) K_ISEQ(u32, RD_UINT32) K_ISEQ(i64, RD_INT64)
+  K_ISEQ(u64, RD_UINT64)
+#define K_KEY(nm, dt, esz)                                                     \
+  {RD__F_MAXMIN, 1, dt, K_SEQ(max_##nm, struct rd__acc_key, maxi_##nm,         \
+                              max_merge)},                                     \
+  {RD__F_MAXMIN, 0, dt, K_SEQ(min_##nm, struct rd__acc_key, mini_##nm,         \
+                              min_merge)},
+  /* float32 first: block loops over 32-bit keys (the generic f32
+   * entries below are then never chosen) */
+  {RD__F_MAXMIN, 1, RD_FLOAT32,
+   {RD__ACC_OP, sizeof(struct rd__acc_key), run32_max, flush_max_f32,
+    cols_max_f32, rows32_max, maxi_f32, max_merge}},
+  {RD__F_MAXMIN, 0, RD_FLOAT32,
+   {RD__ACC_OP, sizeof(struct rd__acc_key), run32_min, flush_min_f32,
+    cols_min_f32, rows32_min, mini_f32, min_merge}},
+#define K_ARG32(nm, v)                                                         \
+  {RD__F_ARG, v, RD_FLOAT32,                                                   \
+   {RD__ACC_OP, sizeof(struct rd__acc_arg), run32_##nm, flush_##nm##_f32,      \
+    cols_##nm##_f32, rows32_##nm, arg_init, nm##_merge}},
+  K_ARG32(argmax, 2) K_ARG32(argmaxl, 3) K_ARG32(argmin, 0)
+  K_ARG32(argminl, 1)
+  KEY_TYPES(K_KEY) K_KEY(bool, RD_BOOL, 1)
+#define K_ARG(nm, dt, esz)                                                     \
+  {RD__F_ARG, 2, dt, K_SEQ(argmax_##nm, struct rd__acc_arg, arg_init,          \
+                           argmax_merge)},                                     \
+  {RD__F_ARG, 3, dt, K_SEQ(argmaxl_##nm, struct rd__acc_arg, arg_init,         \
+                           argmaxl_merge)},                                    \
+  {RD__F_ARG, 0, dt, K_SEQ(argmin_##nm, struct rd__acc_arg, arg_init,          \
+                           argmin_merge)},                                     \
+  {RD__F_ARG, 1, dt, K_SEQ(argminl_##nm, struct rd__acc_arg, arg_init,         \
+                           argminl_merge)},
+  KEY_TYPES(K_ARG)
+};
+#define NKTAB (sizeof ktab / sizeof ktab[0])
+
+/* Every state must fit a lane state (run() keeps it there). */
+_Static_assert(sizeof(struct rd__acc_ilse) <= sizeof(union rd__lanes),
+               "integer LogSumExp state exceeds the lane state");
+
+/* The SIMD variants: a copy of ktab's kernels with the RD__F_SUMD entries
+ * replaced where kernels_avx2.c has them (filled before main(); used only
+ * while the SIMD implementation is active, which implies the CPU has it). */
+static struct rd__kernel ktab_simd[NKTAB];
+
+__attribute__((constructor)) static void ops_simd_init(void)
+{
+  for (size_t i = 0; i < NKTAB; i++) {
+    ktab_simd[i] = ktab[i].k;
+    if (ktab[i].family == RD__F_SUMD)
+      (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
+                                 &ktab_simd[i]);
+  }
+}
+
+int rd__op_kernel_id(int op, int dtype, int select_last)
+{
+  const struct rd__op *row = rd__op_row(op);
+  int fam, variant = 0;
+  if (!row)
+    return -1;
+  fam = dtype == RD_FLOAT64 ? row->f64_family
+        : dt_float(dtype)   ? row->float_family
+                            : row->int_family;
+  if (fam == RD__F_SQ)
+    return rd__kernel_id(dtype);
+  if (fam == RD__F_SUMD || fam == RD__F_SUMDD || fam == RD__F_ISUM)
+    variant = row->map == RD__MAP_ABS;
+  else if (fam == RD__F_MAXMIN)
+    variant = row->is_max;
+  else if (fam == RD__F_ARG)
+    variant = 2 * row->is_max + (select_last != 0);
+  for (size_t i = 0; i < NKTAB; i++)
+    if (ktab[i].family == fam && ktab[i].variant == variant &&
+        ktab[i].dtype == dtype)
+      return RD__K_OPS_BASE + (int)i;
+  return -1;
+}
+
+const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl)
+{
+  size_t i = (size_t)(kernel_id - RD__K_OPS_BASE);
+  if (kernel_id < RD__K_OPS_BASE || i >= NKTAB)
+    return NULL;
+  if (impl == RD__IMPL_PORTABLE)
+    return &ktab[i].k;
+  if (impl == RD__IMPL_AVX2 && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2))
+    return &ktab_simd[i];
+  return NULL;
+}
+
+const struct rd__kernel *rd__op_kernel(int kernel_id)
+{
+  return rd__op_kernel_impl(kernel_id, rd__kernels_active());
+}
