@@ -101,7 +101,9 @@ async function httpInfer(model, datatype, shape, blob, params) {
                'Content-Type': 'application/octet-stream' },
   });
   const buf = Buffer.from(await res.arrayBuffer());
-  const jl = Number(res.headers.get('inference-header-content-length'));
+  const h = res.headers.get('inference-header-content-length');
+  const jl = h === null ? buf.length : Number(h);
+  if (res.status !== 200) return { status: `${res.status} ${buf.toString().slice(0, 200)}` };
   return { status: res.status, json: JSON.parse(buf.subarray(0, jl).toString()), blob: buf.subarray(jl) };
 }
 
