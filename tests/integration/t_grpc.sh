@@ -8,6 +8,10 @@
 # (grpc-py.py); plus the metrics of gRPC requests.
 . "$(dirname "$0")/lib.sh"
 need_own_daemon "gRPC endpoint" || { finish; exit 0; }
+if ! grep -q 'HAVE_GRPC 1' "$top_builddir/config.h" 2>/dev/null; then
+  skip "gRPC endpoint" "configured --without-grpc"
+  finish; exit 0
+fi
 
 GRPC_TOOLS=${GRPC_TOOLS:-$top_builddir/tests/grpc-tools}
 export GRPC_TOOLS
