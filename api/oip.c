@@ -11,8 +11,8 @@
 #include "binary.h"
 #include "jsonconv.h"
 #include "oip.h"
-#include "proto/health.pb-c.h"
-#include "proto/inference.pb-c.h"
+#include "api/proto/health.pb-c.h"
+#include "api/proto/inference.pb-c.h"
 
 /* Bytes of a user string quoted in a message. */
 #define SHOW_CUT 64

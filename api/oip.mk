@@ -20,7 +20,6 @@ api/proto/inference.pb-c.h api/proto/health.pb-c.c api/proto/health.pb-c.h: api/
 noinst_LIBRARIES += api/liboip.a
 api_liboip_a_SOURCES = api/oip.h api/oip.c
 nodist_api_liboip_a_SOURCES = $(OIP_PB)
-api_liboip_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/api
 api_liboip_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 # Generated headers, before anything that includes them compiles.
 api/liboip_a-oip.$(OBJEXT): api/proto/inference.pb-c.h api/proto/health.pb-c.h
@@ -30,7 +29,6 @@ OIP_LIBS = api/liboip.a api/libapi.a lib/libreduce.a $(PROTOBUF_C_LIBS) $(JANSSO
 check_PROGRAMS += tests/unit/test_oip
 TESTS += tests/unit/test_oip
 tests_unit_test_oip_SOURCES = tests/unit/test_oip.c
-tests_unit_test_oip_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/api
 tests_unit_test_oip_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_oip_LDADD = $(OIP_LIBS) $(CMOCKA_LIBS)
 
@@ -38,7 +36,6 @@ tests_unit_test_oip_LDADD = $(OIP_LIBS) $(CMOCKA_LIBS)
 # `make check` replays its corpus (tests/fuzz/replay.sh), `make fuzz` fuzzes.
 check_PROGRAMS += tests/fuzz/replay_oip
 tests_fuzz_replay_oip_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_oip.c
-tests_fuzz_replay_oip_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/api
 tests_fuzz_replay_oip_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_oip_LDADD = $(OIP_LIBS)
 tests/fuzz/tests_fuzz_replay_oip-fuzz_oip.$(OBJEXT): api/proto/inference.pb-c.h

@@ -2,7 +2,6 @@
 # Debian's gRPC C core; its messages are api/liboip.a's (api/oip.mk).
 if HAVE_GRPC
 daemon_reduced_SOURCES += daemon/grpc.h daemon/grpc.c
-daemon_reduced_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/api
 daemon_reduced_CFLAGS += $(GRPC_CFLAGS) $(PROTOBUF_C_CFLAGS)
 daemon_reduced_LDADD += api/liboip.a api/libapi.a lib/libreduce.a $(GRPC_LIBS) $(PROTOBUF_C_LIBS)
 daemon/reduced-grpc.$(OBJEXT): api/proto/inference.pb-c.h

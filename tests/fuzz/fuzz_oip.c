@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "oip.h"
-#include "proto/inference.pb-c.h"
+#include "api/proto/inference.pb-c.h"
 
 /* As JOB_MAX_EMPTY_OUTPUT: the fuzzer keeps allocations small. */
 #define FZ_MAX_OUT_BYTES (1u << 20)

@@ -47,7 +47,7 @@ TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query fuzz_prefix)
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE
-  -I$top_builddir -I$top_builddir/api -I$S/lib -I$S/api -I$S/daemon $(pkg-config --cflags jansson)"
+  -I$top_builddir -I$S/lib -I$S/api -I$S/daemon $(pkg-config --cflags jansson)"
 LIBS_FUZZ="$(pkg-config --libs jansson) -lm"
 [ -f "$top_builddir/api/proto/inference.pb-c.c" ] && LIBS_FUZZ="$LIBS_FUZZ $(pkg-config --libs libprotobuf-c)"
 

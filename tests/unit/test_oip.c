@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "oip.h"
-#include "proto/health.pb-c.h"
-#include "proto/inference.pb-c.h"
+#include "api/proto/health.pb-c.h"
+#include "api/proto/inference.pb-c.h"
 
 typedef Inference__ModelInferRequest Req;
 typedef Inference__ModelInferRequest__InferInputTensor Input;
