@@ -34,6 +34,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
 #include "grpc.h"
@@ -605,6 +606,18 @@ write_port_file(const char *path, int port)
   return 0;
 }
 
+/* gRPC core's own log lines (any of its threads) in the daemon's log:
+ * errors as warnings (the daemon logs its own verdict), the rest as
+ * debug. */
+static void
+grpc_log(gpr_log_func_args *a)
+{
+  if (a->severity == GPR_LOG_SEVERITY_ERROR)
+    LOG_WARN("grpc core: %s", a->message);
+  else
+    LOG_DEBUG("grpc core: %s (%s:%d)", a->message, a->file, a->line);
+}
+
 int
 grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
             struct server *http)
@@ -639,6 +652,7 @@ grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
   g->async.data = g;
   g->handles = 1;
 
+  gpr_set_log_function(grpc_log);
   grpc_init();
   g->inited = 1;
   /* --max-body bounds a request message as it bounds an HTTP body; the
