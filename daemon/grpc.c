@@ -623,7 +623,7 @@ grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
             struct server *http)
 {
   grpc_server_credentials *creds;
-  grpc_arg args[3];
+  grpc_arg args[4];
   grpc_channel_args chargs;
   char addr[CONF_HOST_MAX + 16];
   int max_msg;
@@ -668,7 +668,13 @@ grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
   args[2].type = GRPC_ARG_INTEGER;
   args[2].key = GRPC_ARG_ALLOW_REUSEPORT;
   args[2].value.integer = 0;
-  chargs.num_args = 3;
+  /* --timeout: a connection with no call for that long is closed (GOAWAY),
+   * as HTTP closes an idle connection. */
+  args[3].type = GRPC_ARG_INTEGER;
+  args[3].key = GRPC_ARG_MAX_CONNECTION_IDLE_MS;
+  args[3].value.integer = c->timeout > INT_MAX / 1000 ? INT_MAX
+                                                      : (int)c->timeout * 1000;
+  chargs.num_args = 4;
   chargs.args = args;
   g->cq = grpc_completion_queue_create_for_next(NULL);
   g->srv = grpc_server_create(&chargs, NULL);
