@@ -43,3 +43,10 @@ TESTS += tests/unit/test_prefix
 tests_unit_test_prefix_SOURCES = tests/unit/test_prefix.c
 tests_unit_test_prefix_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_prefix_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The /v1 and /v2 rows of the protocol table.
+check_PROGRAMS += tests/unit/test_proto
+TESTS += tests/unit/test_proto
+tests_unit_test_proto_SOURCES = tests/unit/test_proto.c
+tests_unit_test_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_proto_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

@@ -2,16 +2,20 @@
 EXTRA_PROGRAMS += bench/bench
 bench_bench_SOURCES = bench/bench.c
 bench_bench_LDADD = lib/libreduce.a $(PTHREAD_LIBS) -lm
-CLEANFILES += bench/bench bench/sink
+CLEANFILES += bench/bench bench/sink bench/openloop
 # The upload baseline of bench/daemon.sh: a server that only reads bodies.
 EXTRA_PROGRAMS += bench/sink
 bench_sink_SOURCES = bench/sink.c
 bench_sink_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS)
 bench_sink_LDADD = $(MHD_LIBS)
+# The open-loop load generator of bench/daemon.sh (plain sockets and epoll).
+EXTRA_PROGRAMS += bench/openloop
+bench_openloop_SOURCES = bench/openloop.c
+bench_openloop_LDADD = $(PTHREAD_LIBS) -lm
 
-# BENCH_FLAGS: e.g. --json, --runs 9, --case C
-bench: bench/bench bench/sink daemon/reduced
+# BENCH_FLAGS: e.g. --json, --runs 9, --case C (daemon.sh reads only --json)
+bench: bench/bench bench/sink bench/openloop daemon/reduced
 	./bench/bench $(BENCH_FLAGS)
-	top_builddir=$(abs_top_builddir) $(srcdir)/bench/daemon.sh
+	BENCH_FLAGS='$(BENCH_FLAGS)' top_builddir=$(abs_top_builddir) $(srcdir)/bench/daemon.sh
 .PHONY: bench
 EXTRA_DIST += bench/daemon.sh

@@ -1,4 +1,5 @@
-/* job.h - one POST /v1/reduce computation on the libuv worker pool.
+/* job.h - one reduction request (POST /v1/reduce, /v2 infer) computed on
+ * the libuv worker pool.
  *
  * The loop thread fills the inputs and calls job_submit(); every CPU step
  * (JSON decode, plan, reduction, encoding) then runs on pool threads, and

@@ -21,6 +21,7 @@
  */
 #include "config.h"   /* autoconf */
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -468,6 +469,7 @@ data_upload(struct req *r, const char *data, size_t left, size_t *n)
 {
   size_t taken;
 
+  assert(r->state == REQ_DATA || r->state == REQ_STREAMING);
   if (r->data_bytes + left > r->job.lplan.in_bytes) {
     discard(r, NULL);   /* more than the plan: answered at the end */
     r->in_bytes += left;
@@ -495,6 +497,7 @@ post_upload(struct server *s, struct req *r, const char *data,
 {
   size_t left = *n, taken;
 
+  assert(req_reading(r));
   *n = 0;
   if (r->in_bytes + left > s->conf->max_body)
     discard_too_large(s, r);   /* only when chunked */
@@ -532,6 +535,7 @@ reduce_done_cb(struct job *j)
   struct req *r = container_of(j, struct req, job);
   struct server *s = r->srv;
 
+  assert(r->state == REQ_RUNNING || r->state == REQ_ORPHANED);
   if (r->state == REQ_ORPHANED) {
     /* Defensive: MHD never completes a suspended request, but if it did,
      * the context outlived it only for the job; free it now. */
@@ -631,6 +635,7 @@ post_submit(struct server *s, struct req *r)
 {
   struct rd_error err;
 
+  assert(req_reading(r));
   memset(&err, 0, sizeof err);
   switch (r->state) {
   case REQ_BODY:
@@ -658,6 +663,7 @@ post_answer(struct req *r)
   struct job *j = &r->job;
   char *body = j->reply;
 
+  assert(r->state == REQ_DONE && !job_busy(j));
   if (body == NULL)
     return req_respond_static(r, MHD_HTTP_SERVICE_UNAVAILABLE,
                               j->call.proto->nomem_body);

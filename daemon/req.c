@@ -82,6 +82,7 @@ req_is_chunked(struct MHD_Connection *conn)
 void
 req_free(struct req *r)
 {
+  assert(!job_busy(&r->job));   /* a pool thread would use freed memory */
   job_release(&r->job);
   api_prefix_free(&r->prefix);
   free(r->body);

@@ -12,6 +12,7 @@ EXTRA_DIST += \
 	tests/integration/t_metrics.sh tests/integration/promcheck.awk \
 	tests/integration/t_openapi.sh tests/integration/openapi-tool.cjs \
 	tests/integration/t_security.sh tests/integration/t_limits.sh \
+	tests/integration/t_client.sh tests/integration/client_test.py clients/python/reduced_client.py clients/python/README.md \
 	tests/conformance/run.sh tests/conformance/onnx-node
 
 # jtool: the JSON helper of the integration scripts (jq is not on CI).
@@ -30,3 +31,4 @@ tests_conformance_conformance_SOURCES = tests/conformance/conformance.c
 tests_conformance_conformance_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 tests_conformance_conformance_LDADD = $(JANSSON_LIBS) $(CURL_LIBS) -lm
 TESTS += tests/integration/run.sh tests/conformance/run.sh
+TESTS += tests/integration/t_client.sh

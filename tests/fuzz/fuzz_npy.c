@@ -1,5 +1,5 @@
 /* fuzz_npy.c - libFuzzer target: a .npy request body as the daemon reads
- * it.  The header goes through api_npy_parse() the way daemon/http.c
+ * it.  The header goes through api_npy_parse() the way api/prefix.c
  * calls it (API_NPY_PREFIX bytes first, then exactly the length it asks
  * for); a valid header's dtype and shape, with query-string-like attributes
  * from the last input bytes, go through api_binary_plan() (Fortran order
