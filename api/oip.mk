@@ -2,7 +2,7 @@
 # their protobuf-c code, generated at build time from api/proto/*.proto.
 EXTRA_DIST += api/proto/inference.proto api/proto/health.proto \
 	tests/integration/t_grpc.sh tests/integration/grpc-node.cjs \
-	tests/integration/grpc-py.py
+	tests/integration/grpc-py.py tests/integration/grpc-tsan.supp
 if HAVE_GRPC
 OIP_PB = api/proto/inference.pb-c.c api/proto/inference.pb-c.h \
 	api/proto/health.pb-c.c api/proto/health.pb-c.h

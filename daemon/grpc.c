@@ -128,6 +128,7 @@ reply(struct rcall *c, int code, const char *text, char *payload,
       size_t len)
 {
   grpc_op ops[4];
+  grpc_call *call;
   size_t n = 0;
 
   if (c->http_status == 0)
@@ -158,8 +159,10 @@ reply(struct rcall *c, int code, const char *text, char *payload,
   ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
   ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
   n++;
+  /* Nothing of `c` is read after the release: the completion may free it. */
+  call = c->call;
   atomic_store_explicit(&c->stage, RC_DONE, memory_order_release);
-  if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK) {
+  if (grpc_call_start_batch(call, ops, n, c, NULL) != GRPC_CALL_OK) {
     LOG_WARN("grpc: cannot start the reply batch of %s",
              api_oip_method_name(c->method));
     finish(c);
@@ -521,6 +524,7 @@ static void
 on_new(struct rcall *c, int ok)
 {
   struct grpcd *g = c->g;
+  grpc_call *call;
   grpc_op op;
 
   if (!ok) {   /* the server is shutting down */
@@ -536,8 +540,9 @@ on_new(struct rcall *c, int ok)
   memset(&op, 0, sizeof op);
   op.op = GRPC_OP_RECV_MESSAGE;
   op.data.recv_message.recv_message = &c->recv;
+  call = c->call;
   atomic_store_explicit(&c->stage, RC_RECV, memory_order_release);
-  if (grpc_call_start_batch(c->call, &op, 1, c, NULL) != GRPC_CALL_OK)
+  if (grpc_call_start_batch(call, &op, 1, c, NULL) != GRPC_CALL_OK)
     reply_error(c, API_E_INTERNAL, "cannot read the request");
 }
 

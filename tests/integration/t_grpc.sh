@@ -13,6 +13,9 @@ if ! grep -q 'HAVE_GRPC 1' "$top_builddir/config.h" 2>/dev/null; then
   finish; exit 0
 fi
 
+# A --enable-tsan build: gRPC core's and Abseil's own (uninstrumented)
+# internals are not ours to report (grpc-tsan.supp names only them).
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$here/grpc-tsan.supp"
 GRPC_TOOLS=${GRPC_TOOLS:-$top_builddir/tests/grpc-tools}
 export GRPC_TOOLS
 PY=/usr/bin/python3
