@@ -11,42 +11,44 @@ api_libapi_a_SOURCES = \
 	api/prefix.h api/prefix.c \
 	api/proto.h api/proto.c
 api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+# api/ sees lib/ and itself (Makefile.am, layering).
+api_libapi_a_CPPFLAGS = $(API_CPPFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
-TESTS += tests/unit/test_api
+UNIT_TESTS += tests/unit/test_api
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_api_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 # The fast path of the decoder against jansson's path (differential).
 check_PROGRAMS += tests/unit/test_jsonfast
-TESTS += tests/unit/test_jsonfast
+UNIT_TESTS += tests/unit/test_jsonfast
 tests_unit_test_jsonfast_SOURCES = tests/unit/test_jsonfast.c
 tests_unit_test_jsonfast_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_jsonfast_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_binary
-TESTS += tests/unit/test_binary
+UNIT_TESTS += tests/unit/test_binary
 tests_unit_test_binary_SOURCES = tests/unit/test_binary.c
 tests_unit_test_binary_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_binary_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_v2
-TESTS += tests/unit/test_v2
+UNIT_TESTS += tests/unit/test_v2
 tests_unit_test_v2_SOURCES = tests/unit/test_v2.c
 tests_unit_test_v2_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_v2_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 # The push decoder of binary bodies' prefixes, fed split at every byte.
 check_PROGRAMS += tests/unit/test_prefix
-TESTS += tests/unit/test_prefix
+UNIT_TESTS += tests/unit/test_prefix
 tests_unit_test_prefix_SOURCES = tests/unit/test_prefix.c
 tests_unit_test_prefix_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_prefix_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 # The /v1 and /v2 rows of the protocol table.
 check_PROGRAMS += tests/unit/test_proto
-TESTS += tests/unit/test_proto
+UNIT_TESTS += tests/unit/test_proto
 tests_unit_test_proto_SOURCES = tests/unit/test_proto.c
 tests_unit_test_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_proto_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

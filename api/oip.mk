@@ -1,7 +1,7 @@
 # api/oip.mk - the Open Inference Protocol's gRPC messages (api/oip.c) and
 # their protobuf-c code, generated at build time from api/proto/*.proto.
 EXTRA_DIST += api/proto/inference.proto api/proto/health.proto \
-	tests/integration/t_grpc.sh tests/integration/grpc-node.cjs \
+	tests/integration/grpc-node.cjs \
 	tests/integration/grpc-py.py tests/integration/grpc-tsan.supp
 if HAVE_GRPC
 OIP_PB = api/proto/inference.pb-c.c api/proto/inference.pb-c.h \
@@ -20,6 +20,9 @@ api/proto/inference.pb-c.h api/proto/health.pb-c.c api/proto/health.pb-c.h: api/
 noinst_LIBRARIES += api/liboip.a
 api_liboip_a_SOURCES = api/oip.h api/oip.c
 nodist_api_liboip_a_SOURCES = $(OIP_PB)
+# api/ sees lib/ and itself (Makefile.am, layering); the generated code is
+# named from the build root ("api/proto/...", the default -I.).
+api_liboip_a_CPPFLAGS = $(API_CPPFLAGS)
 api_liboip_a_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(JANSSON_CFLAGS)
 # Generated headers, before anything that includes them compiles.
 api/liboip_a-oip.$(OBJEXT): api/proto/inference.pb-c.h api/proto/health.pb-c.h
@@ -27,7 +30,7 @@ tests/unit/tests_unit_test_oip-test_oip.$(OBJEXT): api/proto/inference.pb-c.h
 OIP_LIBS = api/liboip.a api/libapi.a lib/libreduce.a $(PROTOBUF_C_LIBS) $(JANSSON_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_oip
-TESTS += tests/unit/test_oip
+UNIT_TESTS += tests/unit/test_oip
 tests_unit_test_oip_SOURCES = tests/unit/test_oip.c
 tests_unit_test_oip_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_oip_LDADD = $(OIP_LIBS) $(CMOCKA_LIBS)

@@ -16,18 +16,19 @@ daemon_reduced_SOURCES = \
 	daemon/openapi.h
 nodist_daemon_reduced_SOURCES = daemon/openapi_yaml.c
 daemon_reduced_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(UV_CFLAGS) $(JANSSON_CFLAGS)
+daemon_reduced_CPPFLAGS = $(DAEMON_CPPFLAGS)
 daemon_reduced_LDADD = api/libapi.a lib/libreduce.a $(MHD_LIBS) $(UV_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm
 
 # Unit test of the option table (compiles the real conf.c and log.c).
 check_PROGRAMS += tests/unit/test_conf
-TESTS += tests/unit/test_conf
+UNIT_TESTS += tests/unit/test_conf
 tests_unit_test_conf_SOURCES = tests/unit/test_conf.c daemon/conf.c daemon/log.c
 tests_unit_test_conf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_conf_LDADD = $(CMOCKA_LIBS)
 
 # Unit test of the API keys and TLS files (compiles the real auth.c).
 check_PROGRAMS += tests/unit/test_auth
-TESTS += tests/unit/test_auth
+UNIT_TESTS += tests/unit/test_auth
 tests_unit_test_auth_SOURCES = tests/unit/test_auth.c daemon/auth.c daemon/log.c
 tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_auth_LDADD = $(CMOCKA_LIBS)
@@ -44,7 +45,7 @@ EXTRA_DIST += api/openapi.yaml daemon/embed.awk docs/mhd-libuv.md
 
 # Unit test of the metrics text (compiles the real metrics.c).
 check_PROGRAMS += tests/unit/test_metrics
-TESTS += tests/unit/test_metrics
+UNIT_TESTS += tests/unit/test_metrics
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c daemon/metrics.c
 tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_metrics_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) $(PTHREAD_LIBS) -lm

@@ -3,7 +3,7 @@
 #
 #   deploy/build-image.sh            (as root on Debian 12)
 #
-# Installs podman/runc/debootstrap when missing, writes a containers.conf for
+# Needs podman/runc/debootstrap (scripts/bootstrap.sh installs them), writes a containers.conf for
 # this machine's limits when needed (under $DEPLOY_WORK, never /etc), creates
 # the Debian base image locally when it is missing (no image registry is
 # reachable: debootstrap from the apt mirror + podman import), then builds

@@ -9,9 +9,9 @@
 #   3. kube: `podman kube play` the Deployment and Service (a variant made
 #      from the real manifests), wait for readiness, send requests, kube down.
 #
-# Installs what it needs when missing (as root on Debian 12): podman, runc,
-# debootstrap, yamllint, systemd, man-db, curl, nodejs/npm, and the npm
-# packages under $DEPLOY_WORK/node. Prints timings, the image size and
+# Needs (scripts/bootstrap.sh installs them; nothing is installed here):
+# podman, runc, debootstrap, yamllint, systemd, man-db, curl, nodejs, and
+# the npm packages under $DEPLOY_WORK/node (step: npm tools). Prints timings, the image size and
 # `N passed, N failed`; exits 1 on any failure. Removes the containers and
 # pods it started, also on failure.
 #
@@ -183,17 +183,13 @@ abort() {
   echo "$passed passed, $failed failed"
   exit 1
 }
-deploy_apt_install yamllint systemd man-db curl git ca-certificates || abort "installing tools"
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  deploy_apt_install nodejs npm || abort "installing nodejs and npm"
-fi
-deploy_podman_setup || abort "installing podman"
+deploy_apt_install yamllint systemd man-db curl git ca-certificates nodejs || abort "tools installed"
+deploy_podman_setup || abort "podman installed"
 NODE_DIR=$DEPLOY_WORK/node
 if [ ! -d "$NODE_DIR/node_modules/kubernetes-models" ] || [ ! -d "$NODE_DIR/node_modules/yaml" ]; then
   # kubernetes-models 4.x: 5.x wants node >= 22, Debian 12 has 18.
-  mkdir -p "$NODE_DIR"
-  npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error \
-    kubernetes-models@4.5.1 yaml@2.9.1 >"$log" 2>&1 || { cat "$log"; abort "npm install"; }
+  echo "missing kubernetes-models and yaml in $NODE_DIR: run scripts/bootstrap.sh (step: npm tools)"
+  abort "npm tools installed"
 fi
 
 # ---------------------------------------------------------------- 1. lint

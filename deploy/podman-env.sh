@@ -1,14 +1,15 @@
 # shellcheck shell=sh
 # podman-env.sh - sourced by build-image.sh and check-deploy.sh (POSIX sh).
-# Installs podman and friends when missing and, when this machine needs it,
-# points CONTAINERS_CONF at a generated containers.conf under $DEPLOY_WORK.
+# Checks that podman and friends are installed (scripts/bootstrap.sh installs
+# them) and, when this machine needs it, points CONTAINERS_CONF at a generated containers.conf under $DEPLOY_WORK.
 # Never writes to /etc/containers.
 #
 # Needs: DEPLOY_WORK (a writable build-local dir). Sets: CONTAINERS_CONF.
 
 deploy_log() { printf '%s: %s\n' "${DEPLOY_PROG:-deploy}" "$*" >&2; }
 
-# deploy_apt_install PKG... - install the Debian packages that are missing.
+# deploy_apt_install PKG... - fails, naming them, when any of the Debian
+# packages is not installed (the targets install nothing themselves).
 deploy_apt_install() {
   _missing=""
   for _p in "$@"; do
@@ -16,18 +17,8 @@ deploy_apt_install() {
       _missing="$_missing $_p"
   done
   [ -z "$_missing" ] && return 0
-  if [ "$(id -u)" -ne 0 ]; then
-    deploy_log "missing packages and not root:$_missing"
-    return 1
-  fi
-  deploy_log "installing$_missing"
-  # apt-get update once per run: the lists may be old or absent on a fresh machine.
-  if [ -z "${DEPLOY_APT_UPDATED:-}" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
-    DEPLOY_APT_UPDATED=1
-  fi
-  # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $_missing >/dev/null
+  deploy_log "missing$_missing: run scripts/bootstrap.sh (step: Debian packages)"
+  return 1
 }
 
 # deploy_podman_setup - podman, runc, the pause image's catatonit, and a

@@ -8,6 +8,8 @@ lib_libreduce_a_SOURCES = \
 # Kahan steps must round the product before subtracting, on every compiler
 # and -std mode: never contract a*b-c into an FMA.
 lib_libreduce_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
+# lib/ sees its own headers only (Makefile.am, layering).
+lib_libreduce_a_CPPFLAGS = $(LIB_CPPFLAGS)
 
 UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
@@ -15,7 +17,7 @@ UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
 # The conversion tests compile the module itself, so they build on their own.
 check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
 	tests/unit/test_kernels tests/unit/test_golden
-TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
+UNIT_TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
 	tests/unit/test_kernels tests/unit/test_golden
 tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
 tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)

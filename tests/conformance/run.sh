@@ -4,9 +4,9 @@
 # $REDUCED_TEST_URL, then runs the conformance program on onnx-node/.
 here=$(cd "$(dirname "$0")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
-# The serial-tests driver does not apply AM_TESTS_ENVIRONMENT, so without
-# top_builddir fall back to the current directory when it is a build tree
-# (make check runs tests there), else to the source tree.
+# make check sets both (AM_TESTS_ENVIRONMENT); run by hand, without
+# top_builddir fall back to the current directory when it is a build tree,
+# else to the source tree.
 [ -z "${top_builddir:-}" ] && [ -f Makefile ] && [ -d daemon ] && top_builddir=$(pwd)
 : "${top_builddir:=$top_srcdir}"
 . "$top_srcdir/tests/integration/lib.sh"

@@ -17,13 +17,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${FUZZ_JOBS:=2}"
 CC_FUZZ=${CC_FUZZ:-clang-14}
 
-# clang-14 and its runtime (libFuzzer, sanitizers): install when missing.
+# clang-14 and its runtime (libFuzzer, sanitizers): scripts/bootstrap.sh
+# installs them; nothing is installed here.
 if ! command -v "$CC_FUZZ" >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "ok installed"; then
-  echo "fuzz: installing clang-14 libclang-rt-14-dev"
-  [ "$(id -u)" -eq 0 ] || { echo "fuzz: need root to install clang-14 libclang-rt-14-dev" >&2; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev >/dev/null ||
-    { echo "fuzz: cannot install clang-14" >&2; exit 1; }
+  echo "fuzz: missing $CC_FUZZ or libclang-rt-14-dev: run scripts/bootstrap.sh (step: Debian packages)" >&2
+  exit 1
 fi
 
 S=$top_srcdir

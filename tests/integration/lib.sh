@@ -11,6 +11,13 @@
 #   use_daemon                use $REDUCED_TEST_URL if set, else start one
 #   need_own_daemon NAME      0 if the test may start its own daemon; else
 #                             prints a skip line (REDUCED_TEST_URL mode)
+#   accepted                  ESTABLISHED connections to $PORT that the
+#                             daemon has accepted (its socket fds)
+#   queued                    all ESTABLISHED connections to $PORT, accepted
+#                             or waiting in the listen backlog
+# Tools (the tests install nothing; scripts/bootstrap.sh does):
+#   need_tool CMD STEP [PKG]  0 if CMD is on PATH; else a failed check
+#                             "missing CMD: run scripts/bootstrap.sh (step: STEP)"
 # Requests (response body in $B, headers in $H, status in $ST):
 #   http METHOD PATH [CURL ARGS...]
 #   post JSON [CURL ARGS...]            POST /v1/reduce as application/json
@@ -26,9 +33,9 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
-# The serial-tests driver does not apply AM_TESTS_ENVIRONMENT, so without
-# top_builddir fall back to the current directory when it is a build tree
-# (make check runs tests there), else to the source tree.
+# make check sets both (AM_TESTS_ENVIRONMENT); run by hand, without
+# top_builddir fall back to the current directory when it is a build tree,
+# else to the source tree.
 [ -z "${top_builddir:-}" ] && [ -f Makefile ] && [ -d daemon ] && top_builddir=$(pwd)
 : "${top_builddir:=$top_srcdir}"
 REDUCED_BIN=${REDUCED_BIN:-$top_builddir/daemon/reduced}
@@ -162,6 +169,12 @@ expect_error() {
   return 0
 }
 
+need_tool() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  fail "$1 is installed" "missing $1${3:+ (Debian package $3)}: run scripts/bootstrap.sh (step: $2)"
+  return 1
+}
+
 # ---------------------------------------------------------------- daemons
 
 # poll SECONDS CMD...: retries CMD every 0.1 s until it succeeds or the
@@ -176,6 +189,22 @@ poll() {
 
 port_ready() { [ -s "$1" ] && [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ]; }
 daemon_dead() { [ -f "$DDIR/rc" ]; }
+# server-side sockets of $PORT in state ESTABLISHED (01): their inodes;
+# those still in the listen backlog have inode 0 (no process owns them yet)
+port_inodes() {
+  local hexport
+  hexport=$(printf '%04X' "$PORT")
+  awk -v p=":$hexport" '$2 ~ p"$" && $4 == "01" { print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+queued() { port_inodes | wc -l; }
+accepted() {
+  local n=0 i fds
+  fds=$(ls -l "/proc/$DPID/fd" 2>/dev/null)
+  for i in $(port_inodes); do
+    case $fds in *"socket:[$i]"*) n=$((n + 1)) ;; esac
+  done
+  echo "$n"
+}
 healthy() { curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$URL/healthz" | grep -qx 200; }
 
 # start_raw PORTFILE ARGS...: runs reduced ARGS in the background, waits for
@@ -246,3 +275,4 @@ use_daemon() {
 if [ ! -x "$JTOOL" ]; then
   echo "# $JTOOL not built (make check builds it)"; echo "0 passed, 1 failed"; exit 1
 fi
+need_tool curl "Debian packages" || { finish; exit 1; }

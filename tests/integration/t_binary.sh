@@ -4,15 +4,15 @@
 # negotiation, every bad input, client disconnects, streaming with bounded
 # memory, and bit-identity of the buffered and streamed paths.
 #
-# Needs Debian's python3-numpy (/usr/bin/python3; scripts/bootstrap.sh
-# installs it) to write real .npy files and to np.load the responses.
+# Needs Debian's python3-numpy (/usr/bin/python3; scripts/bootstrap.sh,
+# step: Debian packages, installs it) to write real .npy files and to np.load the responses.
 . "$(dirname "$0")/lib.sh"
 
 PY=${NUMPY_PYTHON:-/usr/bin/python3}
 NPYTOOL="$here/npytool.py"
 TGEN=${TGEN:-$top_builddir/tests/integration/tgen}
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
-  fail "python3-numpy is installed ($PY)" "install python3-numpy (scripts/bootstrap.sh)"
+  fail "python3-numpy is installed ($PY)" "missing python3-numpy: run scripts/bootstrap.sh (step: Debian packages)"
   finish; exit 1
 fi
 if [ ! -x "$TGEN" ]; then

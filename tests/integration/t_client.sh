@@ -9,7 +9,7 @@
 
 PY=${NUMPY_PYTHON:-/usr/bin/python3}
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
-  fail "python3-numpy is installed ($PY)" "install python3-numpy (scripts/bootstrap.sh)"
+  fail "python3-numpy is installed ($PY)" "missing python3-numpy: run scripts/bootstrap.sh (step: Debian packages)"
   finish; exit 1
 fi
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree

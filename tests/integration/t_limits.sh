@@ -53,14 +53,28 @@ http GET /healthz -H @"$TMP/h16k"
 check "a 16 kB header is still served -> 200" test "$ST" = 200
 
 # ---- connection count: with --max-connections 4 held by idle clients, a
-# fifth waits in the listen backlog and is served once one closes.
+# fifth waits in the listen backlog and is served once one closes.  No
+# sleep decides it: the test waits (bounded) for states it can see in
+# /proc - the daemon owns the 4 held sockets, the fifth is in the backlog
+# (ESTABLISHED, owned by no process) - then has the daemon answer on a held
+# connection, so its loop has surely seen the fifth, and checks that the
+# fifth is still only queued.
 for fd in 5 6 7 8; do eval "exec $fd<>/dev/tcp/127.0.0.1/$PORT"; done
+poll 30 eval '[ "$(accepted)" -ge 4 ]'
+check "the daemon accepted the 4 held connections ($(accepted) accepted)" test "$(accepted)" = 4
 # (without the held sockets: an inherited copy would keep them open)
-curl -s --max-time 30 -o /dev/null -w '%{http_code}' "$URL/healthz" >"$TMP/fifth" 2>/dev/null 5>&- 6>&- 7>&- 8>&- &
+curl -s --max-time 120 -o /dev/null -w '%{http_code}' "$URL/healthz" >"$TMP/fifth" 2>/dev/null 5>&- 6>&- 7>&- 8>&- &
 cpid=$!
 BG_PIDS+=("$cpid")
-sleep 1
-check "5th connection over --max-connections 4 is not served while 4 are open" kill -0 "$cpid"
+poll 30 eval '[ "$(queued)" -ge 5 ]'
+check "the 5th connection is established, in the listen backlog ($(queued) established)" test "$(queued)" -ge 5
+printf 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' >&6
+line=
+read -r -t 30 line <&6
+check "a held connection is served meanwhile (${line%$'\r'})" eval '[ "${line#HTTP/1.1 200}" != "$line" ]'
+check "5th connection over --max-connections 4 is not accepted while 4 are open ($(accepted) accepted)" \
+  eval '[ "$(accepted)" = 4 ] && [ "$(queued)" -ge 5 ]'
+check "... nor answered" kill -0 "$cpid"
 exec 5>&- 5<&-
 wait "$cpid"
 check "... and is served (200) once one closes" test "$(cat "$TMP/fifth")" = 200

@@ -5,8 +5,8 @@
 # route/op/format/status (route patterns such as /v2/models/{model}/infer,
 # never raw URLs), histogram counts and sums, bytes in and out
 # (against what curl itself sent and received), gauges, and a strict
-# format check (promcheck.awk, and promtool when Debian's prometheus
-# package is installed or installable).
+# format check (promcheck.awk, and promtool of Debian's prometheus
+# package: scripts/bootstrap.sh, step: Debian packages).
 . "$(dirname "$0")/lib.sh"
 need_own_daemon "metrics of a known request mix" || { finish; exit; }
 
@@ -112,14 +112,8 @@ sum_col() { awk -v c="$1" -v k="$2" '$1 ~ k { s += $c } END { print s + 0 }' "$T
 # ---- format
 check "exposition text passes the strict checker" env LC_ALL=C awk -f "$PROMCHECK" "$TMP/m1"
 check "exposition text ends with a newline" test "$(tail -c 1 "$TMP/m1" | od -An -c | tr -d ' ')" = '\n'
-if ! command -v promtool >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "# installing Debian's prometheus package for promtool"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 || true
-fi
-if command -v promtool >/dev/null; then
+if need_tool promtool "Debian packages" prometheus; then
   check "promtool check metrics accepts it" eval 'promtool check metrics <"$TMP/m1"'
-else
-  skip "promtool check metrics" "promtool not installable here"
 fi
 
 # ---- counters: exact deltas.  /metrics is 1: the first scrape, counted

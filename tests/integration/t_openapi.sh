@@ -11,39 +11,27 @@
 #   - real responses of /v1, /v2 and the service routes (200s and errors,
 #     JSON and the JSON part of binary /v2 answers) validate against the
 #     documented schemas (ajv, JSON Schema 2020-12).
-# Needs Node and npm (installs Debian's nodejs and npm when missing and
-# root) and the npm registry the first time: the tools go to a build-local
-# node_modules, pinned.
+# Needs Node (Debian's nodejs) and the pinned npm tools that
+# scripts/bootstrap.sh (step: npm tools) installs into the build tree
+# (tests/openapi-tools; $REDUCED_OPENAPI_TOOLS elsewhere); installs nothing.
 . "$(dirname "$0")/lib.sh"
 
 DOC=$top_srcdir/api/openapi.yaml
 TOOL=$here/openapi-tool.cjs
+# The versions scripts/bootstrap.sh pins (its npm_tools line).
 NPM_PKGS="@redocly/cli@1.34.20 js-yaml@4.1.0 ajv@8.17.1"
-TOOLS=$top_builddir/tests/openapi-tools
+# (a VPATH build may use the source tree's)
+if [ -n "${REDUCED_OPENAPI_TOOLS:-}" ]; then TOOLS=$REDUCED_OPENAPI_TOOLS
+elif [ ! -d "$top_builddir/tests/openapi-tools" ] && [ -d "$top_srcdir/tests/openapi-tools" ]; then
+  TOOLS=$top_srcdir/tests/openapi-tools
+else TOOLS=$top_builddir/tests/openapi-tools; fi
 
 # ---- tools
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "# installing Debian's nodejs and npm"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null 2>&1 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1; }
-  fi
-fi
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  fail "node and npm available" "install nodejs and npm (Debian packages)"
+need_tool node "Debian packages" || { finish; exit 1; }
+if [ "$(cat "$TOOLS/.pkgs" 2>/dev/null)" != "$NPM_PKGS" ] || [ ! -x "$TOOLS/node_modules/.bin/redocly" ]; then
+  fail "npm tools $NPM_PKGS in $TOOLS" \
+    "missing $NPM_PKGS ($TOOLS/.pkgs: '$(cat "$TOOLS/.pkgs" 2>/dev/null)'): run scripts/bootstrap.sh (step: npm tools)"
   finish; exit 1
-fi
-if [ "$(cat "$TOOLS/.pkgs" 2>/dev/null)" != "$NPM_PKGS" ]; then
-  echo "# npm install $NPM_PKGS into $TOOLS"
-  rm -rf "$TOOLS" && mkdir -p "$TOOLS" && echo '{"private":true}' >"$TOOLS/package.json"
-  # shellcheck disable=SC2086
-  if (cd "$TOOLS" && npm install --no-audit --no-fund --loglevel=error $NPM_PKGS) >"$TMP/npm.log" 2>&1; then
-    echo "$NPM_PKGS" >"$TOOLS/.pkgs"
-  else
-    fail "npm install $NPM_PKGS" "$(tail -5 "$TMP/npm.log")"
-    finish; exit 1
-  fi
 fi
 export NODE_PATH=$TOOLS/node_modules
 

@@ -65,9 +65,7 @@ REDUCED_API_KEY_FILE=$TMP/keys "$REDUCED_BIN" --help >"$TMP/help" 2>&1
 check "REDUCED_API_KEY_FILE shows in --help" grep -q "REDUCED_API_KEY_FILE, now '$TMP/keys'" "$TMP/help"
 
 # --------------------------------------------------------------------- TLS
-if ! command -v openssl >/dev/null; then
-  skip "HTTPS" "openssl is not installed"
-else
+if need_tool openssl "Debian packages"; then
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
     -keyout "$TMP/key.pem" -out "$TMP/cert.pem" >/dev/null 2>&1

@@ -2,8 +2,8 @@
 # load.sh - `make check-load`: load, overload, faults and shutdown under load
 # against the real daemon, with bounded durations; prints what it tried and
 # a summary, exits 1 if any check failed.  Needs root for the network
-# namespace phase and to install missing tools (wrk, slowhttptest,
-# iproute2).
+# namespace phase, and wrk, slowhttptest and iproute2 (scripts/bootstrap.sh
+# installs them).
 #   1 sustained mixed load (wrk, LOAD_SECONDS; JSON, raw and .npy bodies,
 #     valid and invalid, see mix.lua): every answer checked exactly, RSS
 #     after vs after warm-up, open fds
@@ -30,11 +30,8 @@ command -v slowhttptest >/dev/null || need+=(slowhttptest)
 command -v ip >/dev/null && command -v tc >/dev/null || need+=(iproute2)
 command -v curl >/dev/null || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
-  echo "load: installing ${need[*]}"
-  [ "$(id -u)" -eq 0 ] || { echo "load: need root to install ${need[*]}"; exit 1; }
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
-    { echo "load: cannot install ${need[*]}"; exit 1; }
+  echo "load: missing ${need[*]}: run scripts/bootstrap.sh (step: Debian packages)"
+  exit 1
 fi
 
 rm -rf "$LOAD_WORK"; mkdir -p "$LOAD_WORK"

@@ -2,7 +2,7 @@
 #   make check-asan    whole `make check` on an ASan+UBSan build ($(SAN_ASAN))
 #   make check-tsan    whole `make check` on a TSan build ($(SAN_TSAN))
 #   make check-load    load, overload, faults, shutdown under load (root)
-#   make check-all     check + check-asan + check-tsan + fuzz + check-load
+#   make check-all     check + check-style + check-asan + check-tsan + fuzz + check-load
 #                      + check-deploy: what CI runs
 # LOAD_SECONDS (default 60) is the sustained-load phase of check-load.
 SAN_ASAN = $(abs_top_builddir)/san-asan
@@ -13,11 +13,11 @@ EXTRA_DIST += tests/load/sancheck.sh tests/load/load.sh tests/load/mix.lua \
 	tests/load/README.md
 
 check-asan:
-	top_srcdir='$(abs_top_srcdir)' SAN_WORK='$(SAN_ASAN)' \
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' SAN_WORK='$(SAN_ASAN)' \
 	  bash '$(abs_top_srcdir)/tests/load/sancheck.sh' asan
 
 check-tsan:
-	top_srcdir='$(abs_top_srcdir)' SAN_WORK='$(SAN_TSAN)' \
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' SAN_WORK='$(SAN_TSAN)' \
 	  bash '$(abs_top_srcdir)/tests/load/sancheck.sh' tsan
 
 check-load: $(bin_PROGRAMS) $(check_PROGRAMS)
@@ -29,7 +29,7 @@ check-load: $(bin_PROGRAMS) $(check_PROGRAMS)
 # failure.  Each part prints its own summary and duration.
 check-all:
 	@t0=$$(date +%s); \
-	for t in check check-asan check-tsan fuzz check-load check-deploy; do \
+	for t in check check-style check-asan check-tsan fuzz check-load check-deploy; do \
 	  s=$$(date +%s); echo "=== make $$t"; \
 	  $(MAKE) $(AM_MAKEFLAGS) $$t FUZZ_SECONDS=60 || { echo "=== make $$t FAILED"; exit 1; }; \
 	  echo "=== make $$t: ok, $$(( $$(date +%s) - s )) s"; \

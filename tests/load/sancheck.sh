@@ -12,12 +12,20 @@
 # must stay empty - so a report in a daemon that a test merely stops still
 # counts.  libmicrohttpd, libuv and jansson are not instrumented; TSan still
 # sees their pthread calls.  No suppressions are used.
-#   top_srcdir, SAN_WORK, KIND = asan | tsan
+#
+# make check there is the same parallel harness (tests/local.mk), with a
+# longer time limit per test (SAN_TEST_TIMEOUT, default 1800 s: sanitized
+# code is slower) and the npm tools of the calling build tree (the copy has
+# none; scripts/bootstrap.sh installs them there).  Prints each test's
+# result line and, when anything failed, the logs tests/summary.sh shows.
+#   top_srcdir, top_builddir, SAN_WORK, SAN_TEST_TIMEOUT, SAN_TESTS, KIND = asan | tsan
 set -u
 kind=${1:?usage: sancheck.sh asan|tsan}
 here=$(cd "$(dirname "$0")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
 : "${SAN_WORK:=$PWD/san-$kind}"
+: "${SAN_TEST_TIMEOUT:=1800}"
 case $kind in asan|tsan) ;; *) echo "sancheck: unknown kind '$kind'" >&2; exit 2;; esac
 
 t0=$(date +%s)
@@ -52,9 +60,18 @@ export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:log_path=$R
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$R"
 # second_deadlock_stack: better lock-order reports; exitcode 66 as usual.
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$R"
-make check >"$SAN_WORK/check.log" 2>&1
+tools=$top_builddir/tests/openapi-tools
+[ -d "$tools" ] || tools=$top_srcdir/tests/openapi-tools
+# SAN_TESTS: a subset (make check TESTS=...), e.g. while working on one test
+REDUCED_OPENAPI_TOOLS=$tools make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
+  ${SAN_TESTS:+TESTS="$SAN_TESTS"} >"$SAN_WORK/check.log" 2>&1
 rc=$?
-grep -E '^(PASS|FAIL|XFAIL|ERROR|SKIP):|^[0-9]+ passed|tests? passed|tests? failed' "$SAN_WORK/check.log" | tail -n 30
+grep -E '^(PASS|FAIL|XFAIL|ERROR|SKIP|XPASS):' "$SAN_WORK/check.log"
+if [ "$rc" -ne 0 ]; then
+  # the failing tests' logs, as tests/summary.sh printed them
+  sed -n '/^==================== /,$p' "$SAN_WORK/check.log" | head -n 400
+fi
+grep -E '^[0-9]+ passed, [0-9]+ failed$' "$SAN_WORK/check.log" | tail -n 1
 nrep=$(find "$SAN_WORK/reports" -type f | wc -l)
 if [ "$nrep" -gt 0 ]; then
   echo "sancheck: $nrep sanitizer report file(s):"
