@@ -44,7 +44,7 @@ enum api_oip_method {
   API_OIP_SERVER_METADATA,
   API_OIP_MODEL_METADATA,
   API_OIP_MODEL_INFER,
-  API_OIP_HEALTH_CHECK,      /* grpc.health.v1.Health/Check */
+  API_OIP_HEALTH_CHECK, /* grpc.health.v1.Health/Check */
   API_OIP_NMETHODS
 };
 
@@ -63,10 +63,7 @@ enum api_grpc_code {
 };
 
 /* Health/Check's ServingStatus values. */
-enum api_oip_health {
-  API_OIP_SERVING = 1,
-  API_OIP_NOT_SERVING = 2
-};
+enum api_oip_health { API_OIP_SERVING = 1, API_OIP_NOT_SERVING = 2 };
 
 /* The method of a gRPC path ("/inference.GRPCInferenceService/ModelInfer",
  * `len` bytes, not NUL-terminated); API_OIP_UNKNOWN for any other. */
@@ -113,8 +110,8 @@ int api_oip_encode_infer(const struct api_v2_info *info,
 /* ModelReadyRequest / ModelMetadataRequest (same fields: name, version)
  * resolved with api_oip_model().  0 or an error (API_E_BAD_JSON for bytes
  * that are no such message: the "undecodable body" code of the API). */
-int api_oip_decode_model_ref(int method, const void *msg, size_t len,
-                             int *op, int *version, struct rd_error *err);
+int api_oip_decode_model_ref(int method, const void *msg, size_t len, int *op,
+                             int *version, struct rd_error *err);
 
 /* The messages of one bool field 1 (ServerLiveResponse.live,
  * ServerReadyResponse.ready, ModelReadyResponse.ready).  0 or RD_E_NOMEM. */

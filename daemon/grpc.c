@@ -17,7 +17,7 @@
  * Every call has one batch outstanding at a time, so its tag (the call)
  * and `stage` say what completed.
  */
-#include "config.h"   /* autoconf: PACKAGE_VERSION */
+#include "config.h" /* autoconf: PACKAGE_VERSION */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -50,14 +50,14 @@
 /* Longest authorization metadata value looked at. */
 #define GRPCD_AUTH_MAX 4096
 
-#define container_of(ptr, type, member) \
-  ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+  ((type *)((char *)(ptr)-offsetof(type, member)))
 
 enum rcall_stage {
-  RC_NEW = 0,    /* waiting for grpc_server_request_call */
-  RC_RECV,       /* waiting for the request message */
-  RC_QUEUED,     /* handed to the loop thread (ModelInfer) */
-  RC_DONE        /* waiting for the reply batch */
+  RC_NEW = 0, /* waiting for grpc_server_request_call */
+  RC_RECV,    /* waiting for the request message */
+  RC_QUEUED,  /* handed to the loop thread (ModelInfer) */
+  RC_DONE     /* waiting for the reply batch */
 };
 
 struct rcall {
@@ -71,20 +71,20 @@ struct rcall {
   grpc_call_details details;
   grpc_metadata_array md;
   grpc_byte_buffer *recv;
-  grpc_slice body;           /* the request message, flattened */
+  grpc_slice body; /* the request message, flattened */
   int has_body;
-  int method;                /* enum api_oip_method */
-  int cancelled;             /* RECV_CLOSE_ON_SERVER's verdict */
-  int late;                  /* arrived while draining: refused */
+  int method;    /* enum api_oip_method */
+  int cancelled; /* RECV_CLOSE_ON_SERVER's verdict */
+  int late;      /* arrived while draining: refused */
   grpc_byte_buffer *send;
   grpc_slice status_details;
   int has_details;
   struct timespec t0;
-  int http_status;           /* the metrics' status (HTTP class) */
-  int op;                    /* enum rd_op, for the metrics */
+  int http_status; /* the metrics' status (HTTP class) */
+  int op;          /* enum rd_op, for the metrics */
   size_t out_bytes;
-  struct job job;            /* ModelInfer */
-  struct rcall *next;        /* the loop's queue */
+  struct job job;     /* ModelInfer */
+  struct rcall *next; /* the loop's queue */
 };
 
 /* ------------------------------------------------------------------ */
@@ -93,8 +93,7 @@ struct rcall {
 
 static void finish(struct rcall *c);
 
-static uint64_t
-elapsed_ns(const struct timespec *t0)
+static uint64_t elapsed_ns(const struct timespec *t0)
 {
   struct timespec t;
 
@@ -105,8 +104,7 @@ elapsed_ns(const struct timespec *t0)
 
 /* The HTTP status the metrics show for a gRPC status (requests of both
  * front ends share the status label). */
-static int
-status_of_code(int code)
+static int status_of_code(int code)
 {
   switch (code) {
   case API_GRPC_OK: return 200;
@@ -123,9 +121,8 @@ status_of_code(int code)
 /* Starts the last batch: initial metadata, the message (`payload`, `len`
  * malloc'ed bytes, owned from here; only with OK), the status and
  * RECV_CLOSE_ON_SERVER.  `text` is the status message (NULL: none). */
-static void
-reply(struct rcall *c, int code, const char *text, char *payload,
-      size_t len)
+static void reply(struct rcall *c, int code, const char *text, char *payload,
+                  size_t len)
 {
   grpc_op ops[4];
   grpc_call *call;
@@ -153,8 +150,9 @@ reply(struct rcall *c, int code, const char *text, char *payload,
   }
   ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
   ops[n].data.send_status_from_server.status = (grpc_status_code)code;
-  ops[n].data.send_status_from_server.status_details =
-    c->has_details ? &c->status_details : NULL;
+  ops[n].data.send_status_from_server.status_details = c->has_details
+                                                         ? &c->status_details
+                                                         : NULL;
   n++;
   ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
   ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
@@ -170,12 +168,10 @@ reply(struct rcall *c, int code, const char *text, char *payload,
 }
 
 /* Replies with an error: status from the code, message "CODE: text". */
-static void
-reply_error(struct rcall *c, int code, const char *fmt, ...)
+static void reply_error(struct rcall *c, int code, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 
-static void
-reply_error(struct rcall *c, int code, const char *fmt, ...)
+static void reply_error(struct rcall *c, int code, const char *fmt, ...)
 {
   char msg[RD_ERRMSG_MAX], text[RD_ERRMSG_MAX + 32];
   va_list ap;
@@ -189,8 +185,7 @@ reply_error(struct rcall *c, int code, const char *fmt, ...)
 }
 
 /* Replies with what an api_oip_* encoder appended to `b`, or its error. */
-static void
-reply_buf(struct rcall *c, int rc, struct api_buf *b)
+static void reply_buf(struct rcall *c, int rc, struct api_buf *b)
 {
   size_t len;
   char *p;
@@ -209,8 +204,7 @@ reply_buf(struct rcall *c, int rc, struct api_buf *b)
 }
 
 /* Replies with an rd_error from a decoder. */
-static void
-reply_rd_error(struct rcall *c, const struct rd_error *err)
+static void reply_rd_error(struct rcall *c, const struct rd_error *err)
 {
   c->http_status = api_http_status(err->code);
   reply_error(c, err->code, "%s", err->msg);
@@ -222,8 +216,7 @@ reply_rd_error(struct rcall *c, const struct rd_error *err)
 
 /* Loop thread: a ModelInfer job finished.  The job is released before the
  * reply starts: a reply that cannot start frees the call at once. */
-static void
-job_done(struct job *j)
+static void job_done(struct job *j)
 {
   struct rcall *c = container_of(j, struct rcall, job);
   char text[RD_ERRMSG_MAX + 64];
@@ -251,8 +244,7 @@ job_done(struct job *j)
 }
 
 /* Loop thread: admits a ModelInfer and submits its job. */
-static void
-admit(struct grpcd *g, struct rcall *c)
+static void admit(struct grpcd *g, struct rcall *c)
 {
   struct server *s = g->http;
   struct job *j = &c->job;
@@ -262,16 +254,17 @@ admit(struct grpcd *g, struct rcall *c)
     return;
   }
   if (s->pending >= g->conf->max_pending) {
-    reply_error(c, API_E_OVERLOADED, "%zu requests are already in progress "
-                "(--max-pending %llu); retry later", s->pending,
-                (unsigned long long)g->conf->max_pending);
+    reply_error(c, API_E_OVERLOADED,
+                "%zu requests are already in progress "
+                "(--max-pending %llu); retry later",
+                s->pending, (unsigned long long)g->conf->max_pending);
     return;
   }
   memset(j, 0, sizeof *j);
-  j->in_fmt = API_FMT_JSON;   /* "a buffered body the protocol decodes" */
+  j->in_fmt = API_FMT_JSON; /* "a buffered body the protocol decodes" */
   j->body = (const char *)GRPC_SLICE_START_PTR(c->body);
   j->body_len = GRPC_SLICE_LENGTH(c->body);
-  j->max_elements = 0;        /* the message is bounded by --max-body */
+  j->max_elements = 0; /* the message is bounded by --max-body */
   j->max_tasks = (unsigned)g->conf->threads;
   j->metrics = s->metrics;
   j->call.proto = &api_proto_grpc;
@@ -283,8 +276,7 @@ admit(struct grpcd *g, struct rcall *c)
 }
 
 /* Loop thread: calls queued by the CQ thread, and idle reports. */
-static void
-async_cb(uv_async_t *h)
+static void async_cb(uv_async_t *h)
 {
   struct grpcd *g = h->data;
   struct rcall *c, *next;
@@ -309,8 +301,7 @@ async_cb(uv_async_t *h)
 /* ------------------------------------------------------------------ */
 
 /* Asks gRPC for the next call.  CQ thread (or the loop thread at start). */
-static void
-request_call(struct grpcd *g)
+static void request_call(struct grpcd *g)
 {
   struct rcall *c = calloc(1, sizeof *c);
 
@@ -331,8 +322,7 @@ request_call(struct grpcd *g)
 }
 
 /* Frees a call that never arrived (request_call failed at shutdown). */
-static void
-free_unarrived(struct rcall *c)
+static void free_unarrived(struct rcall *c)
 {
   grpc_call_details_destroy(&c->details);
   grpc_metadata_array_destroy(&c->md);
@@ -340,8 +330,7 @@ free_unarrived(struct rcall *c)
 }
 
 /* The last batch completed (or could not start): count, free. */
-static void
-finish(struct rcall *c)
+static void finish(struct rcall *c)
 {
   struct grpcd *g = c->g;
   struct metrics_obs obs;
@@ -350,7 +339,7 @@ finish(struct rcall *c)
   obs.route = c->method > 0 ? g->routes[c->method] : METRICS_ROUTE_NONE;
   obs.op = c->op;
   obs.format = c->method == API_OIP_MODEL_INFER ? METRICS_FMT_BINARY
-                                                 : METRICS_FMT_NONE;
+                                                : METRICS_FMT_NONE;
   obs.status = c->http_status;
   obs.duration_ns = elapsed_ns(&c->t0);
   obs.in_bytes = c->has_body ? GRPC_SLICE_LENGTH(c->body) : 0;
@@ -359,8 +348,8 @@ finish(struct rcall *c)
     metrics_observe(g->http->metrics, &obs);
     metrics_inflight_add(g->http->metrics, -1);
   }
-  LOG_DEBUG("grpc: %s -> %d%s", api_oip_method_name(c->method),
-            c->http_status, c->cancelled ? " (cancelled)" : "");
+  LOG_DEBUG("grpc: %s -> %d%s", api_oip_method_name(c->method), c->http_status,
+            c->cancelled ? " (cancelled)" : "");
   if (c->send != NULL)
     grpc_byte_buffer_destroy(c->send);
   if (c->recv != NULL)
@@ -380,8 +369,7 @@ finish(struct rcall *c)
 }
 
 /* 1 if the call may go on: no keys, or "authorization: Bearer KEY". */
-static int
-authorized(struct rcall *c)
+static int authorized(struct rcall *c)
 {
   const struct auth *a = &c->g->http->auth;
   char value[GRPCD_AUTH_MAX + 1];
@@ -392,8 +380,9 @@ authorized(struct rcall *c)
   for (size_t i = 0; i < c->md.count; i++) {
     const grpc_metadata *m = &c->md.metadata[i];
     size_t kl = GRPC_SLICE_LENGTH(m->key), vl = GRPC_SLICE_LENGTH(m->value);
-    if (kl == 13 && memcmp(GRPC_SLICE_START_PTR(m->key), "authorization",
-                           13) == 0 && vl <= GRPCD_AUTH_MAX) {
+    if (kl == 13 &&
+        memcmp(GRPC_SLICE_START_PTR(m->key), "authorization", 13) == 0 &&
+        vl <= GRPCD_AUTH_MAX) {
       memcpy(value, GRPC_SLICE_START_PTR(m->value), vl);
       value[vl] = '\0';
       v = value;
@@ -405,8 +394,7 @@ authorized(struct rcall *c)
 }
 
 /* CQ thread: answers a cheap RPC from its message. */
-static void
-answer_here(struct rcall *c, const char *msg, size_t len)
+static void answer_here(struct rcall *c, const char *msg, size_t len)
 {
   struct grpcd *g = c->g;
   int draining = atomic_load(&g->draining), op, version, rc;
@@ -444,8 +432,11 @@ answer_here(struct rcall *c, const char *msg, size_t len)
       reply_rd_error(c, &err);
       return;
     }
-    reply_buf(c, api_oip_encode_health(draining ? API_OIP_NOT_SERVING
-                                                : API_OIP_SERVING, &b), &b);
+    reply_buf(c,
+              api_oip_encode_health(draining ? API_OIP_NOT_SERVING
+                                             : API_OIP_SERVING,
+                                    &b),
+              &b);
     return;
   default:
     reply_error(c, API_E_INTERNAL, "no handler for %s",
@@ -455,8 +446,7 @@ answer_here(struct rcall *c, const char *msg, size_t len)
 }
 
 /* CQ thread: the request message is in. */
-static void
-on_message(struct rcall *c, int ok)
+static void on_message(struct rcall *c, int ok)
 {
   struct grpcd *g = c->g;
   grpc_byte_buffer_reader reader;
@@ -491,7 +481,8 @@ on_message(struct rcall *c, int ok)
     return;
   }
   if (c->method != API_OIP_HEALTH_CHECK && !authorized(c)) {
-    reply_error(c, API_E_UNAUTHORIZED, "missing or invalid API key: send "
+    reply_error(c, API_E_UNAUTHORIZED,
+                "missing or invalid API key: send "
                 "metadata \"authorization: Bearer KEY\"");
     return;
   }
@@ -520,14 +511,13 @@ on_message(struct rcall *c, int ok)
 }
 
 /* CQ thread: a call arrived. */
-static void
-on_new(struct rcall *c, int ok)
+static void on_new(struct rcall *c, int ok)
 {
   struct grpcd *g = c->g;
   grpc_call *call;
   grpc_op op;
 
-  if (!ok) {   /* the server is shutting down */
+  if (!ok) { /* the server is shutting down */
     free_unarrived(c);
     return;
   }
@@ -547,8 +537,7 @@ on_new(struct rcall *c, int ok)
 }
 
 /* The completion-queue thread: every completion of the server's queue. */
-static void *
-cq_main(void *arg)
+static void *cq_main(void *arg)
 {
   struct grpcd *g = arg;
 
@@ -568,15 +557,9 @@ cq_main(void *arg)
     }
     c = ev.tag;
     switch (atomic_load_explicit(&c->stage, memory_order_acquire)) {
-    case RC_NEW:
-      on_new(c, ev.success);
-      break;
-    case RC_RECV:
-      on_message(c, ev.success);
-      break;
-    case RC_DONE:
-      finish(c);
-      break;
+    case RC_NEW: on_new(c, ev.success); break;
+    case RC_RECV: on_message(c, ev.success); break;
+    case RC_DONE: finish(c); break;
     default:
       LOG_ERROR("grpc: completion of a call in stage %d",
                 atomic_load(&c->stage));
@@ -590,8 +573,7 @@ cq_main(void *arg)
 /* Start, drain, close (loop thread)                                  */
 /* ------------------------------------------------------------------ */
 
-static int
-write_port_file(const char *path, int port)
+static int write_port_file(const char *path, int port)
 {
   char tmp[4096];
   FILE *f;
@@ -619,8 +601,7 @@ write_port_file(const char *path, int port)
 /* gRPC core's own log lines (any of its threads) in the daemon's log:
  * errors as warnings (the daemon logs its own verdict), the rest as
  * debug. */
-static void
-grpc_log(gpr_log_func_args *a)
+static void grpc_log(gpr_log_func_args *a)
 {
   if (a->severity == GPR_LOG_SEVERITY_ERROR)
     LOG_WARN("grpc core: %s", a->message);
@@ -628,9 +609,8 @@ grpc_log(gpr_log_func_args *a)
     LOG_DEBUG("grpc core: %s (%s:%d)", a->message, a->file, a->line);
 }
 
-int
-grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
-            struct server *http)
+int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
+                struct server *http)
 {
   grpc_server_credentials *creds;
   grpc_arg args[4];
@@ -697,13 +677,13 @@ grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
   } else {
     creds = grpc_insecure_server_credentials_create();
   }
-  snprintf(addr, sizeof addr, strchr(c->grpc_host, ':') != NULL ? "[%s]:%llu"
-           : "%s:%llu", c->grpc_host, (unsigned long long)c->grpc_port);
+  snprintf(addr, sizeof addr,
+           strchr(c->grpc_host, ':') != NULL ? "[%s]:%llu" : "%s:%llu",
+           c->grpc_host, (unsigned long long)c->grpc_port);
   g->port = grpc_server_add_http2_port(g->srv, addr, creds);
   grpc_server_credentials_release(creds);
   if (g->port <= 0) {
-    LOG_ERROR("grpc: cannot listen on %s (address in use or not local?)",
-              addr);
+    LOG_ERROR("grpc: cannot listen on %s (address in use or not local?)", addr);
     return -1;
   }
   grpc_server_start(g->srv);
@@ -719,14 +699,13 @@ grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
            strchr(c->grpc_host, ':') != NULL ? "[" : "", c->grpc_host,
            strchr(c->grpc_host, ':') != NULL ? "]" : "", g->port,
            http->auth.tls_cert != NULL ? " (TLS)" : "");
-  if (c->grpc_port_file != NULL && write_port_file(c->grpc_port_file,
-                                                   g->port) != 0)
+  if (c->grpc_port_file != NULL &&
+      write_port_file(c->grpc_port_file, g->port) != 0)
     return -1;
   return 0;
 }
 
-void
-grpcd_drain(struct grpcd *g, grpcd_idle_cb idle_cb, void *arg)
+void grpcd_drain(struct grpcd *g, grpcd_idle_cb idle_cb, void *arg)
 {
   if (g->closed || atomic_load(&g->draining))
     return;
@@ -741,8 +720,7 @@ grpcd_drain(struct grpcd *g, grpcd_idle_cb idle_cb, void *arg)
   LOG_INFO("gRPC draining: %zu call(s) in flight", atomic_load(&g->live));
 }
 
-void
-grpcd_close(struct grpcd *g)
+void grpcd_close(struct grpcd *g)
 {
   struct rcall *c, *next;
 
@@ -793,6 +771,6 @@ grpcd_close(struct grpcd *g)
     grpc_shutdown();
     g->inited = 0;
   }
-  if (g->conf != NULL)   /* grpcd_start() initialised the lock */
+  if (g->conf != NULL) /* grpcd_start() initialised the lock */
     pthread_mutex_destroy(&g->lock);
 }

@@ -45,29 +45,29 @@ struct grpcd {
   /* Loop thread. */
   const struct conf *conf;
   uv_loop_t *loop;
-  struct server *http;       /* admission (pending), auth, metrics */
-  uv_async_t async;          /* CQ thread -> loop: calls to admit, idle */
-  int handles;               /* async initialised */
-  int inited;                /* grpc_init() called */
+  struct server *http; /* admission (pending), auth, metrics */
+  uv_async_t async;    /* CQ thread -> loop: calls to admit, idle */
+  int handles;         /* async initialised */
+  int inited;          /* grpc_init() called */
   int closed;
-  int port;                  /* bound port */
+  int port; /* bound port */
   grpcd_idle_cb idle_cb;
   void *idle_arg;
   int idle_reported;
-  unsigned routes[API_OIP_NMETHODS];   /* metric route indexes */
+  unsigned routes[API_OIP_NMETHODS]; /* metric route indexes */
   /* Set before the CQ thread starts, then read-only until it is joined. */
   struct grpc_server *srv;
   struct grpc_completion_queue *cq;
   pthread_t thread;
-  int started;               /* grpc_server_start() called */
+  int started; /* grpc_server_start() called */
   int thread_started;
-  int shutdown_tag;          /* its address tags the shutdown event */
+  int shutdown_tag; /* its address tags the shutdown event */
   /* Shared between the CQ thread and the loop thread. */
-  pthread_mutex_t lock;      /* guards queue and closing */
-  struct rcall *queue;       /* ModelInfer calls for the loop, LIFO */
-  int closing;               /* grpcd_close() began: nothing more queued */
+  pthread_mutex_t lock; /* guards queue and closing */
+  struct rcall *queue;  /* ModelInfer calls for the loop, LIFO */
+  int closing;          /* grpcd_close() began: nothing more queued */
   atomic_int draining;
-  atomic_size_t live;        /* calls from arrival to their last batch */
+  atomic_size_t live; /* calls from arrival to their last batch */
 };
 
 /* Binds conf->grpc_host:grpc_port (TLS with the HTTP server's certificate

@@ -21,8 +21,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void
-check_error(const struct rd_error *err)
+static void check_error(const struct rd_error *err)
 {
   struct api_buf b;
   int status = api_http_status(err->code);
@@ -37,22 +36,19 @@ check_error(const struct rd_error *err)
   api_buf_free(&b);
 }
 
-static void
-check_answer(const struct rd_plan *plan, const struct api_buf *b)
+static void check_answer(const struct rd_plan *plan, const struct api_buf *b)
 {
-  Inference__ModelInferResponse *r =
-    inference__model_infer_response__unpack(NULL, b->len,
-                                            (const uint8_t *)b->data);
+  Inference__ModelInferResponse *r = inference__model_infer_response__unpack(
+    NULL, b->len, (const uint8_t *)b->data);
 
   if (r == NULL || r->n_raw_output_contents != 1 ||
-      r->raw_output_contents[0].len != plan->out_bytes ||
-      r->n_outputs != 1 || r->outputs[0]->n_shape != plan->out_rank)
-    __builtin_trap();   /* we produced an answer clients cannot read */
+      r->raw_output_contents[0].len != plan->out_bytes || r->n_outputs != 1 ||
+      r->outputs[0]->n_shape != plan->out_rank)
+    __builtin_trap(); /* we produced an answer clients cannot read */
   inference__model_infer_response__free_unpacked(r, NULL);
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct api_request req;
   struct api_v2_info info;
@@ -87,7 +83,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   }
   if (plan.in_bytes != req.data_bytes)
-    __builtin_trap();   /* decode and plan disagree on the input size */
+    __builtin_trap(); /* decode and plan disagree on the input size */
   if (plan.out_bytes > FZ_MAX_OUT_BYTES) {
     api_request_free(&req);
     return 0;

@@ -35,12 +35,12 @@ struct built {
   int64_t shape[2][4];
 };
 
-static void
-build(struct built *b, const char *model, const char *dt, size_t rank,
-      const int64_t *shape)
+static void build(struct built *b, const char *model, const char *dt,
+                  size_t rank, const int64_t *shape)
 {
   static const Req r0 = INFERENCE__MODEL_INFER_REQUEST__INIT;
-  static const Input i0 = INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
+  static const Input i0 =
+    INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
   static const Inference__InferTensorContents c0 =
     INFERENCE__INFER_TENSOR_CONTENTS__INIT;
 
@@ -59,11 +59,11 @@ build(struct built *b, const char *model, const char *dt, size_t rank,
   b->r.inputs = b->ins;
 }
 
-static void
-add_param(struct built *b, const char *key, int kind, int64_t i,
-          const char *s)
+static void add_param(struct built *b, const char *key, int kind, int64_t i,
+                      const char *s)
 {
-  static const Entry e0 = INFERENCE__MODEL_INFER_REQUEST__PARAMETERS_ENTRY__INIT;
+  static const Entry e0 =
+    INFERENCE__MODEL_INFER_REQUEST__PARAMETERS_ENTRY__INIT;
   static const Inference__InferParameter p0 = INFERENCE__INFER_PARAMETER__INIT;
   size_t n = b->r.n_parameters;
 
@@ -84,9 +84,8 @@ add_param(struct built *b, const char *key, int kind, int64_t i,
 }
 
 /* Packs and decodes; returns the decoder's code. */
-static int
-decode(struct built *b, struct api_request *req, struct api_v2_info *info,
-       struct rd_error *err)
+static int decode(struct built *b, struct api_request *req,
+                  struct api_v2_info *info, struct rd_error *err)
 {
   size_t n = inference__model_infer_request__get_packed_size(&b->r);
   uint8_t *p = malloc(n + 1);
@@ -100,8 +99,7 @@ decode(struct built *b, struct api_request *req, struct api_v2_info *info,
   return rc;
 }
 
-static void
-test_methods(void **state)
+static void test_methods(void **state)
 {
   static const char infer[] = "/inference.GRPCInferenceService/ModelInfer";
   static const char health[] = "/grpc.health.v1.Health/Check";
@@ -116,8 +114,7 @@ test_methods(void **state)
   assert_string_equal(api_oip_method_route(API_OIP_MODEL_INFER),
                       "grpc:ModelInfer");
   assert_int_equal(api_oip_grpc_code(API_E_NOT_FOUND), API_GRPC_NOT_FOUND);
-  assert_int_equal(api_oip_grpc_code(RD_E_OVERFLOW),
-                   API_GRPC_INVALID_ARGUMENT);
+  assert_int_equal(api_oip_grpc_code(RD_E_OVERFLOW), API_GRPC_INVALID_ARGUMENT);
   assert_int_equal(api_oip_grpc_code(RD_E_TOO_LARGE),
                    API_GRPC_RESOURCE_EXHAUSTED);
   assert_int_equal(api_oip_grpc_code(API_E_OVERLOADED),
@@ -125,12 +122,10 @@ test_methods(void **state)
   assert_int_equal(api_oip_grpc_code(API_E_DRAINING), API_GRPC_UNAVAILABLE);
   assert_int_equal(api_oip_grpc_code(API_E_UNAUTHORIZED),
                    API_GRPC_UNAUTHENTICATED);
-  assert_int_equal(api_oip_grpc_code_of_status(422),
-                   API_GRPC_INVALID_ARGUMENT);
+  assert_int_equal(api_oip_grpc_code_of_status(422), API_GRPC_INVALID_ARGUMENT);
 }
 
-static void
-test_model(void **state)
+static void test_model(void **state)
 {
   struct rd_error err;
   int op, v;
@@ -151,8 +146,7 @@ test_model(void **state)
   assert_non_null(strstr(err.msg, "\"reducel2\""));
 }
 
-static void
-test_decode_typed_and_params(void **state)
+static void test_decode_typed_and_params(void **state)
 {
   static const int64_t shape[] = { 2, 3 };
   float v[] = { 1, 2, 3, 4, 5, 6 };
@@ -168,12 +162,14 @@ test_decode_typed_and_params(void **state)
   b.c[0].n_fp32_contents = 6;
   b.c[0].fp32_contents = v;
   b.in[0].contents = &b.c[0];
-  add_param(&b, "axes", INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM,
-            0, "[1, -2]");
-  add_param(&b, "keepdims", INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM,
-            0, NULL);
-  add_param(&b, "overflow", INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM,
-            0, "saturate");
+  add_param(&b, "axes",
+            INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM, 0,
+            "[1, -2]");
+  add_param(&b, "keepdims",
+            INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM, 0, NULL);
+  add_param(&b, "overflow",
+            INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM, 0,
+            "saturate");
   assert_int_equal(decode(&b, &req, &info, &err), 0);
   assert_int_equal(req.params.op, RD_OP_SUM_SQUARE);
   assert_int_equal(req.params.opset, 13);
@@ -197,16 +193,18 @@ test_decode_typed_and_params(void **state)
   assert_non_null(strstr(err.msg, "parameters.axes"));
 }
 
-static void
-test_decode_raw_and_axes_input(void **state)
+static void test_decode_raw_and_axes_input(void **state)
 {
   static const int64_t shape[] = { 2, 2 }, ashape[] = { 1 };
   /* FP16 1, 2, 3, 4 little-endian. */
-  static const uint8_t half[] = { 0x00, 0x3c, 0x00, 0x40, 0x00, 0x42,
-                                  0x00, 0x44 };
-  static const uint8_t axes[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                  0xff };   /* INT64 -1 */
-  static const Input i0 = INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
+  static const uint8_t half[] = {
+    0x00, 0x3c, 0x00, 0x40, 0x00, 0x42, 0x00, 0x44
+  };
+  static const uint8_t axes[] = {
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+  }; /* INT64 -1 */
+  static const Input i0 =
+    INFERENCE__MODEL_INFER_REQUEST__INFER_INPUT_TENSOR__INIT;
   struct api_request req;
   struct api_v2_info info;
   struct rd_error err;
@@ -252,8 +250,7 @@ test_decode_raw_and_axes_input(void **state)
   assert_non_null(strstr(err.msg, "raw_input_contents"));
 }
 
-static void
-test_decode_errors(void **state)
+static void test_decode_errors(void **state)
 {
   static const int64_t shape[] = { 3 }, neg[] = { -1 };
   int32_t iv[] = { 1, 2, 3 };
@@ -275,17 +272,17 @@ test_decode_errors(void **state)
   assert_int_equal(decode(&b, &req, &info, &err), API_E_INVALID_FIELD);
   assert_non_null(strstr(err.msg, "int_contents"));
   b.c[0].n_fp64_contents = 0;
-  add_param(&b, "axis", INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM,
-            0, NULL);
+  add_param(&b, "axis",
+            INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM, 0, NULL);
   assert_int_equal(decode(&b, &req, &info, &err), RD_E_ATTRIBUTE);
   b.r.n_parameters = 0;
-  add_param(&b, "keepdims", INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM,
-            0, "1");
+  add_param(&b, "keepdims",
+            INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM, 0, "1");
   assert_int_equal(decode(&b, &req, &info, &err), API_E_INVALID_FIELD);
   assert_non_null(strstr(err.msg, "string_param"));
   b.r.n_parameters = 0;
-  add_param(&b, "frobnicate", INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM,
-            1, NULL);
+  add_param(&b, "frobnicate",
+            INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM, 1, NULL);
   assert_int_equal(decode(&b, &req, &info, &err), API_E_UNKNOWN_FIELD);
   b.r.n_parameters = 0;
   b.in[0].shape = (int64_t *)neg;
@@ -298,11 +295,11 @@ test_decode_errors(void **state)
   assert_int_equal(decode(&b, &req, &info, &err), API_E_NOT_FOUND);
   /* Bytes that are no message. */
   assert_int_equal(api_oip_decode_infer("\xff\xff\xff", 3, 0, &req, &info,
-                                        &err), API_E_BAD_JSON);
+                                        &err),
+                   API_E_BAD_JSON);
 }
 
-static void
-test_encode(void **state)
+static void test_encode(void **state)
 {
   struct rd_params p;
   struct rd_plan plan;
@@ -330,8 +327,7 @@ test_encode(void **state)
   strcpy(info.id, "abc");
   api_buf_init(&b);
   assert_int_equal(api_oip_encode_infer(&info, &plan, out, &b), 0);
-  r = inference__model_infer_response__unpack(NULL, b.len,
-                                              (uint8_t *)b.data);
+  r = inference__model_infer_response__unpack(NULL, b.len, (uint8_t *)b.data);
   assert_non_null(r);
   assert_string_equal(r->model_name, "ReduceSumSquare");
   assert_string_equal(r->model_version, "18");
@@ -355,7 +351,7 @@ test_encode(void **state)
   assert_string_equal(mm->name, "ReduceL2");
   assert_int_equal(mm->n_versions, 4);
   assert_string_equal(mm->versions[3], "18");
-  assert_int_equal(mm->n_inputs, 1);   /* no axes input at 13 */
+  assert_int_equal(mm->n_inputs, 1); /* no axes input at 13 */
   assert_string_equal(mm->properties[0]->key, "data_datatypes");
   assert_non_null(strstr(mm->properties[0]->value, "BF16"));
   inference__model_metadata_response__free_unpacked(mm, NULL);
@@ -384,8 +380,7 @@ test_encode(void **state)
   api_buf_free(&b);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_methods),
