@@ -26,103 +26,122 @@ void rd__flush_d(union rd__lanes *ln, void *acc)
   memset(ln->d, 0, sizeof ln->d);
 }
 
-/* One generator per element type: head up to lane 0, whole blocks of L
- * elements with the lanes in registers, tail. */
-#define DEF_D_KERNELS(name, esz, load)                                         \
+/* The squares kernels of the double class, one template per entry point,
+ * instantiated per element type below (esz and load are constants there,
+ * so the compiler specialises each instance).  Head up to lane 0, whole
+ * blocks of L elements with the lanes in registers, tail. */
+typedef double (*ld_fn)(const unsigned char *p);
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE void d_run(union rd__lanes *ln, const unsigned char *x,
+                         size_t n, uint64_t pos, size_t esz, ld_fn load)
+{
+  size_t k = (size_t)(pos % L), i = 0;
+  double a[L];
+  for (; k != 0 && i < n; i++, k = (k + 1) % L) {
+    double v = load(x + i * esz);
+    ln->d[k] += v * v;
+  }
+  memcpy(a, ln->d, sizeof a);
+  for (; i + L <= n; i += L) {
+    for (size_t l = 0; l < L; l++) {
+      double v = load(x + (i + l) * esz);
+      a[l] += v * v;
+    }
+  }
+  for (size_t l = 0; i < n; i++, l++) {
+    double v = load(x + i * esz);
+    a[l] += v * v;
+  }
+  memcpy(ln->d, a, sizeof a);
+}
+
+ALWAYS_INLINE void d_cols(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows, size_t esz, ld_fn load)
+{
+  double *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * esz)
+    for (size_t i = 0; i < n; i++) {
+      double v = load(x + i * esz);
+      o[i] += v * v;
+    }
+}
+
+ALWAYS_INLINE void d_rows(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows, size_t esz, ld_fn load)
+{
+  double *o = acc;
+  size_t w = 1;
+  while (w < n)
+    w *= 2;
+  /* Fixed-width trees so short rows unroll; see tree_n(). */
+  if (w <= 4) {
+    for (size_t r = 0; r < nrows; r++, x += n * esz) {
+      double a[4] = {0, 0, 0, 0};
+      for (size_t i = 0; i < n; i++) {
+        double v = load(x + i * esz);
+        a[i] = v * v;
+      }
+      o[r] += w == 4 ? (a[0] + a[2]) + (a[1] + a[3]) : a[0] + a[1];
+    }
+    return;
+  }
+  if (w == 8) {
+    for (size_t r = 0; r < nrows; r++, x += n * esz) {
+      double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (size_t i = 0; i < n; i++) {
+        double v = load(x + i * esz);
+        a[i] = v * v;
+      }
+      o[r] += ((a[0] + a[4]) + (a[2] + a[6])) +
+              ((a[1] + a[5]) + (a[3] + a[7]));
+    }
+    return;
+  }
+  if (n == L) {
+    for (size_t r = 0; r < nrows; r++, x += L * esz) {
+      double a[L];
+      for (size_t i = 0; i < L; i++) {
+        double v = load(x + i * esz);
+        a[i] = v * v;
+      }
+      o[r] += tree(a);
+    }
+    return;
+  }
+  for (size_t r = 0; r < nrows; r++, x += n * esz) {
+    if (n <= L) {
+      double a[L] = {0};
+      for (size_t i = 0; i < n; i++) {
+        double v = load(x + i * esz);
+        a[i] = v * v;
+      }
+      o[r] += tree(a);
+    } else {
+      union rd__lanes ln;
+      memset(ln.d, 0, sizeof ln.d);
+      d_run(&ln, x, n, 0, esz, load);
+      rd__flush_d(&ln, &o[r]);
+    }
+  }
+}
+
+/* One instance per element type: thin functions a debugger can see. */
+#define D_INSTANCE(name, esz, load)                                            \
   static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
-  {                                                                            \
-    size_t k = (size_t)(pos % L), i = 0;                                       \
-    double a[L];                                                               \
-    for (; k != 0 && i < n; i++, k = (k + 1) % L) {                            \
-      double v = load(x + i * (esz));                                          \
-      ln->d[k] += v * v;                                                       \
-    }                                                                          \
-    memcpy(a, ln->d, sizeof a);                                                \
-    for (; i + L <= n; i += L) {                                               \
-      for (size_t l = 0; l < L; l++) {                                         \
-        double v = load(x + (i + l) * (esz));                                  \
-        a[l] += v * v;                                                         \
-      }                                                                        \
-    }                                                                          \
-    for (size_t l = 0; i < n; i++, l++) {                                      \
-      double v = load(x + i * (esz));                                          \
-      a[l] += v * v;                                                           \
-    }                                                                          \
-    memcpy(ln->d, a, sizeof a);                                                \
-  }                                                                            \
+  { d_run(ln, x, n, pos, esz, load); }                                         \
   static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    double *o = acc;                                                           \
-    for (size_t r = 0; r < nrows; r++, x += n * (esz))                         \
-      for (size_t i = 0; i < n; i++) {                                         \
-        double v = load(x + i * (esz));                                        \
-        o[i] += v * v;                                                         \
-      }                                                                        \
-  }                                                                            \
+  { d_cols(acc, x, n, nrows, esz, load); }                                     \
   static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    double *o = acc;                                                           \
-    size_t w = 1;                                                              \
-    while (w < n)                                                              \
-      w *= 2;                                                                  \
-    /* Fixed-width trees so short rows unroll; see tree_n(). */                \
-    if (w <= 4) {                                                              \
-      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
-        double a[4] = {0, 0, 0, 0};                                            \
-        for (size_t i = 0; i < n; i++) {                                       \
-          double v = load(x + i * (esz));                                      \
-          a[i] = v * v;                                                        \
-        }                                                                      \
-        o[r] += w == 4 ? (a[0] + a[2]) + (a[1] + a[3]) : a[0] + a[1];          \
-      }                                                                        \
-      return;                                                                  \
-    }                                                                          \
-    if (w == 8) {                                                              \
-      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
-        double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                \
-        for (size_t i = 0; i < n; i++) {                                       \
-          double v = load(x + i * (esz));                                      \
-          a[i] = v * v;                                                        \
-        }                                                                      \
-        o[r] += ((a[0] + a[4]) + (a[2] + a[6])) +                              \
-                ((a[1] + a[5]) + (a[3] + a[7]));                               \
-      }                                                                        \
-      return;                                                                  \
-    }                                                                          \
-    if (n == L) {                                                              \
-      for (size_t r = 0; r < nrows; r++, x += L * (esz)) {                     \
-        double a[L];                                                           \
-        for (size_t i = 0; i < L; i++) {                                       \
-          double v = load(x + i * (esz));                                      \
-          a[i] = v * v;                                                        \
-        }                                                                      \
-        o[r] += tree(a);                                                       \
-      }                                                                        \
-      return;                                                                  \
-    }                                                                          \
-    for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                       \
-      if (n <= L) {                                                            \
-        double a[L] = {0};                                                     \
-        for (size_t i = 0; i < n; i++) {                                       \
-          double v = load(x + i * (esz));                                      \
-          a[i] = v * v;                                                        \
-        }                                                                      \
-        o[r] += tree(a);                                                       \
-      } else {                                                                 \
-        union rd__lanes ln;                                                    \
-        memset(ln.d, 0, sizeof ln.d);                                          \
-        run_##name(&ln, x, n, 0);                                              \
-        rd__flush_d(&ln, &o[r]);                                                   \
-      }                                                                        \
-    }                                                                          \
-  }
+  { d_rows(acc, x, n, nrows, esz, load); }
 
-DEF_D_KERNELS(f32, 4, ld_f32)
-DEF_D_KERNELS(f16, 2, ld_f16)
-DEF_D_KERNELS(bf16, 2, ld_bf16)
+D_INSTANCE(f32, 4, ld_f32)
+D_INSTANCE(f16, 2, ld_f16)
+D_INSTANCE(bf16, 2, ld_bf16)
 
 /* ------------------------------------------------------------------ */
 /* float64: Kahan sums in three ranges (Blue)                         */
@@ -264,13 +283,12 @@ static void rows_f64(void *acc, const unsigned char *x, size_t n,
 /* 32-bit integers: exact, squares < 2^64 split into 32-bit halves     */
 /* ------------------------------------------------------------------ */
 
-#define DEF_I32_KERNELS(name, sq)                                              \
-  DEF_I32_RUN(name, sq)                                                        \
-  DEF_I32_COLS(name, sq)                                                       \
-  DEF_I32_ROWS(name, sq)
-
-DEF_I32_KERNELS(i32, sq_i32)
-DEF_I32_KERNELS(u32, sq_u32)
+I32_RUN(i32, sq_i32)
+I32_COLS(i32, sq_i32)
+I32_ROWS(i32, sq_i32)
+I32_RUN(u32, sq_u32)
+I32_COLS(u32, sq_u32)
+I32_ROWS(u32, sq_u32)
 
 /* The u128 fits any int32 sum: count < 2^62 elements, squares <= 2^64. */
 void rd__flush_u128(union rd__lanes *ln, void *acc)
@@ -306,35 +324,48 @@ static inline void add192(struct rd__u192 *a, u128 v)
   a->hi += a->lo < v;
 }
 
-#define DEF_I64_KERNELS(name, sq)                                              \
+typedef u128 (*sq64_fn)(const unsigned char *p);
+
+ALWAYS_INLINE void i64_run(union rd__lanes *ln, const unsigned char *x,
+                           size_t n, sq64_fn sq)
+{
+  struct rd__u192 a = ln->w;
+  for (size_t i = 0; i < n; i++)
+    add192(&a, sq(x + i * 8));
+  ln->w = a;
+}
+
+ALWAYS_INLINE void i64_cols(void *acc, const unsigned char *x, size_t n,
+                            size_t nrows, sq64_fn sq)
+{
+  struct rd__u192 *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * 8)
+    for (size_t i = 0; i < n; i++)
+      add192(&o[i], sq(x + i * 8));
+}
+
+ALWAYS_INLINE void i64_rows(void *acc, const unsigned char *x, size_t n,
+                            size_t nrows, sq64_fn sq)
+{
+  struct rd__u192 *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * 8)
+    for (size_t i = 0; i < n; i++)
+      add192(&o[r], sq(x + i * 8));
+}
+
+#define I64_INSTANCE(name, sq)                                                 \
   static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
-  {                                                                            \
-    struct rd__u192 a = ln->w;                                                 \
-    (void)pos;                                                                 \
-    for (size_t i = 0; i < n; i++)                                             \
-      add192(&a, sq(x + i * 8));                                               \
-    ln->w = a;                                                                 \
-  }                                                                            \
+  { (void)pos; i64_run(ln, x, n, sq); }                                        \
   static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    struct rd__u192 *o = acc;                                                  \
-    for (size_t r = 0; r < nrows; r++, x += n * 8)                             \
-      for (size_t i = 0; i < n; i++)                                           \
-        add192(&o[i], sq(x + i * 8));                                          \
-  }                                                                            \
+  { i64_cols(acc, x, n, nrows, sq); }                                          \
   static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    struct rd__u192 *o = acc;                                                  \
-    for (size_t r = 0; r < nrows; r++, x += n * 8)                             \
-      for (size_t i = 0; i < n; i++)                                           \
-        add192(&o[r], sq(x + i * 8));                                          \
-  }
+  { i64_rows(acc, x, n, nrows, sq); }
 
-DEF_I64_KERNELS(i64, sq_i64)
-DEF_I64_KERNELS(u64, sq_u64)
+I64_INSTANCE(i64, sq_i64)
+I64_INSTANCE(u64, sq_u64)
 
 static void flush_u192(union rd__lanes *ln, void *acc)
 {

@@ -70,152 +70,171 @@ TGT static inline double tree4(__m256d q0, __m256d q1, __m256d q2,
   return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
 }
 
-#define DEF_AVX_D(name, esz, w8, load)                                         \
+/* The squares kernels of the double class: templates with the widening
+ * load (w8) and scalar load as parameters, instantiated per type below. */
+typedef void (*w8_fn)(const unsigned char *p, __m256d *lo, __m256d *hi);
+typedef double (*ld_fn)(const unsigned char *p);
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+TGT ALWAYS_INLINE void avx_d_run(union rd__lanes *ln, const unsigned char *x,
+                           size_t n, uint64_t pos, size_t esz,
+                           w8_fn w8, ld_fn load)
+{
+  size_t k = (size_t)(pos % L), i = 0;
+  for (; k != 0 && i < n; i++, k = (k + 1) % L) {
+    double v = load(x + i * esz);
+    ln->d[k] += v * v;
+  }
+  if (i + L <= n) {
+    __m256d a0 = _mm256_loadu_pd(ln->d), a1 = _mm256_loadu_pd(ln->d + 4);
+    __m256d a2 = _mm256_loadu_pd(ln->d + 8);
+    __m256d a3 = _mm256_loadu_pd(ln->d + 12);
+    for (; i + L <= n; i += L) {
+      __m256d v0, v1, v2, v3;
+      PF(x + i * esz);
+      w8(x + i * esz, &v0, &v1);
+      w8(x + (i + 8) * esz, &v2, &v3);
+      a0 = _mm256_fmadd_pd(v0, v0, a0);
+      a1 = _mm256_fmadd_pd(v1, v1, a1);
+      a2 = _mm256_fmadd_pd(v2, v2, a2);
+      a3 = _mm256_fmadd_pd(v3, v3, a3);
+    }
+    _mm256_storeu_pd(ln->d, a0);
+    _mm256_storeu_pd(ln->d + 4, a1);
+    _mm256_storeu_pd(ln->d + 8, a2);
+    _mm256_storeu_pd(ln->d + 12, a3);
+  }
+  for (size_t l = 0; i < n; i++, l++) {
+    double v = load(x + i * esz);
+    ln->d[l] += v * v;
+  }
+}
+/* Four rows at a time: each accumulator is loaded and stored once per
+ * four rows, and still takes its rows in order. */
+TGT ALWAYS_INLINE void avx_d_cols(void *acc, const unsigned char *x, size_t n,
+                            size_t nrows, size_t esz, w8_fn w8,
+                            ld_fn load)
+{
+  double *o = acc;
+  const size_t rs = n * esz;
+  size_t r = 0;
+  while (r < nrows) {
+    size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;
+    if (nr == 4) {
+      for (; j + 8 <= n; j += 8) {
+        __m256d s0 = _mm256_loadu_pd(o + j);
+        __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;
+        for (size_t q = 0; q < 4; q++) {
+          PF(x + q * rs + j * esz);
+          w8(x + q * rs + j * esz, &v0, &v1);
+          s0 = _mm256_fmadd_pd(v0, v0, s0);
+          s1 = _mm256_fmadd_pd(v1, v1, s1);
+        }
+        _mm256_storeu_pd(o + j, s0);
+        _mm256_storeu_pd(o + j + 4, s1);
+      }
+    } else {
+      for (; j + 8 <= n; j += 8) {
+        __m256d s0 = _mm256_loadu_pd(o + j);
+        __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;
+        for (size_t q = 0; q < nr; q++) {
+          w8(x + q * rs + j * esz, &v0, &v1);
+          s0 = _mm256_fmadd_pd(v0, v0, s0);
+          s1 = _mm256_fmadd_pd(v1, v1, s1);
+        }
+        _mm256_storeu_pd(o + j, s0);
+        _mm256_storeu_pd(o + j + 4, s1);
+      }
+    }
+    for (; j < n; j++) {
+      double s = o[j];
+      for (size_t q = 0; q < nr; q++) {
+        double v = load(x + q * rs + j * esz);
+        s += v * v;
+      }
+      o[j] = s;
+    }
+    r += nr;
+    x += nr * rs;
+  }
+}
+/* Short rows: zero lanes beyond n add +0, an exact no-op (lane values
+ * are never -0), so the full tree equals the truncated one. */
+TGT ALWAYS_INLINE void avx_d_rows(void *acc, const unsigned char *x, size_t n,
+                            size_t nrows, size_t esz, w8_fn w8,
+                            ld_fn load)
+{
+  double *o = acc;
+  if (n == L) {
+    for (size_t r = 0; r < nrows; r++, x += L * esz) {
+      __m256d v0, v1, v2, v3;
+      PF(x);
+      w8(x, &v0, &v1);
+      w8(x + 8 * esz, &v2, &v3);
+      o[r] += tree4(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1),
+                    _mm256_mul_pd(v2, v2), _mm256_mul_pd(v3, v3));
+    }
+  } else if (n < L) {
+    unsigned char buf[L * 4]; /* esz <= 4 */
+    memset(buf, 0, sizeof buf);
+    for (size_t r = 0; r < nrows; r++, x += n * esz) {
+      __m256d v0, v1, v2, v3;
+      PF(x);
+      memcpy(buf, x, n * esz);
+      w8(buf, &v0, &v1);
+      w8(buf + 8 * esz, &v2, &v3);
+      o[r] += tree4(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1),
+                    _mm256_mul_pd(v2, v2), _mm256_mul_pd(v3, v3));
+    }
+  } else {
+    /* run() from empty lanes and flush(), with the lanes in registers. */
+    for (size_t r = 0; r < nrows; r++, x += n * esz) {
+      __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+      size_t i = 0;
+      for (; i + L <= n; i += L) {
+        __m256d v0, v1, v2, v3;
+        PF(x + i * esz);
+        w8(x + i * esz, &v0, &v1);
+        w8(x + (i + 8) * esz, &v2, &v3);
+        a0 = _mm256_fmadd_pd(v0, v0, a0);
+        a1 = _mm256_fmadd_pd(v1, v1, a1);
+        a2 = _mm256_fmadd_pd(v2, v2, a2);
+        a3 = _mm256_fmadd_pd(v3, v3, a3);
+      }
+      if (i < n) {
+        double d[L];
+        _mm256_storeu_pd(d, a0);
+        _mm256_storeu_pd(d + 4, a1);
+        _mm256_storeu_pd(d + 8, a2);
+        _mm256_storeu_pd(d + 12, a3);
+        for (size_t l = 0; i < n; i++, l++) {
+          double v = load(x + i * esz);
+          d[l] += v * v;
+        }
+        a0 = _mm256_loadu_pd(d);
+        a1 = _mm256_loadu_pd(d + 4);
+        a2 = _mm256_loadu_pd(d + 8);
+        a3 = _mm256_loadu_pd(d + 12);
+      }
+      o[r] += tree4(a0, a1, a2, a3);
+    }
+  }
+}
+
+#define AVX_D_INSTANCE(name, esz, w8, load)                                    \
   TGT static void run_##name(union rd__lanes *ln, const unsigned char *x,      \
                              size_t n, uint64_t pos)                           \
-  {                                                                            \
-    size_t k = (size_t)(pos % L), i = 0;                                       \
-    for (; k != 0 && i < n; i++, k = (k + 1) % L) {                            \
-      double v = load(x + i * (esz));                                          \
-      ln->d[k] += v * v;                                                       \
-    }                                                                          \
-    if (i + L <= n) {                                                          \
-      __m256d a0 = _mm256_loadu_pd(ln->d), a1 = _mm256_loadu_pd(ln->d + 4);   \
-      __m256d a2 = _mm256_loadu_pd(ln->d + 8);                                 \
-      __m256d a3 = _mm256_loadu_pd(ln->d + 12);                                \
-      for (; i + L <= n; i += L) {                                             \
-        __m256d v0, v1, v2, v3;                                                \
-        PF(x + i * (esz));                                                     \
-        w8(x + i * (esz), &v0, &v1);                                           \
-        w8(x + (i + 8) * (esz), &v2, &v3);                                     \
-        a0 = _mm256_fmadd_pd(v0, v0, a0);                                      \
-        a1 = _mm256_fmadd_pd(v1, v1, a1);                                      \
-        a2 = _mm256_fmadd_pd(v2, v2, a2);                                      \
-        a3 = _mm256_fmadd_pd(v3, v3, a3);                                      \
-      }                                                                        \
-      _mm256_storeu_pd(ln->d, a0);                                             \
-      _mm256_storeu_pd(ln->d + 4, a1);                                         \
-      _mm256_storeu_pd(ln->d + 8, a2);                                         \
-      _mm256_storeu_pd(ln->d + 12, a3);                                        \
-    }                                                                          \
-    for (size_t l = 0; i < n; i++, l++) {                                      \
-      double v = load(x + i * (esz));                                          \
-      ln->d[l] += v * v;                                                       \
-    }                                                                          \
-  }                                                                            \
-  /* Four rows at a time: each accumulator is loaded and stored once per     \
-   * four rows, and still takes its rows in order. */                         \
+  { avx_d_run(ln, x, n, pos, esz, w8, load); }                                 \
   TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
                               size_t nrows)                                    \
-  {                                                                            \
-    double *o = acc;                                                           \
-    const size_t rs = n * (esz);                                               \
-    size_t r = 0;                                                              \
-    while (r < nrows) {                                                        \
-      size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;                        \
-      if (nr == 4) {                                                           \
-        for (; j + 8 <= n; j += 8) {                                           \
-          __m256d s0 = _mm256_loadu_pd(o + j);                                 \
-          __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;                     \
-          for (size_t q = 0; q < 4; q++) {                                     \
-            PF(x + q * rs + j * (esz));                                        \
-            w8(x + q * rs + j * (esz), &v0, &v1);                              \
-            s0 = _mm256_fmadd_pd(v0, v0, s0);                                  \
-            s1 = _mm256_fmadd_pd(v1, v1, s1);                                  \
-          }                                                                    \
-          _mm256_storeu_pd(o + j, s0);                                         \
-          _mm256_storeu_pd(o + j + 4, s1);                                     \
-        }                                                                      \
-      } else {                                                                 \
-        for (; j + 8 <= n; j += 8) {                                           \
-          __m256d s0 = _mm256_loadu_pd(o + j);                                 \
-          __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;                     \
-          for (size_t q = 0; q < nr; q++) {                                    \
-            w8(x + q * rs + j * (esz), &v0, &v1);                              \
-            s0 = _mm256_fmadd_pd(v0, v0, s0);                                  \
-            s1 = _mm256_fmadd_pd(v1, v1, s1);                                  \
-          }                                                                    \
-          _mm256_storeu_pd(o + j, s0);                                         \
-          _mm256_storeu_pd(o + j + 4, s1);                                     \
-        }                                                                      \
-      }                                                                        \
-      for (; j < n; j++) {                                                     \
-        double s = o[j];                                                       \
-        for (size_t q = 0; q < nr; q++) {                                      \
-          double v = load(x + q * rs + j * (esz));                             \
-          s += v * v;                                                          \
-        }                                                                      \
-        o[j] = s;                                                              \
-      }                                                                        \
-      r += nr;                                                                 \
-      x += nr * rs;                                                            \
-    }                                                                          \
-  }                                                                            \
-  /* Short rows: zero lanes beyond n add +0, an exact no-op (lane values     \
-   * are never -0), so the full tree equals the truncated one. */             \
+  { avx_d_cols(acc, x, n, nrows, esz, w8, load); }                             \
   TGT static void rows_##name(void *acc, const unsigned char *x, size_t n,    \
                               size_t nrows)                                    \
-  {                                                                            \
-    double *o = acc;                                                           \
-    if (n == L) {                                                              \
-      for (size_t r = 0; r < nrows; r++, x += L * (esz)) {                     \
-        __m256d v0, v1, v2, v3;                                                \
-        PF(x);                                                                 \
-        w8(x, &v0, &v1);                                                       \
-        w8(x + 8 * (esz), &v2, &v3);                                           \
-        o[r] += tree4(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1),            \
-                      _mm256_mul_pd(v2, v2), _mm256_mul_pd(v3, v3));           \
-      }                                                                        \
-    } else if (n < L) {                                                        \
-      unsigned char buf[L * (esz)];                                            \
-      memset(buf, 0, sizeof buf);                                              \
-      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
-        __m256d v0, v1, v2, v3;                                                \
-        PF(x);                                                                 \
-        memcpy(buf, x, n * (esz));                                             \
-        w8(buf, &v0, &v1);                                                     \
-        w8(buf + 8 * (esz), &v2, &v3);                                         \
-        o[r] += tree4(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1),            \
-                      _mm256_mul_pd(v2, v2), _mm256_mul_pd(v3, v3));           \
-      }                                                                        \
-    } else {                                                                   \
-      /* run() from empty lanes and flush(), with the lanes in registers. */  \
-      for (size_t r = 0; r < nrows; r++, x += n * (esz)) {                     \
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;           \
-        size_t i = 0;                                                          \
-        for (; i + L <= n; i += L) {                                           \
-          __m256d v0, v1, v2, v3;                                              \
-          PF(x + i * (esz));                                                   \
-          w8(x + i * (esz), &v0, &v1);                                         \
-          w8(x + (i + 8) * (esz), &v2, &v3);                                   \
-          a0 = _mm256_fmadd_pd(v0, v0, a0);                                    \
-          a1 = _mm256_fmadd_pd(v1, v1, a1);                                    \
-          a2 = _mm256_fmadd_pd(v2, v2, a2);                                    \
-          a3 = _mm256_fmadd_pd(v3, v3, a3);                                    \
-        }                                                                      \
-        if (i < n) {                                                           \
-          double d[L];                                                         \
-          _mm256_storeu_pd(d, a0);                                             \
-          _mm256_storeu_pd(d + 4, a1);                                         \
-          _mm256_storeu_pd(d + 8, a2);                                         \
-          _mm256_storeu_pd(d + 12, a3);                                        \
-          for (size_t l = 0; i < n; i++, l++) {                                \
-            double v = load(x + i * (esz));                                    \
-            d[l] += v * v;                                                     \
-          }                                                                    \
-          a0 = _mm256_loadu_pd(d);                                             \
-          a1 = _mm256_loadu_pd(d + 4);                                         \
-          a2 = _mm256_loadu_pd(d + 8);                                         \
-          a3 = _mm256_loadu_pd(d + 12);                                        \
-        }                                                                      \
-        o[r] += tree4(a0, a1, a2, a3);                                         \
-      }                                                                        \
-    }                                                                          \
-  }
+  { avx_d_rows(acc, x, n, nrows, esz, w8, load); }
 
-DEF_AVX_D(f32, 4, w8_f32, ld_f32)
-DEF_AVX_D(f16, 2, w8_f16, ld_f16)
-DEF_AVX_D(bf16, 2, w8_bf16, ld_bf16)
+AVX_D_INSTANCE(f32, 4, w8_f32, ld_f32)
+AVX_D_INSTANCE(f16, 2, w8_f16, ld_f16)
+AVX_D_INSTANCE(bf16, 2, w8_bf16, ld_bf16)
 
 /* ------------------------------------------------------------------ */
 /* float64: vector check that a block is mid-range, vector Kahan       */
@@ -465,65 +484,74 @@ TGT static inline __m256i id_u32(__m256i v)
 
 /* Eight columns at p over nr rows (stride rs) into o[0..7]: pmuludq
  * squares the even 32-bit lanes, so the odd columns are shifted down. */
-#define DEF_AVX_I32_COLS(name, absf, sq)                                       \
-  TGT static inline void cols8_##name(u128 *o, const unsigned char *p,         \
-                                      size_t rs, size_t nr)                    \
-  {                                                                            \
-    const __m256i m32 = _mm256_set1_epi64x(0xffffffff);                        \
-    __m256i le = _mm256_setzero_si256(), he = le, lo = le, ho = le;            \
-    uint64_t t[16];                                                            \
-    for (size_t q = 0; q < nr; q++) {                                          \
-      __m256i v = absf(                                                        \
-          _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));    \
-      __m256i e = _mm256_mul_epu32(v, v);                                      \
-      __m256i d = _mm256_srli_epi64(v, 32);                                    \
-      d = _mm256_mul_epu32(d, d);                                              \
-      le = _mm256_add_epi64(le, _mm256_and_si256(e, m32));                     \
-      he = _mm256_add_epi64(he, _mm256_srli_epi64(e, 32));                     \
-      lo = _mm256_add_epi64(lo, _mm256_and_si256(d, m32));                     \
-      ho = _mm256_add_epi64(ho, _mm256_srli_epi64(d, 32));                     \
-    }                                                                          \
-    _mm256_storeu_si256((__m256i *)(void *)t, le);                             \
-    _mm256_storeu_si256((__m256i *)(void *)(t + 4), he);                       \
-    _mm256_storeu_si256((__m256i *)(void *)(t + 8), lo);                       \
-    _mm256_storeu_si256((__m256i *)(void *)(t + 12), ho);                      \
-    for (size_t k = 0; k < 4; k++) {                                           \
-      o[2 * k] += ((u128)t[4 + k] << 32) + t[k];                               \
-      o[2 * k + 1] += ((u128)t[12 + k] << 32) + t[8 + k];                      \
-    }                                                                          \
-  }                                                                            \
+/* Templates: the per-lane absolute value (absf) and the scalar square (sq)
+ * are parameters, instantiated per type below. */
+typedef __m256i (*vabs_fn)(__m256i v);
+
+TGT ALWAYS_INLINE void avx_cols8_i32(u128 *o, const unsigned char *p,
+                                     size_t rs, size_t nr, vabs_fn absf)
+{
+  const __m256i m32 = _mm256_set1_epi64x(0xffffffff);
+  __m256i le = _mm256_setzero_si256(), he = le, lo = le, ho = le;
+  uint64_t t[16];
+  for (size_t q = 0; q < nr; q++) {
+    __m256i v = absf(
+        _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));
+    __m256i e = _mm256_mul_epu32(v, v);
+    __m256i d = _mm256_srli_epi64(v, 32);
+    d = _mm256_mul_epu32(d, d);
+    le = _mm256_add_epi64(le, _mm256_and_si256(e, m32));
+    he = _mm256_add_epi64(he, _mm256_srli_epi64(e, 32));
+    lo = _mm256_add_epi64(lo, _mm256_and_si256(d, m32));
+    ho = _mm256_add_epi64(ho, _mm256_srli_epi64(d, 32));
+  }
+  _mm256_storeu_si256((__m256i *)(void *)t, le);
+  _mm256_storeu_si256((__m256i *)(void *)(t + 4), he);
+  _mm256_storeu_si256((__m256i *)(void *)(t + 8), lo);
+  _mm256_storeu_si256((__m256i *)(void *)(t + 12), ho);
+  for (size_t k = 0; k < 4; k++) {
+    o[2 * k] += ((u128)t[4 + k] << 32) + t[k];
+    o[2 * k + 1] += ((u128)t[12 + k] << 32) + t[8 + k];
+  }
+}
+TGT ALWAYS_INLINE void avx_cols_i32(void *acc, const unsigned char *x,
+                                     size_t n, size_t nrows, vabs_fn absf,
+                                     sq32_fn sq)
+{
+  u128 *o = acc;
+  const size_t rs = n * 4;
+  size_t r = 0;
+  while (r < nrows) {
+    size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      for (size_t q = 0; q < nr; q++)
+        PF(x + q * rs + j * 4);
+      avx_cols8_i32(o + j, x + j * 4, rs, nr, absf);
+      avx_cols8_i32(o + j + 8, x + (j + 8) * 4, rs, nr, absf);
+    }
+    if (j + 8 <= n) {
+      avx_cols8_i32(o + j, x + j * 4, rs, nr, absf);
+      j += 8;
+    }
+    for (; j < n; j++) {
+      u128 s = 0;
+      for (size_t q = 0; q < nr; q++)
+        s += sq(x + q * rs + j * 4);
+      o[j] += s;
+    }
+    r += nr;
+    x += nr * rs;
+  }
+}
+
+#define AVX_I32_COLS(name, absf, sq)                                           \
   TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
                               size_t nrows)                                    \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    const size_t rs = n * 4;                                                   \
-    size_t r = 0;                                                              \
-    while (r < nrows) {                                                        \
-      size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;       \
-      size_t j = 0;                                                            \
-      for (; j + 16 <= n; j += 16) {                                           \
-        for (size_t q = 0; q < nr; q++)                                        \
-          PF(x + q * rs + j * 4);                                              \
-        cols8_##name(o + j, x + j * 4, rs, nr);                                \
-        cols8_##name(o + j + 8, x + (j + 8) * 4, rs, nr);                      \
-      }                                                                        \
-      if (j + 8 <= n) {                                                        \
-        cols8_##name(o + j, x + j * 4, rs, nr);                                \
-        j += 8;                                                                \
-      }                                                                        \
-      for (; j < n; j++) {                                                     \
-        u128 s = 0;                                                            \
-        for (size_t q = 0; q < nr; q++)                                        \
-          s += sq(x + q * rs + j * 4);                                         \
-        o[j] += s;                                                             \
-      }                                                                        \
-      r += nr;                                                                 \
-      x += nr * rs;                                                            \
-    }                                                                          \
-  }
+  { avx_cols_i32(acc, x, n, nrows, absf, sq); }
 
-DEF_AVX_I32_COLS(i32, abs_i32, sq_i32)
-DEF_AVX_I32_COLS(u32, id_u32, sq_u32)
+AVX_I32_COLS(i32, abs_i32, sq_i32)
+AVX_I32_COLS(u32, id_u32, sq_u32)
 
 /* ------------------------------------------------------------------ */
 /* 32-bit integers: the portable loops, vectorised with AVX2           */
@@ -531,10 +559,10 @@ DEF_AVX_I32_COLS(u32, id_u32, sq_u32)
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-DEF_I32_RUN(i32, sq_i32)
-DEF_I32_RUN(u32, sq_u32)
-DEF_I32_ROWS(i32, sq_i32)
-DEF_I32_ROWS(u32, sq_u32)
+I32_RUN(i32, sq_i32)
+I32_RUN(u32, sq_u32)
+I32_ROWS(i32, sq_i32)
+I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options
 
 /* ------------------------------------------------------------------ */
@@ -762,6 +790,63 @@ TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
   return n;
 }
 
+/* ------------------------------------------------------------------ */
+/* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
+/* ------------------------------------------------------------------ */
+
+/* expk() of kernels_impl.h on four lanes: the same operations. */
+TGT static inline __m256d expk4(__m256d t)
+{
+  const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
+  __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
+  __m256d z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INVLN2)),
+                            shift);
+  __m256d kd = _mm256_sub_pd(z, shift);
+  __m256d r = _mm256_sub_pd(
+      _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI))),
+      _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
+  __m256d p = _mm256_set1_pd(expk_c[13]);
+  __m256i kb, sb;
+  for (int i = 12; i >= 0; i--)
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
+  kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
+                        _mm256_set1_epi64x(0x4338000000000000));
+  sb = _mm256_slli_epi64(_mm256_add_epi64(kb, _mm256_set1_epi64x(1023)), 52);
+  return _mm256_and_pd(_mm256_mul_pd(p, _mm256_castsi256_pd(sb)), ok);
+}
+
+TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
+{
+  __m256d v[4], mv = _mm256_set1_pd(m), bad = _mm256_setzero_pd();
+  const __m256d ninf = _mm256_set1_pd(-INFINITY);
+  if (dt == 1) {
+    w8_f32(x, &v[0], &v[1]);
+    w8_f32(x + 32, &v[2], &v[3]);
+  } else if (dt == 2) {
+    /* signed: F16C keeps the sign (ld_f16() is only for squares) */
+    w8_f16(x, &v[0], &v[1]);
+    w8_f16(x + 16, &v[2], &v[3]);
+  } else {
+    w8_bf16(x, &v[0], &v[1]);
+    w8_bf16(x + 16, &v[2], &v[3]);
+  }
+  for (int q = 0; q < 4; q++) {
+    /* not (v <= m) and not -inf: NaN, +inf or a new maximum */
+    __m256d le = _mm256_cmp_pd(v[q], mv, _CMP_LE_OQ);
+    __m256d mi = _mm256_cmp_pd(v[q], ninf, _CMP_EQ_OQ);
+    bad = _mm256_or_pd(bad, _mm256_andnot_pd(_mm256_or_pd(le, mi),
+                                             _mm256_castsi256_pd(
+                                                 _mm256_set1_epi64x(-1))));
+  }
+  if (_mm256_movemask_pd(bad))
+    return 1;
+  for (int q = 0; q < 4; q++)
+    _mm256_storeu_pd(s + 4 * q,
+                     _mm256_add_pd(_mm256_loadu_pd(s + 4 * q),
+                                   expk4(_mm256_sub_pd(v[q], mv))));
+  return 0;
+}
+
 int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
 {
 #define SETS(nm)                                                               \
@@ -822,6 +907,15 @@ int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
   (void)zero_tie;
   (void)nan;
   return 0; /* never called: no SIMD implementation in this build */
+}
+
+int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
+{
+  (void)s;
+  (void)x;
+  (void)dt;
+  (void)m;
+  return 1; /* never called */
 }
 
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,

@@ -188,81 +188,141 @@ static inline uint64_t sq_u32(const unsigned char *p)
 #define BLOCK32 ((size_t)1 << 31)
 #define L32 8
 
-/* Integer sums are exact, so any grouping gives the same result. */
-#define DEF_I32_RUN(name, sq)                                                  \
-  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
-                         size_t n, uint64_t pos)                               \
-  {                                                                            \
-    (void)pos;                                                                 \
-    while (n > 0) {                                                            \
-      size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;                             \
-      uint64_t lo[L32] = {0}, hi[L32] = {0};                                   \
-      u128 t = 0;                                                              \
-      for (; i + L32 <= m; i += L32) {                                         \
-        if (i % 16 == 0)                                                       \
-          RD__PREFETCH(x + i * 4);                                             \
-        for (size_t l = 0; l < L32; l++) {                                     \
-          uint64_t q = sq(x + (i + l) * 4);                                    \
-          lo[l] += q & 0xffffffffu;                                            \
-          hi[l] += q >> 32;                                                    \
-        }                                                                      \
-      }                                                                        \
-      for (; i < m; i++)                                                       \
-        t += sq(x + i * 4);                                                    \
-      for (size_t l = 0; l < L32; l++)                                         \
-        t += ((u128)hi[l] << 32) + lo[l];                                      \
-      ln->w.lo += t;                                                           \
-      x += m * 4;                                                              \
-      n -= m;                                                                  \
-    }                                                                          \
+/* The 32-bit integer squares kernels, templates instantiated by each
+ * implementation (I32_RUN, I32_COLS, I32_ROWS below make the thin
+ * per-type functions).  Integer sums are exact, so any grouping gives the
+ * same result. */
+typedef uint64_t (*sq32_fn)(const unsigned char *p);
+
+static inline __attribute__((always_inline)) void
+i32_run(union rd__lanes *ln, const unsigned char *x, size_t n, sq32_fn sq)
+{
+  while (n > 0) {
+    size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;
+    uint64_t lo[L32] = {0}, hi[L32] = {0};
+    u128 t = 0;
+    for (; i + L32 <= m; i += L32) {
+      if (i % 16 == 0)
+        RD__PREFETCH(x + i * 4);
+      for (size_t l = 0; l < L32; l++) {
+        uint64_t q = sq(x + (i + l) * 4);
+        lo[l] += q & 0xffffffffu;
+        hi[l] += q >> 32;
+      }
+    }
+    for (; i < m; i++)
+      t += sq(x + i * 4);
+    for (size_t l = 0; l < L32; l++)
+      t += ((u128)hi[l] << 32) + lo[l];
+    ln->w.lo += t;
+    x += m * 4;
+    n -= m;
   }
+}
 
 /* Four rows at a time: one read-modify-write of each u128 per four rows
  * (a sum of four squares < 2^66 fits the u128 temporary). */
-#define DEF_I32_COLS(name, sq)                                                 \
+static inline __attribute__((always_inline)) void
+i32_cols(void *acc, const unsigned char *x, size_t n, size_t nrows,
+         sq32_fn sq)
+{
+  u128 *o = acc;
+  const size_t rs = n * 4;
+  size_t r = 0;
+  for (; r + 4 <= nrows; r += 4, x += 4 * rs)
+    for (size_t i = 0; i < n; i++) {
+      const unsigned char *p = x + i * 4;
+      if (i % 16 == 0) {
+        RD__PREFETCH(p);
+        RD__PREFETCH(p + rs);
+        RD__PREFETCH(p + 2 * rs);
+        RD__PREFETCH(p + 3 * rs);
+      }
+      u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +
+                                            sq(p + 3 * rs);
+      o[i] += a + b;
+    }
+  for (; r < nrows; r++, x += rs)
+    for (size_t i = 0; i < n; i++)
+      o[i] += sq(x + i * 4);
+}
+
+static inline __attribute__((always_inline)) void
+i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows,
+         sq32_fn sq)
+{
+  u128 *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * 4) {
+    if (n <= L) {
+      u128 t = 0;
+      for (size_t i = 0; i < n; i++)
+        t += sq(x + i * 4);
+      o[r] += t;
+    } else {
+      union rd__lanes ln;
+      memset(&ln.w, 0, sizeof ln.w);
+      i32_run(&ln, x, n, sq);
+      o[r] += ln.w.lo;
+    }
+  }
+}
+
+#define I32_RUN(name, sq)                                                      \
+  static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
+                         size_t n, uint64_t pos)                               \
+  { (void)pos; i32_run(ln, x, n, sq); }
+#define I32_COLS(name, sq)                                                     \
   static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    const size_t rs = n * 4;                                                   \
-    size_t r = 0;                                                              \
-    for (; r + 4 <= nrows; r += 4, x += 4 * rs)                                \
-      for (size_t i = 0; i < n; i++) {                                         \
-        const unsigned char *p = x + i * 4;                                    \
-        if (i % 16 == 0) {                                                     \
-          RD__PREFETCH(p);                                                     \
-          RD__PREFETCH(p + rs);                                                \
-          RD__PREFETCH(p + 2 * rs);                                            \
-          RD__PREFETCH(p + 3 * rs);                                            \
-        }                                                                      \
-        u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +          \
-                                              sq(p + 3 * rs);                  \
-        o[i] += a + b;                                                         \
-      }                                                                        \
-    for (; r < nrows; r++, x += rs)                                            \
-      for (size_t i = 0; i < n; i++)                                           \
-        o[i] += sq(x + i * 4);                                                 \
-  }
-
-#define DEF_I32_ROWS(name, sq)                                                 \
+  { i32_cols(acc, x, n, nrows, sq); }
+#define I32_ROWS(name, sq)                                                     \
   static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
                           size_t nrows)                                        \
-  {                                                                            \
-    u128 *o = acc;                                                             \
-    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
-      if (n <= L) {                                                            \
-        u128 t = 0;                                                            \
-        for (size_t i = 0; i < n; i++)                                         \
-          t += sq(x + i * 4);                                                  \
-        o[r] += t;                                                             \
-      } else {                                                                 \
-        union rd__lanes ln;                                                    \
-        memset(&ln.w, 0, sizeof ln.w);                                         \
-        run_##name(&ln, x, n, 0);                                              \
-        o[r] += ln.w.lo;                                                       \
-      }                                                                        \
-    }                                                                          \
-  }
+  { i32_rows(acc, x, n, nrows, sq); }
+
+/* ------------------------------------------------------------------ */
+/* exp(t) for t in [-708, 0], the same operations in C and AVX2        */
+/* ------------------------------------------------------------------ */
+
+/* Range reduction t = k ln2 + r (|r| <= ln2/2; k ln2_hi exact), a degree 13
+ * Taylor polynomial in Horner form (relative error below 1e-15), and 2^k
+ * built in the exponent bits.  Separate multiplies and adds only (the
+ * library builds with -ffp-contract=off), so kernels_avx2.c's vector form
+ * gives the same bits.  Used by the float32/float16/bfloat16 ReduceLogSumExp
+ * lanes; t < -708 (including -inf) gives 0, which is below 2^-1021 of the
+ * sum (>= 1) it is added to. */
+#define EXPK_SHIFT 0x1.8p52
+#define EXPK_INVLN2 0x1.71547652b82fep0
+#define EXPK_LN2HI 0x1.62e42fee00000p-1
+#define EXPK_LN2LO 0x1.a39ef35793c76p-33
+#define EXPK_MIN (-708.0)
+
+static const double expk_c[14] = {
+  1.0, 1.0, 0x1p-1, 0x1.5555555555555p-3, 0x1.5555555555555p-5,
+  0x1.1111111111111p-7, 0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-13,
+  0x1.a01a01a01a01ap-16, 0x1.71de3a556c734p-19, 0x1.27e4fb7789f5cp-22,
+  0x1.ae64567f544e4p-26, 0x1.1eed8eff8d898p-29, 0x1.6124613a86d09p-33,
+};
+
+static inline double expk(double t)
+{
+  double z, kd, r, p;
+  int64_t kb;
+  uint64_t sb;
+  if (!(t >= EXPK_MIN))
+    return 0.0;
+  z = t * EXPK_INVLN2 + EXPK_SHIFT; /* two roundings: mul, then add */
+  memcpy(&kb, &z, sizeof kb);
+  kd = z - EXPK_SHIFT;
+  r = (t - kd * EXPK_LN2HI) - kd * EXPK_LN2LO;
+  p = expk_c[13];
+  for (int i = 12; i >= 0; i--)
+    p = p * r + expk_c[i];
+  kb -= (int64_t)0x4338000000000000; /* k */
+  sb = (uint64_t)(kb + 1023) << 52;
+  memcpy(&z, &sb, sizeof z);
+  return p * z;
+}
 
 /* ------------------------------------------------------------------ */
 /* Shared out-of-line pieces (kernels.c)                              */
@@ -291,5 +351,9 @@ int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
 /* The first (last) index of n float32 elements whose key is k; n if none. */
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
                        int zero_tie, int last);
+/* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
+ * elements at x, when none is NaN or +inf or above m; returns 0, else 1
+ * with s untouched (the caller then goes element by element). */
+int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m);
 
 #endif /* KERNELS_IMPL_H */

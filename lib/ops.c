@@ -952,6 +952,263 @@ ARG32_KERNEL(argmin, 0, 0)
 ARG32_KERNEL(argminl, 0, 1)
 
 /* ------------------------------------------------------------------ */
+/* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared max  */
+/* ------------------------------------------------------------------ */
+
+/* The lane state: the accumulator's fields (m: the shared running maximum
+ * of the finite elements; nan, posinf flags; hi, lo unused) and 16 lane
+ * sums.  Element x at offset j of a run segment: NaN and +inf set flags,
+ * -inf adds nothing; if x > m every lane is scaled by exp(m - x) and m
+ * becomes x; then lane j % 16 adds expk(x - m).  That is a function of the
+ * element sequence alone, so it is split-invariant; a block of 16 where no
+ * element is NaN, +inf or above m is the same as 16 lane additions, which
+ * is the vector path.  At the end of the segment the lanes combine in the
+ * fixed tree and fold into the output's accumulator (lse_fold). */
+struct lse_lanes {
+  struct rd__acc_lse h;
+  double s[L];
+};
+
+_Static_assert(sizeof(struct lse_lanes) <= sizeof(union rd__lanes),
+               "LogSumExp lanes exceed the lane state");
+
+static inline void lsel_elem(struct lse_lanes *st, size_t k, double v)
+{
+  if (isnan(v)) {
+    st->h.nan = 1;
+  } else if (v == INFINITY) {
+    st->h.posinf = 1;
+  } else if (v != -INFINITY) {
+    if (v > st->h.m) {
+      double f = expk(st->h.m - v);
+      for (size_t l = 0; l < L; l++)
+        st->s[l] *= f;
+      st->h.m = v;
+    }
+    st->s[k] += expk(v - st->h.m);
+  }
+}
+
+/* 16 elements at lane 0 when none is NaN, +inf or above m; else 1. */
+static inline int lsel_block(struct lse_lanes *st, const unsigned char *x,
+                             int dt)
+{
+  double v[L];
+  const size_t esz = dt_size(dt);
+  for (size_t l = 0; l < L; l++) {
+    v[l] = ldd(dt, x + l * esz);
+    if (!(v[l] <= st->h.m) && v[l] != -INFINITY)
+      return 1; /* NaN, +inf or a new maximum: element by element */
+  }
+  for (size_t l = 0; l < L; l++)
+    st->s[l] += expk(v[l] - st->h.m);
+  return 0;
+}
+
+static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
+                            size_t n, uint64_t pos, int dt)
+{
+  struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
+  const size_t esz = dt_size(dt);
+  const int avx = rd__kernels_active() == RD__IMPL_AVX2;
+  const int vdt = dt == RD_FLOAT32 ? 1 : dt == RD_FLOAT16 ? 2 : 3;
+  size_t k = (size_t)(pos % L), i = 0;
+  for (; k != 0 && i < n; i++, k = (k + 1) % L)
+    lsel_elem(st, k, ldd(dt, x + i * esz));
+  for (; i + L <= n; i += L) {
+    int slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
+                   : lsel_block(st, x + i * esz, dt);
+    if (slow)
+      for (size_t l = 0; l < L; l++)
+        lsel_elem(st, l, ldd(dt, x + (i + l) * esz));
+  }
+  for (size_t l = 0; i < n; i++, l++)
+    lsel_elem(st, l, ldd(dt, x + i * esz));
+}
+
+static void lsel_reset(struct lse_lanes *st)
+{
+  memset(st, 0, sizeof *st);
+  st->h.m = -INFINITY;
+}
+
+static void lsel_flush(union rd__lanes *ln, void *acc)
+{
+  struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
+  struct rd__acc_lse *a = acc;
+  a->nan |= st->h.nan;
+  a->posinf |= st->h.posinf;
+  if (st->h.m != -INFINITY)
+    lse_fold(a, st->h.m, tree(st->s), 0.0);
+  lsel_reset(st);
+}
+
+static inline void lsel_rows(void *acc, const unsigned char *x, size_t n,
+                             size_t nrows, int dt)
+{
+  struct rd__acc_lse *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * dt_size(dt)) {
+    union rd__lanes ln;
+    lsel_reset((struct lse_lanes *)(void *)&ln);
+    lsel_run(&ln, x, n, 0, dt);
+    lsel_flush(&ln, &o[r]);
+  }
+}
+
+#define LSEL_KERNEL(nm, dt)                                                    \
+  static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                        size_t n, uint64_t pos)                                \
+  { lsel_run(ln, x, n, pos, dt); }                                             \
+  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,         \
+                         size_t nrows)                                         \
+  { lsel_rows(acc, x, n, nrows, dt); }
+LSEL_KERNEL(lse_f32, RD_FLOAT32)
+LSEL_KERNEL(lse_f16, RD_FLOAT16)
+LSEL_KERNEL(lse_bf16, RD_BFLOAT16)
+
+/* ------------------------------------------------------------------ */
+/* float32/float16/bfloat16 ReduceProd: 16 lanes of (mantissa, exponent) */
+/* ------------------------------------------------------------------ */
+
+/* Element x at offset j of a run segment: NaN, +-inf and +-0 set flags
+ * (and the sign); any other x multiplies lane j % 16's mantissa, which is
+ * then renormalised to [0.5, 1) with its exponent moved into the lane's
+ * int64 exponent (bit operations: exact; |x| >= 2^-149 and < 2^128, so the
+ * product is a normal double).  A block of 16 ordinary elements is the
+ * same 16 lane steps, which the compiler can vectorise.  At the end of the
+ * segment the lanes combine in the fixed tree (k, k+8), (k, k+4), ... with
+ * prod_merge() and fold into the output's accumulator. */
+struct prod_lanes {
+  struct rd__acc_prod h;  /* flags and sign; the value fields are unused */
+  double m[L];
+  int64_t e[L];
+};
+
+_Static_assert(sizeof(struct prod_lanes) <= sizeof(union rd__lanes),
+               "Prod lanes exceed the lane state");
+
+static inline void prodl_mul(struct prod_lanes *st, size_t k, double a)
+{
+  uint64_t b;
+  double p = st->m[k] * a;
+  memcpy(&b, &p, sizeof b);
+  st->e[k] += (int64_t)((b >> 52) & 0x7ff) - 1022;
+  b = (b & ~((uint64_t)0x7ff << 52)) | ((uint64_t)1022 << 52);
+  memcpy(&st->m[k], &b, sizeof b);
+}
+
+static inline void prodl_elem(struct prod_lanes *st, size_t k, double v)
+{
+  if (isnan(v)) {
+    st->h.nan = 1;
+    return;
+  }
+  st->h.neg ^= signbit(v) != 0;
+  if (isinf(v))
+    st->h.inf = 1;
+  else if (v == 0)
+    st->h.zero = 1;
+  else
+    prodl_mul(st, k, fabs(v));
+}
+
+static inline void prodl_reset(struct prod_lanes *st)
+{
+  memset(st, 0, sizeof *st);
+  st->h.hi = 0.5;
+  st->h.e = 1;
+  for (size_t l = 0; l < L; l++) {
+    st->m[l] = 0.5;
+    st->e[l] = 1;
+  }
+}
+
+static void prodl_init(void *acc, size_t count)
+{
+  /* accumulators are plain rd__acc_prod; lanes get prodl_reset() */
+  prod_init(acc, count);
+}
+
+static inline void prodl_run(union rd__lanes *ln, const unsigned char *x,
+                             size_t n, uint64_t pos, int dt)
+{
+  struct prod_lanes *st = (struct prod_lanes *)(void *)ln;
+  const size_t esz = dt_size(dt);
+  size_t k = (size_t)(pos % L), i = 0;
+  if (st->m[0] == 0) /* fresh from the engine's zeroed cursor */
+    prodl_reset(st);
+  for (; k != 0 && i < n; i++, k = (k + 1) % L)
+    prodl_elem(st, k, ldd(dt, x + i * esz));
+  for (; i + L <= n; i += L) {
+    double v[L];
+    int ordinary = 1;
+    uint32_t neg = 0;
+    for (size_t l = 0; l < L; l++) {
+      double a;
+      v[l] = ldd(dt, x + (i + l) * esz);
+      a = fabs(v[l]);
+      ordinary &= (a > 0) & (a <= DBL_MAX);
+      neg ^= (uint32_t)(signbit(v[l]) != 0);
+    }
+    if (ordinary) {
+      st->h.neg ^= neg;
+      for (size_t l = 0; l < L; l++)
+        prodl_mul(st, l, fabs(v[l]));
+    } else {
+      for (size_t l = 0; l < L; l++)
+        prodl_elem(st, l, v[l]);
+    }
+  }
+  for (size_t l = 0; i < n; i++, l++)
+    prodl_elem(st, l, ldd(dt, x + i * esz));
+}
+
+static void prodl_flush(union rd__lanes *ln, void *acc)
+{
+  struct prod_lanes *st = (struct prod_lanes *)(void *)ln;
+  struct rd__acc_prod a[L];
+  if (st->m[0] == 0)
+    prodl_reset(st);
+  for (size_t l = 0; l < L; l++) {
+    memset(&a[l], 0, sizeof a[l]);
+    a[l].hi = st->m[l];
+    a[l].e = st->e[l];
+  }
+  for (size_t w = L / 2; w >= 1; w /= 2)
+    for (size_t k = 0; k < w; k++)
+      prod_merge(&a[k], &a[k + w]);
+  a[0].nan = st->h.nan;
+  a[0].inf = st->h.inf;
+  a[0].zero = st->h.zero;
+  a[0].neg = st->h.neg;
+  prod_merge(acc, &a[0]);
+  prodl_reset(st);
+}
+
+static inline void prodl_rows(void *acc, const unsigned char *x, size_t n,
+                              size_t nrows, int dt)
+{
+  struct rd__acc_prod *o = acc;
+  for (size_t r = 0; r < nrows; r++, x += n * dt_size(dt)) {
+    union rd__lanes ln;
+    prodl_reset((struct prod_lanes *)(void *)&ln);
+    prodl_run(&ln, x, n, 0, dt);
+    prodl_flush(&ln, &o[r]);
+  }
+}
+
+#define PRODL_KERNEL(nm, dt)                                                   \
+  static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
+                        size_t n, uint64_t pos)                                \
+  { prodl_run(ln, x, n, pos, dt); }                                            \
+  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,         \
+                         size_t nrows)                                         \
+  { prodl_rows(acc, x, n, nrows, dt); }
+PRODL_KERNEL(prod_f32, RD_FLOAT32)
+PRODL_KERNEL(prod_f16, RD_FLOAT16)
+PRODL_KERNEL(prod_bf16, RD_BFLOAT16)
+
+/* ------------------------------------------------------------------ */
 /* Kernel table                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -989,6 +1246,20 @@ static const struct kentry ktab[] = {
                            lse_merge)},                                        \
   {RD__F_PROD, 0, dt, K_SEQ(prod_##nm, struct rd__acc_prod, prod_init,         \
                             prod_merge)},
+  /* float32/16/bfloat16 LogSumExp: the lanes above for run/flush/rows (the
+   * element-order entries of K_FSEQ below are then never chosen; cols
+   * stays element by element) */
+#define K_LSEL(nm, dt)                                                         \
+  {RD__F_LSE, 0, dt,                                                           \
+   {RD__ACC_OP, sizeof(struct rd__acc_lse), runl_lse_##nm, lsel_flush,         \
+    cols_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
+  K_LSEL(f32, RD_FLOAT32) K_LSEL(f16, RD_FLOAT16) K_LSEL(bf16, RD_BFLOAT16)
+  /* float32/16/bfloat16 Prod: the lanes above for run/flush/rows */
+#define K_PRODL(nm, dt)                                                        \
+  {RD__F_PROD, 0, dt,                                                          \
+   {RD__ACC_OP, sizeof(struct rd__acc_prod), runl_prod_##nm, prodl_flush,      \
+    cols_prod_##nm, rowsl_prod_##nm, prodl_init, prod_merge}},
+  K_PRODL(f32, RD_FLOAT32) K_PRODL(f16, RD_FLOAT16) K_PRODL(bf16, RD_BFLOAT16)
   K_FSEQ(f32, RD_FLOAT32) K_FSEQ(f16, RD_FLOAT16) K_FSEQ(bf16, RD_BFLOAT16)
   K_FSEQ(f64, RD_FLOAT64)
 #define K_ISEQ(nm, dt)                                                         \

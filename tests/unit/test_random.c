@@ -3100,6 +3100,7 @@ static void test_ops_big(void **state)
     {RD_OP_MAX, RD_FLOAT32, {3, 400001}, 1},
     {RD_OP_MIN, RD_FLOAT32, {2, 700001}, 1},
     {RD_OP_ARGMAX, RD_FLOAT32, {1, 1100003}, 1},
+    {RD_OP_PROD, RD_FLOAT32, {2, 600001}, 1},
   };
   struct rng r;
   (void)state;
@@ -3131,7 +3132,9 @@ static void test_ops_big(void **state)
     c.in = malloc((size_t)(c.count * c.t->size));
     assert_non_null(c.in);
     for (uint64_t e = 0; e < c.count; e++) {
-      uint64_t b = bc[i].op == RD_OP_PROD
+      uint64_t b = bc[i].op == RD_OP_PROD && c.p.dtype == RD_FLOAT32
+                       ? (nf_gen(&r, c.t, 0) % 3 ? 0x3f800001u : 0x3f7fffffu)
+                   : bc[i].op == RD_OP_PROD
                        ? nf_gen(&r, c.t, 0) % 2 ? 0x3ff0000000000100ull : 0x3fefffffffffff00ull
                        : nf_gen(&r, c.t, e % 100003 == 7 ? 1 : i >= 8 ? 3 : 0);
       memcpy(c.in + e * c.t->size, &b, c.t->size);
