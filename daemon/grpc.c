@@ -5,11 +5,12 @@
  * A call's life (which thread runs each step in brackets):
  *   NEW   [CQ]   grpc_server_request_call completed: count it live, ask for
  *                the next call, start RECV_MESSAGE.
- *   RECV  [CQ]   the message is in: pick the method, check the API key;
- *                answer a cheap RPC at once, or queue a ModelInfer for the
- *                loop and wake it (uv_async_send).
- *         [loop] admit (draining, --max-pending), job_submit(); the job's
- *                done callback starts the reply batch.
+ *   RECV  [CQ]   the message is in: pick the method; answer Health/Check
+ *                at once, or queue the call for the loop and wake it
+ *                (uv_async_send).
+ *         [loop] check the API key; answer a metadata RPC, or admit a
+ *                ModelInfer (admit.h; it may wait its turn) and
+ *                job_submit(); the job's done callback starts the reply.
  *   DONE  [CQ]   the reply batch (initial metadata, message, status,
  *                RECV_CLOSE_ON_SERVER) completed: count the request in the
  *                metrics, free the call; the last live call of a draining
@@ -83,8 +84,9 @@ struct rcall {
   int http_status; /* the metrics' status (HTTP class) */
   int op;          /* enum rd_op, for the metrics */
   size_t out_bytes;
-  struct job job;     /* ModelInfer */
-  struct rcall *next; /* the loop's queue */
+  struct admit_ticket ticket; /* ModelInfer: the server admission */
+  struct job job;             /* ModelInfer */
+  struct rcall *next;         /* the loop's queue */
 };
 
 /* ------------------------------------------------------------------ */
@@ -224,7 +226,7 @@ static void job_done(struct job *j)
   size_t len = 0;
   int status = j->status;
 
-  c->g->http->pending--;
+  admit_release(&c->g->http->admit, &c->ticket);
   c->op = j->op;
   c->http_status = status;
   if (status == 200 && j->reply != NULL) {
@@ -243,23 +245,18 @@ static void job_done(struct job *j)
     reply(c, api_oip_grpc_code_of_status(status), text, NULL, 0);
 }
 
-/* Loop thread: admits a ModelInfer and submits its job. */
-static void admit(struct grpcd *g, struct rcall *c)
+/* Memory a ModelInfer holds while admitted, for --max-inflight-bytes: the
+ * message, its unpacked copy and the decoded tensor (each about the
+ * message's size), plus the request's own state. */
+#define GRPCD_CALL_BYTES 4096u
+#define GRPCD_MSG_FACTOR 3u
+
+/* Loop thread: an admitted ModelInfer goes to the pool as a job. */
+static void submit(struct grpcd *g, struct rcall *c)
 {
   struct server *s = g->http;
   struct job *j = &c->job;
 
-  if (c->late) {
-    reply_error(c, API_E_DRAINING, "the server is shutting down");
-    return;
-  }
-  if (s->pending >= g->conf->max_pending) {
-    reply_error(c, API_E_OVERLOADED,
-                "%zu requests are already in progress "
-                "(--max-pending %llu); retry later",
-                s->pending, (unsigned long long)g->conf->max_pending);
-    return;
-  }
   memset(j, 0, sizeof *j);
   j->in_fmt = API_FMT_JSON; /* "a buffered body the protocol decodes" */
   j->body = (const char *)GRPC_SLICE_START_PTR(c->body);
@@ -269,11 +266,64 @@ static void admit(struct grpcd *g, struct rcall *c)
   j->metrics = s->metrics;
   j->call.proto = &api_proto_grpc;
   if (job_submit(g->loop, j, job_done) != 0) {
+    admit_release(&s->admit, &c->ticket);
     reply_error(c, API_E_INTERNAL, "cannot queue the request");
+  }
+}
+
+/* Loop thread (admit.c's callback): a waiting ModelInfer was admitted or
+ * waited --queue-timeout. */
+static void admitted_cb(struct admit_ticket *t, enum admit_outcome how)
+{
+  struct rcall *c = t->arg;
+  struct grpcd *g = c->g;
+
+  if (how == ADMIT_TIMEOUT) {
+    reply_error(c, API_E_OVERLOADED,
+                "waited %.1f s for admission (--queue-timeout %llu, "
+                "--max-inflight-bytes %llu); retry later",
+                admit_waited(t), (unsigned long long)g->conf->queue_timeout,
+                (unsigned long long)g->conf->max_inflight_bytes);
     return;
   }
-  s->pending++;
+  submit(g, c);
 }
+
+/* Loop thread: the same gate as an HTTP body (admit.h): not while
+ * draining, within --max-pending and --max-inflight-bytes, in arrival
+ * order with HTTP's requests. */
+static void admit(struct grpcd *g, struct rcall *c)
+{
+  struct server *s = g->http;
+  uint64_t bytes = GRPCD_CALL_BYTES +
+                   (uint64_t)GRPCD_MSG_FACTOR * GRPC_SLICE_LENGTH(c->body);
+
+  if (c->late) {
+    reply_error(c, API_E_DRAINING, "the server is shutting down");
+    return;
+  }
+  switch (admit_request(&s->admit, &c->ticket, bytes, admitted_cb, c)) {
+  case ADMIT_E_TOO_LARGE:
+    reply_error(c, API_E_BODY_TOO_LARGE,
+                "the request needs %llu bytes of memory, above "
+                "--max-inflight-bytes %llu",
+                (unsigned long long)bytes,
+                (unsigned long long)g->conf->max_inflight_bytes);
+    return;
+  case ADMIT_E_FULL:
+    reply_error(c, API_E_OVERLOADED,
+                "%zu requests are already admitted or waiting "
+                "(--max-pending %llu); retry later",
+                s->admit.admitted + s->admit.waiting,
+                (unsigned long long)g->conf->max_pending);
+    return;
+  case ADMIT_WAIT: return; /* admitted_cb() goes on */
+  case ADMIT_NOW: submit(g, c); return;
+  }
+}
+
+static int authorized(struct rcall *c);
+static void answer_here(struct rcall *c, const char *msg, size_t len);
 
 /* Loop thread: calls queued by the CQ thread, and idle reports. */
 static void async_cb(uv_async_t *h)
@@ -287,7 +337,16 @@ static void async_cb(uv_async_t *h)
   pthread_mutex_unlock(&g->lock);
   for (; c != NULL; c = next) {
     next = c->next;
-    admit(g, c);
+    /* The API keys are the loop thread's (SIGHUP reloads them here). */
+    if (!authorized(c))
+      reply_error(c, API_E_UNAUTHORIZED,
+                  "missing or invalid API key: send "
+                  "metadata \"authorization: Bearer KEY\"");
+    else if (c->method != API_OIP_MODEL_INFER)
+      answer_here(c, (const char *)GRPC_SLICE_START_PTR(c->body),
+                  GRPC_SLICE_LENGTH(c->body));
+    else
+      admit(g, c);
   }
   if (atomic_load(&g->draining) && atomic_load(&g->live) == 0 &&
       !g->idle_reported && g->idle_cb != NULL) {
@@ -480,20 +539,16 @@ static void on_message(struct rcall *c, int ok)
     LOG_DEBUG("grpc: unknown method %s", shown);
     return;
   }
-  if (c->method != API_OIP_HEALTH_CHECK && !authorized(c)) {
-    reply_error(c, API_E_UNAUTHORIZED,
-                "missing or invalid API key: send "
-                "metadata \"authorization: Bearer KEY\"");
-    return;
-  }
-  if (c->method != API_OIP_MODEL_INFER) {
+  /* Health needs no key and no loop: answered here.  Every other RPC goes
+   * to the loop thread, which owns the API keys and the admission. */
+  if (c->method == API_OIP_HEALTH_CHECK) {
     answer_here(c, (const char *)GRPC_SLICE_START_PTR(c->body),
                 GRPC_SLICE_LENGTH(c->body));
     return;
   }
   /* A call that arrived before draining began is in flight: it goes on,
    * like an HTTP upload admitted at its headers. */
-  if (c->late) {
+  if (c->late && c->method == API_OIP_MODEL_INFER) {
     reply_error(c, API_E_DRAINING, "the server is shutting down");
     return;
   }

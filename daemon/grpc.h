@@ -7,14 +7,17 @@
  *    write the sockets and queue completions; none of our code runs there.
  *  - The completion-queue thread (one, ours: cq_main) takes every
  *    completion: a new call, its request message, its last batch.  It
- *    answers the cheap RPCs itself (liveness, readiness, metadata, health:
- *    a few hundred bytes of protobuf each, no lock) and checks API keys.
- *  - The loop thread (libuv, like HTTP) admits ModelInfer calls handed to
- *    it with uv_async_send (draining, --max-pending counted together with
- *    HTTP's), submits them as jobs (job.h: decode, plan, reduce and encode
- *    on the libuv pool, exactly as /v2's infer), and starts the reply's
- *    batch from the job's done callback (grpc_call_start_batch is
- *    thread-safe; each call has one owner at a time).
+ *    answers Health/Check itself (no key, no loop) and hands every other
+ *    call to the loop thread with uv_async_send.
+ *  - The loop thread (libuv, like HTTP) checks the API keys (it owns them:
+ *    SIGHUP reloads them there), answers the metadata RPCs (a few hundred
+ *    bytes of protobuf each), and admits ModelInfer calls through the
+ *    server's admission (admit.h: draining, --max-pending,
+ *    --max-inflight-bytes, one FIFO with HTTP's requests), then submits
+ *    them as jobs (job.h: decode, plan, reduce and encode on the libuv
+ *    pool, exactly as /v2's infer).  Replies start from there
+ *    (grpc_call_start_batch is thread-safe; each call has one owner at a
+ *    time).
  *
  * Caller-owned, libuv style, on the loop thread: grpcd_start() after the
  * HTTP server started (its keys, TLS material, metrics and admission are
