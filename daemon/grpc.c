@@ -653,6 +653,67 @@ static int write_port_file(const char *path, int port)
   return 0;
 }
 
+/* gRPC core's threads, at each TLS handshake: the certificate and key
+ * now in force (NEW once per reload, else UNCHANGED). */
+static grpc_ssl_certificate_config_reload_status
+fetch_tls(void *arg, grpc_ssl_server_certificate_config **config)
+{
+  struct grpcd *g = arg;
+  grpc_ssl_certificate_config_reload_status rc =
+    GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+
+  pthread_mutex_lock(&g->lock);
+  if (g->tls_served != g->tls_gen) {
+    grpc_ssl_pem_key_cert_pair pair = { g->tls_key, g->tls_cert };
+    /* gRPC 1.51's fetcher path insists on root certificates although no
+     * client certificate is asked for (DONT_REQUEST): give it ours. */
+    *config = grpc_ssl_server_certificate_config_create(g->tls_cert, &pair, 1);
+    rc = *config != NULL ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW
+                         : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+    if (*config != NULL)
+      g->tls_served = g->tls_gen;
+  }
+  pthread_mutex_unlock(&g->lock);
+  return rc;
+}
+
+/* Wipes and frees a copy of PEM text. */
+static void free_secret(char *p)
+{
+  if (p != NULL) {
+    explicit_bzero(p, strlen(p));
+    free(p);
+  }
+}
+
+void grpcd_reload(struct grpcd *g)
+{
+  const struct auth *a = &g->http->auth;
+  char *cert, *key;
+
+  if (!g->tls || a->tls_cert == NULL || a->tls_key == NULL ||
+      (strcmp(a->tls_cert, g->tls_cert) == 0 &&
+       strcmp(a->tls_key, g->tls_key) == 0))
+    return;
+  cert = strdup(a->tls_cert);
+  key = strdup(a->tls_key);
+  if (cert == NULL || key == NULL) {
+    LOG_ERROR("grpc: out of memory for the reloaded TLS material: the "
+              "old certificate stays");
+    free_secret(cert);
+    free_secret(key);
+    return;
+  }
+  pthread_mutex_lock(&g->lock);
+  free_secret(g->tls_cert);
+  free_secret(g->tls_key);
+  g->tls_cert = cert;
+  g->tls_key = key;
+  g->tls_gen++;
+  pthread_mutex_unlock(&g->lock);
+  LOG_INFO("gRPC: the reloaded TLS certificate serves new connections");
+}
+
 /* gRPC core's own log lines (any of its threads) in the daemon's log:
  * errors as warnings (the daemon logs its own verdict), the rest as
  * debug. */
@@ -726,9 +787,19 @@ int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
   grpc_server_register_completion_queue(g->srv, g->cq, NULL);
 
   if (http->auth.tls_cert != NULL) {
-    grpc_ssl_pem_key_cert_pair pair = { http->auth.tls_key,
-                                        http->auth.tls_cert };
-    creds = grpc_ssl_server_credentials_create(NULL, &pair, 1, 0, NULL);
+    /* The certificate comes from fetch_tls() at every handshake, so a
+     * SIGHUP reload (grpcd_reload) reaches new connections. */
+    g->tls = 1;
+    g->tls_gen = 1;
+    g->tls_cert = strdup(http->auth.tls_cert);
+    g->tls_key = strdup(http->auth.tls_key);
+    if (g->tls_cert == NULL || g->tls_key == NULL) {
+      LOG_ERROR("grpc: out of memory for the TLS material");
+      return -1;
+    }
+    creds = grpc_ssl_server_credentials_create_with_options(
+      grpc_ssl_server_credentials_create_options_using_config_fetcher(
+        GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_tls, g));
   } else {
     creds = grpc_insecure_server_credentials_create();
   }
@@ -826,6 +897,9 @@ void grpcd_close(struct grpcd *g)
     grpc_shutdown();
     g->inited = 0;
   }
+  free_secret(g->tls_cert);
+  free_secret(g->tls_key);
+  g->tls_cert = g->tls_key = NULL;
   if (g->conf != NULL) /* grpcd_start() initialised the lock */
     pthread_mutex_destroy(&g->lock);
 }

@@ -66,9 +66,13 @@ struct grpcd {
   int thread_started;
   int shutdown_tag; /* its address tags the shutdown event */
   /* Shared between the CQ thread and the loop thread. */
-  pthread_mutex_t lock; /* guards queue and closing */
-  struct rcall *queue;  /* ModelInfer calls for the loop, LIFO */
-  int closing;          /* grpcd_close() began: nothing more queued */
+  pthread_mutex_t lock;     /* guards queue, closing, the TLS copies */
+  struct rcall *queue;      /* ModelInfer calls for the loop, LIFO */
+  int closing;              /* grpcd_close() began: nothing more queued */
+  int tls;                  /* serving TLS (--tls-cert) */
+  char *tls_cert, *tls_key; /* under lock: the PEM text in force */
+  unsigned tls_gen;         /* under lock: bumped by grpcd_reload() */
+  unsigned tls_served;      /* under lock: the generation handed out */
   atomic_int draining;
   atomic_size_t live; /* calls from arrival to their last batch */
 };
@@ -85,6 +89,11 @@ int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
  * new ModelInfer calls UNAVAILABLE; calls in flight go on.  `idle_cb`
  * runs once no call is left (possibly before this returns). */
 void grpcd_drain(struct grpcd *g, grpcd_idle_cb idle_cb, void *arg);
+
+/* SIGHUP, after server_reload(): new TLS connections get the certificate
+ * and key the HTTP server holds now (the keys need nothing: the loop
+ * thread checks them where they live).  Loop thread. */
+void grpcd_reload(struct grpcd *g);
 
 /* Stops the server (calls still queued get UNAVAILABLE, stragglers are
  * cancelled), joins the CQ thread, releases everything.  Safe to call

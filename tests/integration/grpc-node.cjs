@@ -306,6 +306,15 @@ async function tlsMode() {
   check('TLS: a plaintext client is refused', !!r.err && r.err.code === grpc.status.UNAVAILABLE, JSON.stringify(r.err || r.res));
 }
 
+// tlsold: after a reload, a client that trusts only the old certificate
+// is refused.
+async function tlsOldMode() {
+  const fs = require('fs');
+  const r = await call(client(grpc.credentials.createSsl(fs.readFileSync(extra))), 'ServerLive', {});
+  check('TLS reload: a client trusting only the old certificate is refused', !!r.err && r.err.code === grpc.status.UNAVAILABLE,
+        JSON.stringify(r.err || r.res));
+}
+
 // drain: a ModelInfer call is opened (headers sent) and held; the test
 // sends SIGTERM; then readiness, health and new calls are checked, and the
 // held call is completed: it must be answered.
@@ -346,5 +355,5 @@ async function overloadMode() {
         rs.map((r) => (r.err ? `${r.err.code} ${r.err.details}` : 'ok')).join('; '));
 }
 
-const modes = { main, auth: authMode, tls: tlsMode, drain: drainMode, overload: overloadMode };
+const modes = { main, auth: authMode, tls: tlsMode, tlsold: tlsOldMode, drain: drainMode, overload: overloadMode };
 modes[mode]().then(() => process.exit(failed ? 1 : 0), (e) => { bad('client', e.stack); process.exit(1); });

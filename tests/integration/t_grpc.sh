@@ -111,6 +111,26 @@ if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
   if start_grpc --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem"; then
     node_client tls "" "$TMP/cert.pem" >"$TMP/tls.out" 2>&1
     tally "$TMP/tls.out"
+    # SIGHUP with a new certificate in the same files: new connections get it.
+    cp "$TMP/cert.pem" "$TMP/cert-old.pem"
+    if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+         -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+         -keyout "$TMP/key2.pem" -out "$TMP/cert2.pem" >/dev/null 2>&1; then
+      cp "$TMP/key2.pem" "$TMP/key.pem" && cp "$TMP/cert2.pem" "$TMP/cert.pem"
+      kill -HUP "$DPID"
+      if poll 10 grep -q 'reloaded TLS certificate serves new connections' "$DDIR/log"; then
+        ok "TLS reload: SIGHUP logs the gRPC port's new certificate"
+        node_client tls "" "$TMP/cert2.pem" >"$TMP/tls2.out" 2>&1
+        sed 's/^\(not \)\{0,1\}ok - /&after SIGHUP: /' "$TMP/tls2.out" >"$TMP/tls2.lines"
+        tally "$TMP/tls2.lines"
+        node_client tlsold "" "$TMP/cert-old.pem" >"$TMP/tls3.out" 2>&1
+        tally "$TMP/tls3.out"
+      else
+        fail "TLS reload: SIGHUP logs the gRPC port's new certificate" "$(tail -5 "$DDIR/log")"
+      fi
+    else
+      fail "openssl makes a second test certificate"
+    fi
     stop_daemon
   else
     fail "daemon with TLS starts" "see log above"
