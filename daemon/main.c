@@ -99,6 +99,9 @@ hup_cb(uv_signal_t *h, int signum)
   (void)h;
   LOG_INFO("received %s: re-reading the secrets", strsignal(signum));
   server_reload(&server);
+#ifdef HAVE_GRPC
+  grpcd_reload(&grpcd);
+#endif
 }
 
 /* Room for --max-connections sockets plus a few descriptors of our own. */
