@@ -24,9 +24,12 @@ URL = urllib.parse.urlparse(sys.argv[1])
 LABEL = sys.argv[2] if len(sys.argv) > 2 else ""
 V2 = {"float32": "FP32", "float64": "FP64", "float16": "FP16",
       "bfloat16": "BF16", "int32": "INT32", "int64": "INT64",
-      "uint32": "UINT32", "uint64": "UINT64"}
+      "uint32": "UINT32", "uint64": "UINT64", "int8": "INT8",
+      "uint8": "UINT8", "int16": "INT16", "uint16": "UINT16", "bool": "BOOL"}
 NP = {"float32": "f4", "float64": "f8", "float16": "f2", "int32": "i4",
-      "int64": "i8", "uint32": "u4", "uint64": "u8"}
+      "int64": "i8", "uint32": "u4", "uint64": "u8", "int8": "i1",
+      "uint8": "u1", "int16": "i2", "uint16": "u2", "bool": "b1"}
+ARG = ("ArgMax", "ArgMin")
 passed = failed = 0
 
 
@@ -42,6 +45,8 @@ def request(method, path, body=None, headers=None):
 def values(a, dtype):
     """JSON numbers of a: integers as ints, floats as the shortest repr of
     their exact value (float16/bfloat16 values are exact in a double)."""
+    if dtype == "bool":
+        return [bool(x) for x in a.reshape(-1)]
     if dtype.startswith(("int", "uint")):
         return [int(x) for x in a.reshape(-1)]
     return [float(x) for x in a.reshape(-1)]
@@ -58,11 +63,18 @@ def raw_bytes(a, dtype, big=False):
     if dtype == "bfloat16":
         u = a.astype("<f4").view("<u4") >> 16
         return u.astype(">u2" if big else "<u2").tobytes()
-    return a.astype((">" if big else "<") + NP[dtype]).tobytes()
+    return a.astype(order(big, dtype) + NP[dtype]).tobytes()
+
+
+def order(big, dtype):
+    """The byte-order character of a .npy descr ('|' for one byte)."""
+    if NP[dtype][1] == "1":
+        return "|"
+    return ">" if big else "<"
 
 
 def npy(a, dtype, fortran, big=False):
-    descr = (">" if big else "<") + NP[dtype]
+    descr = order(big, dtype) + NP[dtype]
     hdr = "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }" % (
         descr, "True" if fortran else "False",
         "".join("%d," % d for d in a.shape))
@@ -75,26 +87,34 @@ def npy(a, dtype, fortran, big=False):
 
 
 def answer(status, data, v2):
-    if status != 200:
-        return None, "status %d: %s" % (status, data[:200])
+    """The output as text; an error as its status and code (the same
+    refusal from every encoding agrees too)."""
     j = json.loads(data)
+    if status != 200:
+        e = j.get("error")
+        code = e.get("code") if isinstance(e, dict) else str(e).split(":")[0]
+        return "error %d %s" % (status, code), None
     out = j["outputs"][0] if v2 else j["output"]
     return json.dumps(out["data"]) + " shape " + json.dumps(out["shape"]), None
 
 
-def encodings(op, dtype, a, axes):
-    """(name, answer text or None, error) for every encoding."""
+def encodings(op, ver, dtype, a, axes):
+    """(name, answer text or None, error) for every encoding, at version
+    `ver` of `op` (ArgMax/ArgMin: `axes` names their one axis)."""
     shape = list(a.shape)
     flat = values(a, dtype)
-    q = "op=%s&dtype=%s&shape=%s" % (op, dtype, ",".join(map(str, shape)))
-    if axes is not None:
-        q += "&axes=" + ",".join(map(str, axes))
-    js = {"op": op, "input": {"dtype": dtype, "shape": shape, "data": flat}}
-    if axes is not None:
-        js["axes"] = axes
-    jn = {"op": op, "input": {"dtype": dtype, "data": nested(flat, shape)}}
-    if axes is not None:
-        jn["axes"] = axes
+    attrs, params, qa = {"opset": ver}, {}, "&opset=%d" % ver
+    if axes is not None and op in ARG:
+        attrs["axis"] = params["axis"] = axes[0]
+        qa += "&axis=%d" % axes[0]
+    elif axes is not None:
+        attrs["axes"] = axes
+        qa += "&axes=" + ",".join(map(str, axes))
+    q = "op=%s&dtype=%s&shape=%s" % (op, dtype, ",".join(map(str, shape))) + qa
+    js = dict({"op": op, "input": {"dtype": dtype, "shape": shape,
+                                   "data": flat}}, **attrs)
+    jn = dict({"op": op, "input": {"dtype": dtype,
+                                   "data": nested(flat, shape)}}, **attrs)
     jh = {"Content-Type": "application/json"}
     acc = {"Accept": "application/json"}
     out = []
@@ -106,8 +126,7 @@ def encodings(op, dtype, a, axes):
         "POST", "/v1/reduce?" + q, raw_bytes(a, dtype),
         dict(acc, **{"Content-Type": "application/octet-stream"})), False))
     if dtype != "bfloat16":   # .npy has no bfloat16
-        qn = "op=%s" % op + ("&axes=" + ",".join(map(str, axes))
-                             if axes is not None else "")
+        qn = "op=%s" % op + qa
         for name, f, big in (("npy-C", 0, 0), ("npy-F", 1, 0),
                              ("npy-BE", 0, 1), ("npy-BE-F", 1, 1)):
             out.append((name,) + answer(*request(
@@ -115,25 +134,26 @@ def encodings(op, dtype, a, axes):
                 dict(acc, **{"Content-Type": "application/x-npy"})), False))
     inputs = [{"name": "data", "shape": shape, "datatype": V2[dtype],
                "data": flat}]
-    if axes is not None:
+    if axes is not None and op not in ARG:
         inputs.append({"name": "axes", "shape": [len(axes)],
                        "datatype": "INT64", "data": axes})
-    path = "/v2/models/%s/versions/18/infer" % op
+    path = "/v2/models/%s/versions/%d/infer" % (op, ver)
     out.append(("v2-json",) + answer(*request(
-        "POST", path, json.dumps({"inputs": inputs})), True))
+        "POST", path, json.dumps({"inputs": inputs,
+                                  "parameters": params})), True))
     blob = raw_bytes(a, dtype)
     binputs = [{"name": "data", "shape": shape, "datatype": V2[dtype],
                 "parameters": {"binary_data_size": len(blob)}}] + inputs[1:]
-    hdr = json.dumps({"inputs": binputs}).encode()
+    hdr = json.dumps({"inputs": binputs, "parameters": params}).encode()
     out.append(("v2-binary",) + answer(*request(
         "POST", path, hdr + blob,
         {"Inference-Header-Content-Length": str(len(hdr))}), True))
     return out
 
 
-def case(name, op, dtype, a, axes, want=None):
+def case(name, op, dtype, a, axes, want=None, ver=18):
     global passed, failed
-    res = encodings(op, dtype, a, axes)
+    res = encodings(op, ver, dtype, a, axes)
     errs = ["%s: %s" % (n, e) for n, t, e in res if e]
     texts = {}
     for n, t, e in res:
@@ -150,10 +170,12 @@ def case(name, op, dtype, a, axes, want=None):
 
 
 def tensor(rng, dtype, shape):
-    if dtype.startswith("uint"):
-        return rng.integers(0, 1000, size=shape).astype(NP[dtype])
-    if dtype.startswith("int"):
-        return rng.integers(-1000, 1000, size=shape).astype(NP[dtype])
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.startswith(("int", "uint")):
+        info = np.iinfo(NP[dtype])
+        lo, hi = max(int(info.min), -1000), min(int(info.max), 1000)
+        return rng.integers(lo, hi + 1, size=shape).astype(NP[dtype])
     x = rng.standard_normal(size=shape) * 3.0
     if dtype == "bfloat16":
         u = x.astype("<f4").view("<u4") & np.uint32(0xFFFF0000)
@@ -182,12 +204,13 @@ status, body = request("GET", "/v1/ops")
 ops = json.loads(body)["ops"]
 rng = np.random.default_rng(13)
 for o in ops:
+    ver = o["versions"][-1]["version"]
     dtypes = o["versions"][-1]["dtypes"]
     for dtype in dtypes:
         for shape, axes in (((7, 5, 3), None), ((7, 5, 3), [1]),
                             ((7, 5, 3), [0, 2]), ((4, 33), [0])):
             a = tensor(rng, dtype, shape)
             case("%s %s shape %s axes %s" % (o["op"], dtype, shape, axes),
-                 o["op"], dtype, a, axes)
+                 o["op"], dtype, a, axes, ver=ver)
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

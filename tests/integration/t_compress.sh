@@ -107,7 +107,7 @@ done
 "$PY" -c 'import numpy as np, sys; open(sys.argv[1],"wb").write(np.ones(25000,dtype="<f8").tobytes())' "$TMP/big"
 same_as_plain "/v1 raw, streamed (200 KB > --buffer-max)" "/v1/reduce?op=ReduceSumSquare&keepdims=0&dtype=float64&shape=25000" "$TMP/big" "[25000]" "$OCT" -H 'Accept: application/json'
 "$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.full((100,250), 2, dtype=np.float32))' "$TMP/big.npy"
-same_as_plain "/v1 .npy, streamed" "/v1/reduce?op=ReduceSumSquare&keepdims=0" "$TMP/big.npy" "[100000]" "$NPYT" -H 'Accept: application/json'
+same_as_plain "/v1 .npy, streamed" "/v1/reduce?op=ReduceSumSquare&keepdims=0" "$TMP/big.npy" "[100000.0]" "$NPYT" -H 'Accept: application/json'
 
 # ---- bombs: 64 MiB that compresses to ~64 KiB, against --max-body 256 KiB
 head -c $((64 << 20)) /dev/zero >"$TMP/zeros"

@@ -64,7 +64,7 @@ PY
 check "half-closed small JSON request answered ($(head -n 1 "$TMP/half"))" \
   eval 'sed -n 1p "$TMP/half" | grep -q "^HTTP/1.1 200 .*\"data\":\[5\]"'
 check "half-closed 16 MB raw request answered ($(sed -n 2p "$TMP/half"))" \
-  eval 'sed -n 2p "$TMP/half" | grep -q "^HTTP/1.1 200 .*\"data\":\[4000000\]"'
+  eval 'sed -n 2p "$TMP/half" | grep -q "^HTTP/1.1 200 .*\"data\":\[4e+6\]"'
 stop_daemon
 check "daemon exits 0" test "$DRC" = 0
 finish
