@@ -791,6 +791,307 @@ TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin columns (ops.c's cols32_tile)         */
+/* ------------------------------------------------------------------ */
+
+/* One element row of 8 columns into the state (b, bi, nn) of row rv. */
+TGT ALWAYS_INLINE void avx_col8(__m256i u, __m256i rv, int is_max, int arg,
+                                int last, __m256i *b, __m256i *bi,
+                                __m256i *nn)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  const __m256i none = _mm256_set1_epi32(-1);
+  __m256i k, isn, upd;
+  if (arg)
+    u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
+  k = _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+  isn = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+  /* NaN row: the first (nn still -1) or, with last, the latest */
+  if (last)
+    *nn = _mm256_blendv_epi8(*nn, rv, isn);
+  else
+    *nn = _mm256_blendv_epi8(
+        *nn, rv, _mm256_and_si256(isn, _mm256_cmpeq_epi32(*nn, none)));
+  if (!arg) {
+    k = _mm256_blendv_epi8(k, *b, isn);
+    *b = is_max ? _mm256_max_epi32(*b, k) : _mm256_min_epi32(*b, k);
+    return;
+  }
+  if (last) /* k >= b (k <= b): not (b > k) */
+    upd = _mm256_xor_si256(is_max ? _mm256_cmpgt_epi32(*b, k)
+                                  : _mm256_cmpgt_epi32(k, *b),
+                           none);
+  else
+    upd = is_max ? _mm256_cmpgt_epi32(k, *b) : _mm256_cmpgt_epi32(*b, k);
+  upd = _mm256_andnot_si256(isn, upd);
+  *b = _mm256_blendv_epi8(*b, k, upd);
+  *bi = _mm256_blendv_epi8(*bi, rv, upd);
+}
+
+#define LDI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define STI(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
+
+/* One tile of ncols (a multiple of 8) columns over nrows rows, the state
+ * in the caller's arrays: the same exact result as ops.c's cols32_tile, 8
+ * columns per vector and four rows (in order) per load of the state. */
+TGT ALWAYS_INLINE void avx_cols32(const unsigned char *x, size_t stride,
+                                  size_t ncols, size_t nrows, int is_max,
+                                  int arg, int last, int32_t *best,
+                                  int32_t *bidx, int32_t *nidx)
+{
+  const size_t rs = stride * 4;
+  size_t r = 0;
+  for (; r + 4 <= nrows; r += 4, x += 4 * rs) {
+    const __m256i r0 = _mm256_set1_epi32((int32_t)r);
+    const __m256i r1 = _mm256_set1_epi32((int32_t)r + 1);
+    const __m256i r2 = _mm256_set1_epi32((int32_t)r + 2);
+    const __m256i r3 = _mm256_set1_epi32((int32_t)r + 3);
+    for (size_t j = 0; j < ncols; j += 8) {
+      const unsigned char *p = x + j * 4;
+      __m256i b = LDI(best + j), nn = LDI(nidx + j);
+      __m256i bi = arg ? LDI(bidx + j) : _mm256_setzero_si256();
+      if (j % 16 == 0 && r + 8 <= nrows) { /* the next four rows */
+        _mm_prefetch((const char *)(p + 4 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 5 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 6 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 7 * rs), _MM_HINT_T0);
+      }
+      avx_col8(LDI(p), r0, is_max, arg, last, &b, &bi, &nn);
+      avx_col8(LDI(p + rs), r1, is_max, arg, last, &b, &bi, &nn);
+      avx_col8(LDI(p + 2 * rs), r2, is_max, arg, last, &b, &bi, &nn);
+      avx_col8(LDI(p + 3 * rs), r3, is_max, arg, last, &b, &bi, &nn);
+      STI(best + j, b);
+      STI(nidx + j, nn);
+      if (arg)
+        STI(bidx + j, bi);
+    }
+  }
+  for (; r < nrows; r++, x += rs) {
+    const __m256i rv = _mm256_set1_epi32((int32_t)r);
+    for (size_t j = 0; j < ncols; j += 8) {
+      __m256i b = LDI(best + j), nn = LDI(nidx + j);
+      __m256i bi = arg ? LDI(bidx + j) : _mm256_setzero_si256();
+      avx_col8(LDI(x + j * 4), rv, is_max, arg, last, &b, &bi, &nn);
+      STI(best + j, b);
+      STI(nidx + j, nn);
+      if (arg)
+        STI(bidx + j, bi);
+    }
+  }
+}
+
+/* Horizontal best of the 8 lanes of b, broadcast to every lane. */
+TGT ALWAYS_INLINE __m256i avx_hbest(__m256i b, int is_max)
+{
+  __m256i t = _mm256_permute2x128_si256(b, b, 1);
+  b = is_max ? _mm256_max_epi32(b, t) : _mm256_min_epi32(b, t);
+  t = _mm256_shuffle_epi32(b, 0x4e);
+  b = is_max ? _mm256_max_epi32(b, t) : _mm256_min_epi32(b, t);
+  t = _mm256_shuffle_epi32(b, 0xb1);
+  return is_max ? _mm256_max_epi32(b, t) : _mm256_min_epi32(b, t);
+}
+
+/* Short rows of nv * 8 (nv 1..4) elements, one result per row: the
+ * definition is ops.c's rows32_short (first or last index of the best key
+ * and of a NaN, -1 if none). */
+TGT ALWAYS_INLINE void avx_rows32(const unsigned char *x, size_t nv,
+                                  size_t nrows, int is_max, int arg,
+                                  int last, int32_t *best, int32_t *bidx,
+                                  int32_t *nidx)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
+  const __m256i idv = _mm256_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  for (size_t r = 0; r < nrows; r++, x += nv * 32) {
+    __m256i k[4], b = idv;
+    unsigned nm = 0, em = 0;
+    if (r % 2 == 0)
+      PF(x);
+    for (size_t v = 0; v < nv; v++) {
+      __m256i u = LDI(x + v * 32), isn;
+      if (arg)
+        u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
+      k[v] = _mm256_xor_si256(
+          u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+      isn = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
+      nm |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(isn)) << (8 * v);
+      k[v] = _mm256_blendv_epi8(k[v], idv, isn);
+      b = is_max ? _mm256_max_epi32(b, k[v]) : _mm256_min_epi32(b, k[v]);
+    }
+    b = avx_hbest(b, is_max);
+    best[r] = _mm256_cvtsi256_si32(b);
+    if (!arg) {
+      nidx[r] = nm ? 0 : -1;
+      continue;
+    }
+    nidx[r] = !nm ? -1 : last ? 31 - __builtin_clz(nm) : __builtin_ctz(nm);
+    for (size_t v = 0; v < nv; v++)
+      em |= (unsigned)_mm256_movemask_ps(
+                _mm256_castsi256_ps(_mm256_cmpeq_epi32(k[v], b)))
+            << (8 * v);
+    em &= ~nm; /* a NaN lane holds the identity, never a number's key */
+    bidx[r] = !em ? -1 : last ? 31 - __builtin_clz(em) : __builtin_ctz(em);
+  }
+}
+
+TGT void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
+                         int mode, int32_t *best, int32_t *bidx,
+                         int32_t *nidx)
+{
+  const size_t nv = n / 8;
+  switch (mode) {
+  case RD__C32_MAX: avx_rows32(x, nv, nrows, 1, 0, 0, best, bidx, nidx); break;
+  case RD__C32_MIN: avx_rows32(x, nv, nrows, 0, 0, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAX: avx_rows32(x, nv, nrows, 1, 1, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAXL: avx_rows32(x, nv, nrows, 1, 1, 1, best, bidx, nidx); break;
+  case RD__C32_ARGMIN: avx_rows32(x, nv, nrows, 0, 1, 0, best, bidx, nidx); break;
+  default: avx_rows32(x, nv, nrows, 0, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+TGT void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
+                         size_t nrows, int mode, int32_t *best, int32_t *bidx,
+                         int32_t *nidx)
+{
+  switch (mode) {
+  case RD__C32_MAX: avx_cols32(x, stride, ncols, nrows, 1, 0, 0, best, bidx, nidx); break;
+  case RD__C32_MIN: avx_cols32(x, stride, ncols, nrows, 0, 0, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAX: avx_cols32(x, stride, ncols, nrows, 1, 1, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAXL: avx_cols32(x, stride, ncols, nrows, 1, 1, 1, best, bidx, nidx); break;
+  case RD__C32_ARGMIN: avx_cols32(x, stride, ncols, nrows, 0, 1, 0, best, bidx, nidx); break;
+  default: avx_cols32(x, stride, ncols, nrows, 0, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 ReduceProd blocks (ops.c's prodl_run)                       */
+/* ------------------------------------------------------------------ */
+
+/* One lane step of ops.c's prodl_mul on four lanes: the same multiply,
+ * then the exponent moved into e by the same bit operations. */
+TGT ALWAYS_INLINE void avx_prod4(__m256d *m, __m256i *e, __m128 f)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  const __m256i b1022 = _mm256_set1_epi64x(1022);
+  const __m128 absm = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  __m256d p = _mm256_mul_pd(*m, _mm256_cvtps_pd(_mm_and_ps(f, absm)));
+  __m256i b = _mm256_castpd_si256(p);
+  *e = _mm256_add_epi64(
+      *e, _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(b, emask), 52),
+                           b1022));
+  *m = _mm256_castsi256_pd(
+      _mm256_or_si256(_mm256_andnot_si256(emask, b), ebias));
+}
+
+TGT size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
+                             size_t nblocks, uint32_t *neg)
+{
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe); /* FLT_MAX bits - 1 */
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  __m256d m0 = _mm256_loadu_pd(m), m1 = _mm256_loadu_pd(m + 4);
+  __m256d m2 = _mm256_loadu_pd(m + 8), m3 = _mm256_loadu_pd(m + 12);
+  __m256i e0 = LDI(e), e1 = LDI(e + 4), e2 = LDI(e + 8), e3 = LDI(e + 12);
+  uint32_t ng = 0;
+  size_t b = 0;
+  for (; b < nblocks; b++, x += 64) {
+    __m256i u0 = LDI(x), u1 = LDI(x + 32);
+    /* ordinary: 0 < |x| < inf, i.e. |u| - 1 in [0, 0x7f7ffffe]; as
+     * signed 32-bit, |u| - 1 is -1 for zero and > lim for inf or NaN */
+    __m256i a0 = _mm256_sub_epi32(_mm256_and_si256(u0, absm), one);
+    __m256i a1 = _mm256_sub_epi32(_mm256_and_si256(u1, absm), one);
+    __m256i bad = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi32(a0, lim),
+                        _mm256_cmpgt_epi32(a1, lim)),
+        _mm256_or_si256(_mm256_srai_epi32(a0, 31), _mm256_srai_epi32(a1, 31)));
+    if (!_mm256_testz_si256(bad, bad))
+      break;
+    PF(x);
+    ng ^= (uint32_t)__builtin_popcount(
+        (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u0)) |
+        ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u1)) << 8));
+    avx_prod4(&m0, &e0, _mm256_castps256_ps128(_mm256_castsi256_ps(u0)));
+    avx_prod4(&m1, &e1, _mm256_extractf128_ps(_mm256_castsi256_ps(u0), 1));
+    avx_prod4(&m2, &e2, _mm256_castps256_ps128(_mm256_castsi256_ps(u1)));
+    avx_prod4(&m3, &e3, _mm256_extractf128_ps(_mm256_castsi256_ps(u1), 1));
+  }
+  _mm256_storeu_pd(m, m0);
+  _mm256_storeu_pd(m + 4, m1);
+  _mm256_storeu_pd(m + 8, m2);
+  _mm256_storeu_pd(m + 12, m3);
+  STI(e, e0);
+  STI(e + 4, e1);
+  STI(e + 8, e2);
+  STI(e + 12, e3);
+  *neg ^= ng & 1;
+  return b;
+}
+
+/* Columns of float32 Prod (ops.c's cols32s_prod): one row segment of
+ * nvec groups of 4 columns, column state in arrays (mantissa hi + lo,
+ * exponent e, sign parity neg).  Each element is ops.c's prod_add for an
+ * ordinary x: f = frexp(|x|) by bits, e += its exponent, the double-double
+ * multiply (hi * f, its exact error by FMA, + lo * f, fast two-sum) and the
+ * renormalisation of prod_norm, all in the same operations.  Stops before
+ * the first group holding a zero, inf or NaN; returns the groups done. */
+TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
+                                  int64_t *neg, const unsigned char *x,
+                                  size_t nvec)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  const __m256i b1022 = _mm256_set1_epi64x(1022);
+  const __m256i b1023 = _mm256_set1_epi64x(1023);
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128i lim = _mm_set1_epi32(0x7f7ffffe);
+  const __m128i absm = _mm_set1_epi32(0x7fffffff);
+  size_t g = 0;
+  for (; g < nvec; g++) {
+    __m128i u = _mm_loadu_si128((const __m128i *)(const void *)(x + g * 16));
+    __m128i a = _mm_sub_epi32(_mm_and_si128(u, absm), one);
+    __m128i bad = _mm_or_si128(_mm_cmpgt_epi32(a, lim), _mm_srai_epi32(a, 31));
+    __m256d h, l, fm, p, er, t, sc;
+    __m256i ab, ex, E, hb;
+    if (!_mm_testz_si128(bad, bad))
+      break;
+    ab = _mm256_castpd_si256(
+        _mm256_cvtps_pd(_mm_castsi128_ps(_mm_and_si128(u, absm))));
+    ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask), 52),
+                          b1022);
+    fm = _mm256_castsi256_pd(
+        _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
+    h = _mm256_loadu_pd(hi + 4 * g);
+    l = _mm256_loadu_pd(lo + 4 * g);
+    E = _mm256_add_epi64(LDI(e + 4 * g), ex);
+    p = _mm256_mul_pd(h, fm);
+    er = _mm256_fmsub_pd(h, fm, p);
+    er = _mm256_add_pd(er, _mm256_mul_pd(l, fm));
+    t = _mm256_add_pd(p, er);
+    l = _mm256_sub_pd(er, _mm256_sub_pd(t, p));
+    hb = _mm256_castpd_si256(t);
+    ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
+                          b1022);
+    h = _mm256_castsi256_pd(
+        _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+    sc = _mm256_castsi256_pd(
+        _mm256_slli_epi64(_mm256_sub_epi64(b1023, ex), 52));
+    l = _mm256_mul_pd(l, sc);
+    E = _mm256_add_epi64(E, ex);
+    _mm256_storeu_pd(hi + 4 * g, h);
+    _mm256_storeu_pd(lo + 4 * g, l);
+    STI(e + 4 * g, E);
+    STI(neg + 4 * g,
+        _mm256_xor_si256(LDI(neg + 4 * g),
+                         _mm256_cvtepu32_epi64(_mm_srli_epi32(u, 31))));
+  }
+  return g;
+}
+
+/* ------------------------------------------------------------------ */
 /* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
 /* ------------------------------------------------------------------ */
 
@@ -799,20 +1100,80 @@ TGT static inline __m256d expk4(__m256d t)
 {
   const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
   __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
-  __m256d z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INVLN2)),
-                            shift);
-  __m256d kd = _mm256_sub_pd(z, shift);
-  __m256d r = _mm256_sub_pd(
+  __m256d z, kd, r, p, sc;
+  __m256i kb;
+  /* out-of-range lanes (masked at the end) must still index T safely */
+  t = _mm256_and_pd(t, ok);
+  z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
+  kd = _mm256_sub_pd(z, shift);
+  r = _mm256_sub_pd(
       _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI))),
       _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
-  __m256d p = _mm256_set1_pd(expk_c[13]);
-  __m256i kb, sb;
-  for (int i = 12; i >= 0; i--)
+  p = _mm256_set1_pd(expk_c[5]);
+  for (int i = 4; i >= 0; i--)
     p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
   kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
                         _mm256_set1_epi64x(0x4338000000000000));
-  sb = _mm256_slli_epi64(_mm256_add_epi64(kb, _mm256_set1_epi64x(1023)), 52);
-  return _mm256_and_pd(_mm256_mul_pd(p, _mm256_castsi256_pd(sb)), ok);
+  sc = _mm256_i64gather_pd(expk_t,
+                           _mm256_and_si256(kb, _mm256_set1_epi64x(63)), 8);
+  /* + (k >> 6) << 52: only bits 6..17 of k survive the shifts, so the
+   * logical right shift (AVX2 has no 64-bit arithmetic one) is the same */
+  sc = _mm256_castsi256_pd(_mm256_add_epi64(
+      _mm256_castpd_si256(sc),
+      _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
+  return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
+}
+
+/* Columns of float32 LogSumExp (ops.c's colsks_lse_f32): one row segment
+ * of nvec groups of 4 columns, column state (m, hi, lo) in arrays.  For a
+ * finite x, ops.c's lsek_add is: if x > m, (hi, lo) times expk(m - x) by
+ * the double-double multiply (an empty column, m = -inf, gives expk 0 and
+ * so the zeros it had) and m = x, f = 1; else f = expk(x - m) (1 for
+ * x = m); then two_sum(hi, f) with its error added to lo, and lo += +0.
+ * The same operations here, both cases computed and blended per lane.
+ * Stops before the first group holding a NaN or an infinity; returns the
+ * groups done. */
+TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
+                                 const unsigned char *x, size_t nvec)
+{
+  const __m256d ninf = _mm256_set1_pd(-INFINITY);
+  const __m256d pinf = _mm256_set1_pd(INFINITY);
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d onev = _mm256_set1_pd(1.0);
+  size_t g = 0;
+  for (; g < nvec; g++) {
+    __m256d v = _mm256_cvtps_pd(
+        _mm_loadu_ps((const float *)(const void *)(x + g * 16)));
+    __m256d mv = _mm256_loadu_pd(m + 4 * g);
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(v, ninf, _CMP_GT_OQ),
+                               _mm256_cmp_pd(v, pinf, _CMP_LT_OQ));
+    __m256d up, ef, h, l, p, e, t, f, sm, bb, er;
+    if (_mm256_movemask_pd(ok) != 0xf)
+      break;
+    up = _mm256_cmp_pd(v, mv, _CMP_GT_OQ);
+    ef = expk4(_mm256_blendv_pd(_mm256_sub_pd(v, mv), _mm256_sub_pd(mv, v),
+                                up));
+    h = _mm256_loadu_pd(hi + 4 * g);
+    l = _mm256_loadu_pd(lo + 4 * g);
+    if (_mm256_movemask_pd(up)) { /* rescale the lanes with a new maximum */
+      p = _mm256_mul_pd(h, ef);
+      e = _mm256_fmsub_pd(h, ef, p);
+      e = _mm256_add_pd(e, _mm256_mul_pd(l, ef));
+      t = _mm256_add_pd(p, e);
+      h = _mm256_blendv_pd(h, t, up);
+      l = _mm256_blendv_pd(l, _mm256_sub_pd(e, _mm256_sub_pd(t, p)), up);
+      _mm256_storeu_pd(m + 4 * g, _mm256_blendv_pd(mv, v, up));
+    }
+    f = _mm256_blendv_pd(ef, onev, up);
+    sm = _mm256_add_pd(h, f);
+    bb = _mm256_sub_pd(sm, h);
+    er = _mm256_add_pd(_mm256_sub_pd(h, _mm256_sub_pd(sm, bb)),
+                       _mm256_sub_pd(f, bb));
+    l = _mm256_add_pd(_mm256_add_pd(l, er), zero);
+    _mm256_storeu_pd(hi + 4 * g, sm);
+    _mm256_storeu_pd(lo + 4 * g, l);
+  }
+  return g;
 }
 
 TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
@@ -916,6 +1277,67 @@ int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   (void)dt;
   (void)m;
   return 1; /* never called */
+}
+
+size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
+                             const unsigned char *x, size_t nvec)
+{
+  (void)m;
+  (void)hi;
+  (void)lo;
+  (void)x;
+  (void)nvec;
+  return 0; /* never called */
+}
+
+size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
+                              int64_t *neg, const unsigned char *x,
+                              size_t nvec)
+{
+  (void)hi;
+  (void)lo;
+  (void)e;
+  (void)neg;
+  (void)x;
+  (void)nvec;
+  return 0; /* never called */
+}
+
+size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
+                         size_t nblocks, uint32_t *neg)
+{
+  (void)m;
+  (void)e;
+  (void)x;
+  (void)nblocks;
+  (void)neg;
+  return 0; /* never called */
+}
+
+void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
+                     int mode, int32_t *best, int32_t *bidx, int32_t *nidx)
+{
+  (void)x;
+  (void)n;
+  (void)nrows;
+  (void)mode;
+  (void)best;
+  (void)bidx;
+  (void)nidx; /* never called */
+}
+
+void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
+                     size_t nrows, int mode, int32_t *best, int32_t *bidx,
+                     int32_t *nidx)
+{
+  (void)x;
+  (void)stride;
+  (void)ncols;
+  (void)nrows;
+  (void)mode;
+  (void)best;
+  (void)bidx;
+  (void)nidx; /* never called */
 }
 
 size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,

@@ -323,15 +323,15 @@ static void lse_init(void *acc, size_t count)
 }
 
 /* Adds exp(m2 - m) * (hi2 + lo2) (m2 finite) to the state. */
-static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
-                            double lo2)
+static inline void lse_fold_e(struct rd__acc_lse *a, double m2, double hi2,
+                              double lo2, double (*ex)(double))
 {
   if (m2 > a->m) {
     if (a->m == -INFINITY) {
       a->hi = 0;
       a->lo = 0;
     } else {
-      dd_mul(&a->hi, &a->lo, exp(a->m - m2));
+      dd_mul(&a->hi, &a->lo, ex(a->m - m2));
     }
     a->m = m2;
     dd_add(&a->hi, &a->lo, hi2);
@@ -340,11 +340,17 @@ static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
     dd_add(&a->hi, &a->lo, hi2);
     a->lo += lo2;
   } else {
-    double f = exp(m2 - a->m), h = hi2, l = lo2;
+    double f = ex(m2 - a->m), h = hi2, l = lo2;
     dd_mul(&h, &l, f);
     dd_add(&a->hi, &a->lo, h);
     a->lo += l;
   }
+}
+
+static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
+                            double lo2)
+{
+  lse_fold_e(a, m2, hi2, lo2, exp);
 }
 
 static inline void lse_add(void *acc, const unsigned char *p, int dt)
@@ -357,6 +363,22 @@ static inline void lse_add(void *acc, const unsigned char *p, int dt)
     a->posinf = 1;
   else if (v != -INFINITY)
     lse_fold(a, v, 1.0, 0.0);
+}
+
+/* lse_add() with expk() (kernels_impl.h) for exp: the element add of the
+ * float32/float16/bfloat16 LogSumExp cols(), which must equal run() of one
+ * element and flush() (lsel_flush folds with expk() too); the float32
+ * vector form is in kernels_avx2.c. */
+static inline void lsek_add(struct rd__acc_lse *a, const unsigned char *p,
+                            int dt)
+{
+  double v = ldd(dt, p);
+  if (isnan(v))
+    a->nan = 1;
+  else if (v == INFINITY)
+    a->posinf = 1;
+  else if (v != -INFINITY)
+    lse_fold_e(a, v, 1.0, 0.0, expk);
 }
 
 static void lse_merge(void *dst, const void *src)
@@ -440,10 +462,20 @@ static void prod_init(void *acc, size_t count)
  * merging the empty state changes no bit. */
 static inline void prod_norm(struct rd__acc_prod *a)
 {
-  int ex;
-  double f = frexp(a->hi, &ex);
-  a->lo = ldexp(a->lo, -ex);
-  a->hi = f;
+  /* hi is the rounded product of two mantissas in [0.5, 1) plus its error
+   * term, so it lies in [0.25, 1], a normal double, and ex is -1, 0 or 1:
+   * frexp() by bit operations, and ldexp(lo, -ex) is the exact scaling of
+   * lo (0, or at least 2^-110 in magnitude) by 2^-ex. */
+  uint64_t b, s;
+  int64_t ex;
+  double sc;
+  memcpy(&b, &a->hi, sizeof b);
+  ex = (int64_t)((b >> 52) & 0x7ff) - 1022;
+  b = (b & ~((uint64_t)0x7ff << 52)) | ((uint64_t)1022 << 52);
+  memcpy(&a->hi, &b, sizeof b);
+  s = (uint64_t)(1023 - ex) << 52;
+  memcpy(&sc, &s, sizeof sc);
+  a->lo *= sc;
   a->e += ex;
 }
 
@@ -909,6 +941,89 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
   }
 }
 
+/* Columns (the reduced axis outer): a tile of up to C32_TILE columns is
+ * reduced over up to C32_ROWS rows with 32-bit state per column, kept in
+ * L1 between rows: best[j], the best key (the NaN-pattern identity if the
+ * column had no number); bidx[j], the row of the best key for the Arg
+ * variants (first, or with `last` the latest among equal keys), -1 if none;
+ * nidx[j], the row of the first (with `last`: the latest) NaN, -1 if none.
+ * The result is exact, so the vector form in kernels_avx2.c, which this
+ * calls for the columns that fill whole vectors, gives the same state. */
+#define C32_TILE 2048
+#define C32_ROWS ((size_t)1 << 30)
+
+static inline void cols32_tile(const unsigned char *x, size_t stride,
+                               size_t ncols, size_t nrows, int is_max,
+                               int arg, int last, int32_t *best,
+                               int32_t *bidx, int32_t *nidx)
+{
+  for (size_t r = 0; r < nrows; r++, x += stride * 4)
+    for (size_t j = 0; j < ncols; j++) {
+      uint32_t u;
+      int32_t k;
+      memcpy(&u, x + j * 4, 4);
+      if (arg && u == 0x80000000u)
+        u = 0;
+      if (is_nan32(u)) {
+        if (nidx[j] < 0 || last)
+          nidx[j] = (int32_t)r;
+        continue;
+      }
+      k = key32(u);
+      if (is_max ? (k > best[j] || (last && k == best[j]))
+                 : (k < best[j] || (last && k == best[j]))) {
+        best[j] = k;
+        bidx[j] = (int32_t)r;
+      }
+    }
+}
+
+/* acc[j] (struct rd__acc_key or rd__acc_arg) += column j of nrows rows. */
+static inline void cols32(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows, int is_max, int arg, int last, int avx)
+{
+  int32_t best[C32_TILE], bidx[C32_TILE], nidx[C32_TILE];
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  const int mode = arg ? (is_max ? RD__C32_ARGMAX : RD__C32_ARGMIN) + last
+                       : (is_max ? RD__C32_MAX : RD__C32_MIN);
+  for (size_t r0 = 0; r0 < nrows; r0 += C32_ROWS) {
+    size_t nr = nrows - r0 < C32_ROWS ? nrows - r0 : C32_ROWS;
+    for (size_t j0 = 0; j0 < n; j0 += C32_TILE) {
+      const unsigned char *p = x + (r0 * n + j0) * 4;
+      size_t nc = n - j0 < C32_TILE ? n - j0 : C32_TILE, nv = 0;
+      for (size_t j = 0; j < nc; j++) {
+        best[j] = ident;
+        bidx[j] = -1;
+        nidx[j] = -1;
+      }
+      if (avx) {
+        nv = nc & ~(size_t)7;
+        if (nv > 0)
+          rd__avx2_cols32(p, n, nv, nr, mode, best, bidx, nidx);
+      }
+      cols32_tile(p + nv * 4, n, nc - nv, nr, is_max, arg, last, best + nv,
+                  bidx + nv, nidx + nv);
+      for (size_t j = 0; j < nc; j++) {
+        if (!arg) {
+          struct rd__acc_key *a = (struct rd__acc_key *)acc + j0 + j;
+          int64_t k;
+          a->nan |= (uint64_t)(nidx[j] >= 0);
+          if (best[j] == ident)
+            continue; /* NaN-pattern identity: no number in the column */
+          k = rd__fkey(key32_value(best[j]));
+          if (is_max ? k > a->key : k < a->key)
+            a->key = k;
+        } else {
+          struct rd__acc_arg blk = {0, bidx[j], (int64_t)nr, nidx[j]};
+          if (bidx[j] >= 0)
+            blk.key = rd__fkey(key32_value(best[j]));
+          arg_merge((struct rd__acc_arg *)acc + j0 + j, &blk, is_max, last);
+        }
+      }
+    }
+  }
+}
+
 /* run/rows for these: the same state as the generic kernels, so flush,
  * cols, init and merge are shared with them. */
 #define KEY32_KERNEL(nm, is_max)                                               \
@@ -928,6 +1043,17 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
 KEY32_KERNEL(max, 1)
 KEY32_KERNEL(min, 0)
 
+/* cols32_*: portable; cols32s_*: the SIMD tiles (ktab_simd only). */
+#define COLS32(nm, is_max, arg, last)                                          \
+  static void cols32_##nm(void *acc, const unsigned char *x, size_t n,        \
+                          size_t nrows)                                        \
+  { cols32(acc, x, n, nrows, is_max, arg, last, 0); }                          \
+  static void cols32s_##nm(void *acc, const unsigned char *x, size_t n,       \
+                           size_t nrows)                                       \
+  { cols32(acc, x, n, nrows, is_max, arg, last, 1); }
+COLS32(max, 1, 0, 0)
+COLS32(min, 0, 0, 0)
+
 #define ARG32_KERNEL(nm, is_max, last)                                         \
   static void run32_##nm(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
@@ -946,10 +1072,72 @@ KEY32_KERNEL(min, 0)
       arg_merge(&o[r], &t, is_max, last);                                      \
     }                                                                          \
   }
+COLS32(argmax, 1, 1, 0)
+COLS32(argmaxl, 1, 1, 1)
+COLS32(argmin, 0, 1, 0)
+COLS32(argminl, 0, 1, 1)
 ARG32_KERNEL(argmax, 1, 0)
 ARG32_KERNEL(argmaxl, 1, 1)
 ARG32_KERNEL(argmin, 0, 0)
 ARG32_KERNEL(argminl, 0, 1)
+
+/* rows() of short rows (n 8, 16, 24 or 32) with the SIMD implementation:
+ * for each row the best key with the first (last) index holding it and the
+ * first (last) NaN index, as a partial state merged into o[r] -- the state
+ * run() from empty would reach, so the same bits as rows32_*.  Other n go
+ * to rows32_*. */
+#define R32_BATCH 256
+
+static inline int rows32s_fits(size_t n)
+{
+  return n % 8 == 0 && n >= 8 && n <= 32;
+}
+
+static inline void rows32s(void *acc, const unsigned char *x, size_t n,
+                           size_t nrows, int is_max, int arg, int last)
+{
+  int32_t best[R32_BATCH], bidx[R32_BATCH], nidx[R32_BATCH];
+  const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
+  const int mode = arg ? (is_max ? RD__C32_ARGMAX : RD__C32_ARGMIN) + last
+                       : (is_max ? RD__C32_MAX : RD__C32_MIN);
+  for (size_t r0 = 0; r0 < nrows; r0 += R32_BATCH) {
+    size_t nr = nrows - r0 < R32_BATCH ? nrows - r0 : R32_BATCH;
+    rd__avx2_rows32(x + r0 * n * 4, n, nr, mode, best, bidx, nidx);
+    for (size_t r = 0; r < nr; r++) {
+      if (!arg) {
+        struct rd__acc_key *a = (struct rd__acc_key *)acc + r0 + r;
+        int64_t k;
+        a->nan |= (uint64_t)(nidx[r] >= 0);
+        if (best[r] == ident)
+          continue;
+        k = rd__fkey(key32_value(best[r]));
+        if (is_max ? k > a->key : k < a->key)
+          a->key = k;
+      } else {
+        struct rd__acc_arg blk = {0, bidx[r], (int64_t)n, nidx[r]};
+        if (bidx[r] >= 0)
+          blk.key = rd__fkey(key32_value(best[r]));
+        arg_merge((struct rd__acc_arg *)acc + r0 + r, &blk, is_max, last);
+      }
+    }
+  }
+}
+
+#define ROWS32S(nm, is_max, arg, last)                                         \
+  static void rows32s_##nm(void *acc, const unsigned char *x, size_t n,       \
+                           size_t nrows)                                       \
+  {                                                                            \
+    if (rows32s_fits(n))                                                       \
+      rows32s(acc, x, n, nrows, is_max, arg, last);                            \
+    else                                                                       \
+      rows32_##nm(acc, x, n, nrows);                                           \
+  }
+ROWS32S(max, 1, 0, 0)
+ROWS32S(min, 0, 0, 0)
+ROWS32S(argmax, 1, 1, 0)
+ROWS32S(argmaxl, 1, 1, 1)
+ROWS32S(argmin, 0, 1, 0)
+ROWS32S(argminl, 0, 1, 1)
 
 /* ------------------------------------------------------------------ */
 /* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared max  */
@@ -1039,7 +1227,7 @@ static void lsel_flush(union rd__lanes *ln, void *acc)
   a->nan |= st->h.nan;
   a->posinf |= st->h.posinf;
   if (st->h.m != -INFINITY)
-    lse_fold(a, st->h.m, tree(st->s), 0.0);
+    lse_fold_e(a, st->h.m, tree(st->s), 0.0, expk);
   lsel_reset(st);
 }
 
@@ -1135,12 +1323,19 @@ static inline void prodl_run(union rd__lanes *ln, const unsigned char *x,
   struct prod_lanes *st = (struct prod_lanes *)(void *)ln;
   const size_t esz = dt_size(dt);
   size_t k = (size_t)(pos % L), i = 0;
+  const int avx = dt == RD_FLOAT32 && rd__kernels_active() == RD__IMPL_AVX2;
   if (st->m[0] == 0) /* fresh from the engine's zeroed cursor */
     prodl_reset(st);
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     prodl_elem(st, k, ldd(dt, x + i * esz));
   for (; i + L <= n; i += L) {
     double v[L];
+    if (avx) { /* the same lane steps, vectorised, up to a rare block */
+      i += L * rd__avx2_prod_f32(st->m, st->e, x + i * esz, (n - i) / L,
+                                 &st->h.neg);
+      if (i + L > n)
+        break;
+    }
     int ordinary = 1;
     uint32_t neg = 0;
     for (size_t l = 0; l < L; l++) {
@@ -1194,6 +1389,144 @@ static inline void prodl_rows(void *acc, const unsigned char *x, size_t n,
     prodl_reset((struct prod_lanes *)(void *)&ln);
     prodl_run(&ln, x, n, 0, dt);
     prodl_flush(&ln, &o[r]);
+  }
+}
+
+/* cols() of float32 Prod with the SIMD implementation: tiles of columns
+ * whose state (hi, lo, e, neg) sits in arrays while the rows pass, each
+ * element the same prod_add as the portable cols(), in vectors of 4
+ * columns (kernels_avx2.c) and one by one for a group with a zero, inf or
+ * NaN and for the columns beyond the last whole group. */
+#define PCOLS_TILE 512
+
+static inline void pcols_elem(struct rd__acc_prod *a, double *hi, double *lo,
+                              int64_t *e, int64_t *neg,
+                              const unsigned char *p)
+{
+  struct rd__acc_prod t = *a;
+  t.hi = *hi;
+  t.lo = *lo;
+  t.e = *e;
+  t.neg = (uint32_t)*neg;
+  prod_add(&t, p, RD_FLOAT32);
+  *a = t;
+  *hi = t.hi;
+  *lo = t.lo;
+  *e = t.e;
+  *neg = t.neg;
+}
+
+static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  double hi[PCOLS_TILE], lo[PCOLS_TILE];
+  int64_t e[PCOLS_TILE], neg[PCOLS_TILE];
+  struct rd__acc_prod *o = acc;
+  for (size_t j0 = 0; j0 < n; j0 += PCOLS_TILE) {
+    size_t nc = n - j0 < PCOLS_TILE ? n - j0 : PCOLS_TILE, nv = nc / 4;
+    struct rd__acc_prod *a = o + j0;
+    for (size_t j = 0; j < nc; j++) {
+      hi[j] = a[j].hi;
+      lo[j] = a[j].lo;
+      e[j] = a[j].e;
+      neg[j] = a[j].neg;
+    }
+    for (size_t r = 0; r < nrows; r++) {
+      const unsigned char *row = x + (r * n + j0) * 4;
+      size_t g = 0, j;
+      while (g < nv) {
+        g += rd__avx2_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                    neg + 4 * g, row + g * 16, nv - g);
+        if (g < nv) { /* a group with a special value */
+          for (j = 4 * g; j < 4 * g + 4; j++)
+            pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j], row + j * 4);
+          g++;
+        }
+      }
+      for (j = 4 * nv; j < nc; j++)
+        pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j], row + j * 4);
+    }
+    for (size_t j = 0; j < nc; j++) {
+      a[j].hi = hi[j];
+      a[j].lo = lo[j];
+      a[j].e = e[j];
+      a[j].neg = (uint32_t)neg[j];
+    }
+  }
+}
+
+/* cols() of float32 LogSumExp: lsek_add() element by element, rows in
+ * order (portable); with the SIMD implementation, tiles of columns whose
+ * (m, hi, lo) sit in arrays while the rows pass, groups of 4 finite
+ * elements in vectors (kernels_avx2.c, the same operations), any other
+ * group element by element. */
+#define LCOLS_TILE 512
+
+static inline void colsk_lse(void *acc, const unsigned char *x, size_t n,
+                             size_t nrows, int dt)
+{
+  struct rd__acc_lse *o = acc;
+  const size_t esz = dt_size(dt);
+  for (size_t r = 0; r < nrows; r++, x += n * esz)
+    for (size_t j = 0; j < n; j++)
+      lsek_add(&o[j], x + j * esz, dt);
+}
+
+static void colsk_lse_f32(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows)
+{ colsk_lse(acc, x, n, nrows, RD_FLOAT32); }
+static void colsk_lse_f16(void *acc, const unsigned char *x, size_t n,
+                          size_t nrows)
+{ colsk_lse(acc, x, n, nrows, RD_FLOAT16); }
+static void colsk_lse_bf16(void *acc, const unsigned char *x, size_t n,
+                           size_t nrows)
+{ colsk_lse(acc, x, n, nrows, RD_BFLOAT16); }
+
+static inline void lcols_elem(struct rd__acc_lse *a, double *m, double *hi,
+                              double *lo, const unsigned char *p)
+{
+  a->m = *m;
+  a->hi = *hi;
+  a->lo = *lo;
+  lsek_add(a, p, RD_FLOAT32);
+  *m = a->m;
+  *hi = a->hi;
+  *lo = a->lo;
+}
+
+static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
+                           size_t nrows)
+{
+  double m[LCOLS_TILE], hi[LCOLS_TILE], lo[LCOLS_TILE];
+  struct rd__acc_lse *o = acc;
+  for (size_t j0 = 0; j0 < n; j0 += LCOLS_TILE) {
+    size_t nc = n - j0 < LCOLS_TILE ? n - j0 : LCOLS_TILE, nv = nc / 4;
+    struct rd__acc_lse *a = o + j0;
+    for (size_t j = 0; j < nc; j++) {
+      m[j] = a[j].m;
+      hi[j] = a[j].hi;
+      lo[j] = a[j].lo;
+    }
+    for (size_t r = 0; r < nrows; r++) {
+      const unsigned char *row = x + (r * n + j0) * 4;
+      size_t g = 0, j;
+      while (g < nv) {
+        g += rd__avx2_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
+                                   row + g * 16, nv - g);
+        if (g < nv) { /* a group with a NaN or an infinity */
+          for (j = 4 * g; j < 4 * g + 4; j++)
+            lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+          g++;
+        }
+      }
+      for (j = 4 * nv; j < nc; j++)
+        lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+    }
+    for (size_t j = 0; j < nc; j++) {
+      a[j].m = m[j];
+      a[j].hi = hi[j];
+      a[j].lo = lo[j];
+    }
   }
 }
 
@@ -1252,7 +1585,7 @@ static const struct kentry ktab[] = {
 #define K_LSEL(nm, dt)                                                         \
   {RD__F_LSE, 0, dt,                                                           \
    {RD__ACC_OP, sizeof(struct rd__acc_lse), runl_lse_##nm, lsel_flush,         \
-    cols_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
+    colsk_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
   K_LSEL(f32, RD_FLOAT32) K_LSEL(f16, RD_FLOAT16) K_LSEL(bf16, RD_BFLOAT16)
   /* float32/16/bfloat16 Prod: the lanes above for run/flush/rows */
 #define K_PRODL(nm, dt)                                                        \
@@ -1278,14 +1611,14 @@ static const struct kentry ktab[] = {
    * entries below are then never chosen) */
   {RD__F_MAXMIN, 1, RD_FLOAT32,
    {RD__ACC_OP, sizeof(struct rd__acc_key), run32_max, flush_max_f32,
-    cols_max_f32, rows32_max, maxi_f32, max_merge}},
+    cols32_max, rows32_max, maxi_f32, max_merge}},
   {RD__F_MAXMIN, 0, RD_FLOAT32,
    {RD__ACC_OP, sizeof(struct rd__acc_key), run32_min, flush_min_f32,
-    cols_min_f32, rows32_min, mini_f32, min_merge}},
+    cols32_min, rows32_min, mini_f32, min_merge}},
 #define K_ARG32(nm, v)                                                         \
   {RD__F_ARG, v, RD_FLOAT32,                                                   \
    {RD__ACC_OP, sizeof(struct rd__acc_arg), run32_##nm, flush_##nm##_f32,      \
-    cols_##nm##_f32, rows32_##nm, arg_init, nm##_merge}},
+    cols32_##nm, rows32_##nm, arg_init, nm##_merge}},
   K_ARG32(argmax, 2) K_ARG32(argmaxl, 3) K_ARG32(argmin, 0)
   K_ARG32(argminl, 1)
   KEY_TYPES(K_KEY) K_KEY(bool, RD_BOOL, 1)
@@ -1307,14 +1640,38 @@ _Static_assert(sizeof(struct rd__acc_ilse) <= sizeof(union rd__lanes),
                "integer LogSumExp state exceeds the lane state");
 
 /* The SIMD variants: a copy of ktab's kernels with the RD__F_SUMD entries
- * replaced where kernels_avx2.c has them (filled before main(); used only
+ * replaced where kernels_avx2.c has them, and the float32 Max/Min/Arg cols
+ * by their vector tiles (filled before main(); used only
  * while the SIMD implementation is active, which implies the CPU has it). */
 static struct rd__kernel ktab_simd[NKTAB];
 
 __attribute__((constructor)) static void ops_simd_init(void)
 {
+  static const struct {
+    void (*portable)(void *, const unsigned char *, size_t, size_t);
+    void (*simd)(void *, const unsigned char *, size_t, size_t);
+  } cols_simd[] = {
+    {cols32_max, cols32s_max}, {cols32_min, cols32s_min},
+    {cols32_argmax, cols32s_argmax}, {cols32_argmaxl, cols32s_argmaxl},
+    {cols32_argmin, cols32s_argmin}, {cols32_argminl, cols32s_argminl},
+    {cols_prod_f32, cols32s_prod}, {colsk_lse_f32, colsks_lse_f32},
+  };
+  static const struct {
+    void (*portable)(void *, const unsigned char *, size_t, size_t);
+    void (*simd)(void *, const unsigned char *, size_t, size_t);
+  } rows_simd[] = {
+    {rows32_max, rows32s_max}, {rows32_min, rows32s_min},
+    {rows32_argmax, rows32s_argmax}, {rows32_argmaxl, rows32s_argmaxl},
+    {rows32_argmin, rows32s_argmin}, {rows32_argminl, rows32s_argminl},
+  };
   for (size_t i = 0; i < NKTAB; i++) {
     ktab_simd[i] = ktab[i].k;
+    for (size_t c = 0; c < sizeof cols_simd / sizeof cols_simd[0]; c++)
+      if (ktab_simd[i].cols == cols_simd[c].portable)
+        ktab_simd[i].cols = cols_simd[c].simd;
+    for (size_t c = 0; c < sizeof rows_simd / sizeof rows_simd[0]; c++)
+      if (ktab_simd[i].rows == rows_simd[c].portable)
+        ktab_simd[i].rows = rows_simd[c].simd;
     if (ktab[i].family == RD__F_SUMD)
       (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
                                  &ktab_simd[i]);

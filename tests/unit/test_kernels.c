@@ -472,7 +472,8 @@ static void lanes_empty(const struct rd__kernel *k, union rd__lanes *ln)
  * accumulator. */
 static void test_ops_split_points(void **state)
 {
-  static const size_t ol[] = {0, 1, 2, 3, 5, 15, 16, 17, 33, 100, 257};
+  static const size_t ol[] = {0, 1, 2, 3, 5, 8, 15, 16, 17, 24, 32, 33, 48,
+                              64, 100, 257};
   unsigned char *x = malloc(257 * 8 + 8), *a = malloc(1024), *b = malloc(1024),
                 *c = malloc(2 * 257 * 1024);
   size_t kernels = 0;
@@ -557,6 +558,47 @@ static void test_ops_split_points(void **state)
                   fail_msg("%s %s: SIMD cols() element %zu differs",
                            rd_op_name(op), rd_dtype_name(dt), j);
             }
+            /* cols() over several rows (the SIMD impls take rows in
+             * groups): column j gets its elements one by one, each as
+             * run()+flush() of one element, both impls */
+            for (size_t nr = 2; nr <= 11 && n > 0; nr += 3) {
+              size_t w = n / nr;
+              if (w == 0)
+                break;
+              if (dt == RD_FLOAT32) /* some -0 next to the +0 ties */
+                for (size_t i = 1; i < n; i += 2)
+                  if (!memcmp(x + i * 4, "\0\0\0\0", 4))
+                    memcpy(x + i * 4, "\0\0\0\x80", 4);
+              for (int im = 0; im < 2; im++) {
+                acc_empty_k(k, c, w);
+                (im ? ks : k)->cols(c, x, w, nr);
+                for (size_t j = 0; j < w; j++) {
+                  acc_empty_k(k, b, 1);
+                  for (size_t r = 0; r < nr; r++) {
+                    lanes_empty(k, &ln);
+                    k->run(&ln, x + (r * w + j) * esz, 1, 0);
+                    k->flush(&ln, b);
+                  }
+                  if (!same_acc(c + j * as, b, as))
+                    fail_msg("%s %s last %d impl %d: cols() of %zu rows, "
+                             "column %zu of %zu differs", rd_op_name(op),
+                             rd_dtype_name(dt), last, im, nr, j, w);
+                }
+                /* rows() over nr runs of w: each as run()+flush() */
+                acc_empty_k(k, c, nr);
+                (im ? ks : k)->rows(c, x, w, nr);
+                for (size_t r = 0; r < nr; r++) {
+                  acc_empty_k(k, b, 1);
+                  lanes_empty(k, &ln);
+                  k->run(&ln, x + r * w * esz, w, 0);
+                  k->flush(&ln, b);
+                  if (!same_acc(c + r * as, b, as))
+                    fail_msg("%s %s last %d impl %d: rows() of %zu runs of "
+                             "%zu, run %zu differs", rd_op_name(op),
+                             rd_dtype_name(dt), last, im, nr, w, r);
+                }
+              }
+            }
             /* cols(): acc[j] gets x[j] as run()+flush() of one element */
             if (n > 0) {
               acc_empty_k(k, c, n);
@@ -580,6 +622,63 @@ static void test_ops_split_points(void **state)
   free(a);
   free(b);
   free(c);
+}
+
+/* float32 Prod and Max/Min/Arg lanes with one special value (the edges
+ * of the vector paths' "ordinary" tests) at every position of 48
+ * elements: run()+flush(), cols() and rows() give the same bytes with the
+ * portable and the SIMD implementation active. */
+static void test_ops_f32_specials(void **state)
+{
+  static const uint32_t sp[] = {
+    0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0x7fc00000u,
+    0xffc00001u, 0x7f7fffffu, 0xff7fffffu, 0x00000001u, 0x80000001u,
+    0x00800000u, 0x3f800000u,
+  };
+  static const int ops[] = {RD_OP_PROD, RD_OP_MAX, RD_OP_MIN, RD_OP_ARGMAX,
+                            RD_OP_ARGMIN};
+  const int saved = rd__kernels_active();
+  int have = rd__kernels_select(RD__IMPL_AVX2) == 0;
+  unsigned char x[48 * 4], acc[2][48 * 64];
+  (void)state;
+  if (!have) {
+    rd__kernels_select(saved);
+    skip();
+  }
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+    for (int last = 0; last <= (ops[o] >= RD_OP_ARGMAX); last++) {
+      int id = rd__op_kernel_id(ops[o], RD_FLOAT32, last);
+      for (size_t si = 0; si < sizeof sp / sizeof sp[0]; si++)
+        for (size_t pos = 0; pos < 48; pos++) {
+          for (size_t i = 0; i < 48; i++) {
+            float f = (float)((int)(i * 7 % 11) - 5) * 0.375f;
+            if (f == 0)
+              f = 1.25f;
+            memcpy(x + i * 4, &f, 4);
+          }
+          memcpy(x + pos * 4, &sp[si], 4);
+          for (int im = 0; im < 2; im++) {
+            const struct rd__kernel *k;
+            union rd__lanes ln;
+            assert_int_equal(rd__kernels_select(im ? RD__IMPL_AVX2
+                                                   : RD__IMPL_PORTABLE), 0);
+            k = rd__op_kernel(id);
+            assert_non_null(k);
+            memset(acc[im], 0, sizeof acc[im]);
+            acc_empty_k(k, acc[im], 1 + 16 + 3);
+            lanes_empty(k, &ln);
+            k->run(&ln, x, 48, 0);
+            k->flush(&ln, acc[im]);
+            k->cols(acc[im] + k->acc_size, x, 16, 3);
+            k->rows(acc[im] + 17 * k->acc_size, x, 16, 3);
+          }
+          if (memcmp(acc[0], acc[1], sizeof acc[0]) != 0)
+            fail_msg("%s last %d: special 0x%08x at %zu differs between "
+                     "implementations", rd_op_name(ops[o]), last,
+                     (unsigned)sp[si], pos);
+        }
+    }
+  rd__kernels_select(saved);
 }
 
 /* Whole plans of every op under both implementations (or portable twice
@@ -659,6 +758,7 @@ int main(void)
     cmocka_unit_test(test_rows_out_definition),
     cmocka_unit_test(test_plans_both_impls),
     cmocka_unit_test(test_ops_split_points),
+    cmocka_unit_test(test_ops_f32_specials),
     cmocka_unit_test(test_ops_plans_both_impls),
   };
   printf("test_kernels: active implementation %s\n",
