@@ -21,7 +21,8 @@ enum conf_type {
   CT_LISTEN,   /* HOST:PORT -> listen, host, port */
   CT_UINT,     /* decimal uint64_t in [min, max] */
   CT_LEVEL,    /* log level name -> int */
-  CT_PATH      /* non-empty string, or the default NULL */
+  CT_PATH,     /* non-empty string, or the default NULL */
+  CT_GRPC_LISTEN /* HOST:PORT or "none" -> grpc_listen, grpc_host, grpc_port */
 };
 
 struct conf_opt {
@@ -86,6 +87,12 @@ static const struct conf_opt options[] = {
     F(tls_cert), "FILE", "PEM certificate (chain): serve HTTPS (with --tls-key)" },
   { "tls-key", "REDUCED_TLS_KEY", CT_PATH, 0, 0, NULL, NULL,
     F(tls_key), "FILE", "PEM private key of --tls-cert" },
+  { "grpc-listen", "REDUCED_GRPC_LISTEN", CT_GRPC_LISTEN, 0, 0,
+    "127.0.0.1:8081", NULL, F(grpc_listen), "HOST:PORT",
+    "gRPC (Open Inference Protocol) address; port 0 picks a free port; "
+    "none: no gRPC" },
+  { "grpc-port-file", "REDUCED_GRPC_PORT_FILE", CT_PATH, 0, 0, NULL, NULL,
+    F(grpc_port_file), "FILE", "write the bound gRPC port once listening" },
 };
 
 #undef F
@@ -138,9 +145,10 @@ parse_u64(const char *s, uint64_t *out)
   return 0;
 }
 
-/* "HOST:PORT" or "[V6]:PORT"; HOST non-empty, PORT in [0, 65535]. */
+/* "HOST:PORT" or "[V6]:PORT"; HOST non-empty, PORT in [0, 65535]: HOST
+ * into `hostbuf` (CONF_HOST_MAX bytes), PORT into *portp. */
 static int
-parse_listen(struct conf *c, const char *s)
+parse_addr(const char *s, char *hostbuf, uint64_t *portp)
 {
   const char *colon, *host = s;
   size_t hostlen;
@@ -161,13 +169,21 @@ parse_listen(struct conf *c, const char *s)
     if (memchr(s, ':', hostlen) != NULL)   /* bare v6 needs brackets */
       return -1;
   }
-  if (hostlen == 0 || hostlen >= sizeof c->host)
+  if (hostlen == 0 || hostlen >= CONF_HOST_MAX)
     return -1;
   if (parse_u64(colon + 1, &port) != 0 || port > 65535)
     return -1;
-  memcpy(c->host, host, hostlen);
-  c->host[hostlen] = '\0';
-  c->port = port;
+  memcpy(hostbuf, host, hostlen);
+  hostbuf[hostlen] = '\0';
+  *portp = port;
+  return 0;
+}
+
+static int
+parse_listen(struct conf *c, const char *s)
+{
+  if (parse_addr(s, c->host, &c->port) != 0)
+    return -1;
   c->listen = s;
   return 0;
 }
@@ -188,6 +204,18 @@ set_option(struct conf *c, const struct conf_opt *o, const char *val,
       return 0;
     fprintf(stderr, "reduced: invalid value '%s' for %s: expected HOST:PORT "
             "([IPv6]:PORT) with a port in [0, 65535]\n", val, source);
+    return -1;
+  case CT_GRPC_LISTEN:
+    if (strcmp(val, "none") == 0) {
+      c->grpc_listen = NULL;
+      return 0;
+    }
+    if (parse_addr(val, c->grpc_host, &c->grpc_port) == 0) {
+      c->grpc_listen = val;
+      return 0;
+    }
+    fprintf(stderr, "reduced: invalid value '%s' for %s: expected HOST:PORT "
+            "([IPv6]:PORT) with a port in [0, 65535], or none\n", val, source);
     return -1;
   case CT_UINT:
     if (parse_u64(val, &u) == 0 && u >= o->min && u <= o->max) {

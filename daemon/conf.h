@@ -33,6 +33,10 @@ struct conf {
   const char *api_key_file;  /* NULL: no authentication */
   const char *tls_cert;      /* PEM files; both or neither */
   const char *tls_key;
+  const char *grpc_listen;   /* as given; NULL: no gRPC ("none") */
+  char grpc_host[CONF_HOST_MAX];
+  uint64_t grpc_port;        /* 0: pick a free port */
+  const char *grpc_port_file;   /* NULL: none */
 };
 
 /* What the caller does after conf_parse(). */

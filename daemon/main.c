@@ -19,17 +19,27 @@
 #include "conf.h"
 #include "server.h"
 #include "log.h"
+#ifdef HAVE_GRPC
+#include "grpc.h"
+#endif
 
 static struct conf conf;
 static struct server server;
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t grace_timer;
 static int draining;
+static int idle_left;   /* front ends still draining (HTTP, gRPC) */
+#ifdef HAVE_GRPC
+static struct grpcd grpcd;
+#endif
 
 /* Loop thread: closes every handle so that uv_run() returns. */
 static void
 close_all(void)
 {
+#ifdef HAVE_GRPC
+  grpcd_close(&grpcd);   /* first: its thread counts in the server's metrics */
+#endif
   server_close(&server);
   uv_close((uv_handle_t *)&sig_term, NULL);
   uv_close((uv_handle_t *)&sig_int, NULL);
@@ -37,11 +47,14 @@ close_all(void)
   uv_close((uv_handle_t *)&grace_timer, NULL);
 }
 
-/* Loop thread, outside MHD: a draining server has nothing in flight. */
+/* Loop thread, outside MHD: a draining front end has nothing in flight;
+ * stop once both have none. */
 static void
 idle_cb(void *arg)
 {
   (void)arg;
+  if (--idle_left > 0)
+    return;
   LOG_INFO("no request in flight: stopping");
   close_all();
 }
@@ -71,6 +84,11 @@ signal_cb(uv_signal_t *h, int signum)
            (unsigned long long)conf.grace);
   /* Arm the deadline first: server_drain() may call idle_cb() at once. */
   uv_timer_start(&grace_timer, grace_cb, conf.grace * 1000, 0);
+  idle_left = 1;
+#ifdef HAVE_GRPC
+  idle_left = 2;
+  grpcd_drain(&grpcd, idle_cb, NULL);
+#endif
   server_drain(&server, idle_cb, NULL);
 }
 
@@ -81,6 +99,9 @@ hup_cb(uv_signal_t *h, int signum)
   (void)h;
   LOG_INFO("received %s: re-reading the secrets", strsignal(signum));
   server_reload(&server);
+#ifdef HAVE_GRPC
+  grpcd_reload(&grpcd);
+#endif
 }
 
 /* Room for --max-connections sockets plus a few descriptors of our own. */
@@ -148,6 +169,15 @@ main(int argc, char **argv)
     status = rc == SERVER_E_CONFIG ? 2 : 1;
     close_all();
   }
+#ifdef HAVE_GRPC
+  else if (grpcd_start(&grpcd, loop, &conf, &server) != 0) {
+    status = 1;
+    close_all();
+  }
+#else
+  else if (conf.grpc_listen != NULL)
+    LOG_INFO("gRPC: not built (configured --without-grpc)");
+#endif
 
   uv_run(loop, UV_RUN_DEFAULT);
   /* Every handle is closed by now; finish their close callbacks. */

@@ -121,6 +121,11 @@ if (dep) {
     (sc.seccompProfile ?? psc.seccompProfile)?.type === 'RuntimeDefault');
   check('deployment: REDUCED_LISTEN on the container port',
     env.REDUCED_LISTEN === `0.0.0.0:${c.ports?.[0]?.containerPort}`);
+  const gp = (c.ports ?? []).find((p) => p.name === 'grpc');
+  check('deployment: a container port named grpc (8081)', gp?.containerPort === 8081 && gp?.protocol === 'TCP',
+    JSON.stringify(gp));
+  check('deployment: REDUCED_GRPC_LISTEN on the grpc container port',
+    env.REDUCED_GRPC_LISTEN === `0.0.0.0:${gp?.containerPort}`, env.REDUCED_GRPC_LISTEN);
   check('deployment: every env var is REDUCED_*', Object.keys(env).every((k) => k.startsWith('REDUCED_')));
   // The kubelet's clock for terminationGracePeriodSeconds starts with preStop.
   const cmd = c.lifecycle?.preStop?.exec?.command ?? [];
@@ -135,6 +140,8 @@ if (dep) {
     check(`service ${svc.metadata.name}: targets a container port`,
       svc.spec.ports.every((p) => (c.ports ?? []).some((cp) => cp.name === p.targetPort || cp.containerPort === p.targetPort)));
   }
+  check('service: some Service carries the grpc port',
+    (byKind.Service ?? []).some((svc) => svc.spec.ports.some((p) => p.targetPort === 'grpc' || p.targetPort === gp?.containerPort)));
   for (const pdb of byKind.PodDisruptionBudget ?? [])
     check(`pdb ${pdb.metadata.name}: selector matches pod labels`, matches(pdb.spec.selector?.matchLabels));
   for (const hpa of byKind.HorizontalPodAutoscaler ?? []) {

@@ -12,7 +12,8 @@
 #   npm tools         pinned npm packages into the build tree:
 #                     web/npm (swagger-ui-dist: /docs, embedded by make),
 #                     tests/browser-tools (playwright-core: t_pages.sh),
-#                     tests/openapi-tools (t_openapi.sh) and
+#                     tests/openapi-tools (t_openapi.sh),
+#                     tests/grpc-tools (t_grpc.sh) and
 #                     build-deploy/node (make check-deploy)
 #   build             autoreconf (no configure yet), ./configure (no Makefile
 #                     yet, or configure options given), make
@@ -24,17 +25,20 @@ set -eu
 cd "$(dirname "$0")/.."
 
 # ---- step: Debian packages, by the target that needs them
-# build: the daemon and the test programs
+# build: the daemon and the test programs; the gRPC endpoint: Debian's gRPC
+# C core, protobuf-c and its protoc-c (api/proto/*.proto at build time)
 PKGS_BUILD="build-essential autoconf automake libtool autoconf-archive pkg-config
 libmicrohttpd-dev libjansson-dev libuv1-dev libcmocka-dev libcurl4-openssl-dev
-zlib1g-dev"
+zlib1g-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler"
 # make check: curl (every integration script), python3-numpy (t_binary.sh:
 # real .npy files, np.load with /usr/bin/python3), openssl (t_security.sh's
 # test certificate), nodejs and npm (t_openapi.sh), prometheus (promtool,
 # t_metrics.sh), coreutils (timeout: tests/run-test.sh), chromium
-# (t_pages.sh: the playground and /docs in a real headless browser)
+# (t_pages.sh: the playground and /docs in a real headless browser);
+# t_grpc.sh's Python client: python3-grpcio, python3-protobuf and protoc
+# (protobuf-compiler) for its messages
 PKGS_CHECK="curl ca-certificates python3-numpy openssl prometheus coreutils
-perl chromium"
+perl chromium python3-grpcio python3-protobuf protobuf-compiler"
 # node and npm: Debian's nodejs and npm, unless the commands are there already
 # (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
 PKGS_NODE="nodejs npm"
@@ -45,7 +49,8 @@ PKGS_FUZZ="clang-14 libclang-rt-14-dev"
 # make check-load
 PKGS_LOAD="wrk slowhttptest iproute2"
 # make bench: nginx, the baseline of bench/daemon.sh (it starts its own instance)
-PKGS_BENCH="nginx"
+# and h2load (nghttp2-client), the driver of bench/grpc.sh
+PKGS_BENCH="nginx nghttp2-client"
 # make check-deploy (deploy/podman-env.sh, deploy/check-deploy.sh)
 PKGS_DEPLOY="podman runc catatonit uidmap slirp4netns netavark aardvark-dns
 fuse-overlayfs conmon iptables containernetworking-plugins debootstrap
@@ -106,6 +111,8 @@ npm_tools tests/openapi-tools @redocly/cli@1.34.20 js-yaml@4.1.0 ajv@8.17.1
 # deploy/check-deploy.sh: kubernetes-models 4.x (5.x wants node >= 22,
 # Debian 12 has 18) and yaml.
 npm_tools build-deploy/node kubernetes-models@4.5.1 yaml@2.9.1
+# tests/integration/t_grpc.sh: the Node gRPC client and its .proto loader.
+npm_tools tests/grpc-tools @grpc/grpc-js@1.14.7 @grpc/proto-loader@0.8.1
 
 # ---- step: build
 [ -x configure ] || autoreconf -fi

@@ -17,6 +17,7 @@
 INTEGRATION_TESTS = \
 	tests/integration/t_openapi.sh \
 	tests/integration/t_pages.sh \
+	tests/integration/t_grpc.sh \
 	tests/integration/t_concurrency.sh \
 	tests/integration/t_reduce.sh \
 	tests/integration/t_binary.sh \

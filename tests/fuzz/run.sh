@@ -27,7 +27,10 @@ fi
 S=$top_srcdir
 # Every .c of a module is part of its library (lib/local.mk, api/local.mk).
 LIB_SRC=$(echo "$S"/lib/*.c)
-API_SRC=$(echo "$S"/api/*.c)
+# api/oip.c (gRPC messages) needs protobuf-c and the generated code: its
+# own target only.
+API_SRC=$(ls "$S"/api/*.c | grep -v '/oip\.c$' | tr '\n' ' ')
+OIP_SRC="$S/api/oip.c $top_builddir/api/proto/inference.pb-c.c $top_builddir/api/proto/health.pb-c.c"
 # target -> sources besides tests/fuzz/<target>.c.
 declare -A SRC=(
   [fuzz_json]="$API_SRC $LIB_SRC"
@@ -36,14 +39,17 @@ declare -A SRC=(
   [fuzz_query]="$API_SRC $LIB_SRC"
   [fuzz_prefix]="$API_SRC $LIB_SRC"
   [fuzz_inflate]="$API_SRC $LIB_SRC"
+  [fuzz_oip]="$OIP_SRC $API_SRC $LIB_SRC"
 )
 TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query fuzz_prefix fuzz_inflate)
+[ -f "$top_builddir/api/proto/inference.pb-c.c" ] && TARGETS+=(fuzz_oip)
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE
   -I$top_builddir -I$S/lib -I$S/api -I$S/daemon $(pkg-config --cflags jansson zlib)"
 # zlib: api/encoding.c (content codings) is one of the api sources.
 LIBS_FUZZ="$(pkg-config --libs jansson zlib) -lm"
+[ -f "$top_builddir/api/proto/inference.pb-c.c" ] && LIBS_FUZZ="$LIBS_FUZZ $(pkg-config --libs libprotobuf-c)"
 
 mkdir -p "$FUZZ_WORK"
 fuzz_one() {   # target -> $FUZZ_WORK/<t>/{bin,corpus,log,result}

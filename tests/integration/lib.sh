@@ -41,6 +41,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REDUCED_BIN=${REDUCED_BIN:-$top_builddir/daemon/reduced}
 JTOOL=${JTOOL:-$top_builddir/tests/integration/jtool}
 
+# Daemons started here serve HTTP only (the default gRPC port 8081 would be
+# taken by the first of the tests running in parallel); t_grpc.sh asks for
+# a gRPC port of its own with --grpc-listen.
+export REDUCED_GRPC_LISTEN=${REDUCED_GRPC_LISTEN:-none}
 PASS=0 FAIL=0 SKIP=0 NCHECK=0 NDAEMON=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/reduced-itest.XXXXXX")
 B=$TMP/body H=$TMP/headers
