@@ -50,7 +50,8 @@ enum api_errcode {
 const char *api_errname(int code);
 
 /* The one mapping from error codes to HTTP status.  Library codes: 422 for
- * RD_E_OVERFLOW, 413 for RD_E_TOO_LARGE, 503 for RD_E_NOMEM, 400 otherwise;
+ * RD_E_OVERFLOW and RD_E_UNDEFINED, 413 for RD_E_TOO_LARGE, 503 for
+ * RD_E_NOMEM, 400 otherwise;
  * API codes: the status in API_ERROR_MAP; 0 (RD_OK) -> 200; a code that is
  * in neither table -> 500 (it is a bug, and api_errname says INTERNAL). */
 int api_http_status(int code);
@@ -84,16 +85,20 @@ struct api_request {
  * rejected.  On error nothing needs freeing (api_request_free() is still
  * safe).  `max_elements` bounds the element count accepted (0: no bound
  * beyond the library's; above it: RD_E_TOO_LARGE).  Fills req->params
- * (op, opset, dtype, rank, shape, axes, keepdims, noop_with_empty_axes,
- * overflow) but does not validate what rd_plan_init() checks (axes range,
- * dtype per version, keepdims values...).
+ * (op, opset, dtype, rank, shape, axes, axis, keepdims,
+ * noop_with_empty_axes, select_last_index, overflow) but does not validate
+ * what rd_plan_init() checks (axes range, dtype per version, keepdims
+ * values...).  Fields an op does not take are ATTRIBUTE_NOT_ALLOWED: axis
+ * and select_last_index for any op but ArgMax/ArgMin, axes and
+ * noop_with_empty_axes for ArgMax/ArgMin.
  *
  * Elements: float dtypes take numbers and the strings "NaN", "Infinity",
  * "-Infinity" (exactly these), read as double and rounded to the dtype
  * (300000 as float16 is inf).  Integer dtypes take JSON integers, integral
  * reals of magnitude <= 2^53 (beyond that a real may already have been
  * rounded by the parser), and decimal strings -?(0|[1-9][0-9]*), all range
- * checked.  Integer literals outside int64 are a BAD_JSON error of the
+ * checked.  bool takes true and false only (a number, even 0 or 1, is
+ * INVALID_ELEMENT naming its index).  Integer literals outside int64 are a BAD_JSON error of the
  * parser, so uint64 values above 2^63-1 must be strings. */
 int api_json_decode(const char *body, size_t len, uint64_t max_elements,
                     struct api_request *req, struct rd_error *err);
@@ -108,7 +113,8 @@ void api_request_free(struct api_request *req);
 /* Appends the 200 body (on error `b` is left as it was):
  *   {"op":"ReduceL2","opset":18,"op_version":18,
  *    "output":{"dtype":"float32","shape":[3,2],"data":[...]}}
- * `out` holds plan->out_bytes bytes in host order; data is flat row-major,
+ * `out` holds plan->out_bytes bytes in host order, of plan->out_dtype
+ * (int64 for ArgMax/ArgMin); data is flat row-major, bool as true/false,
  * floats in the shortest form that reads back to the same value of the
  * dtype, non-finite floats as "NaN"/"Infinity"/"-Infinity", uint64 above
  * 2^63-1 as decimal strings.  0 or RD_E_NOMEM. */
@@ -121,9 +127,14 @@ int api_json_encode_error(const struct rd_error *err, struct api_buf *b);
 /* Appends the GET /v1/ops body: every operator, its versions, and for each
  * version the dtypes it accepts and how it takes axes:
  *   {"ops":[{"op":"ReduceL2","versions":[{"version":1,"opsets":[1,10],
- *     "axes":"attribute","noop_with_empty_axes":false,"dtypes":[...]},...]}]}
+ *     "axes":"attribute","noop_with_empty_axes":false,
+ *     "select_last_index":false,"dtypes":[...],"output_dtype":"input"},
+ *     ...]}]}
  * "opsets" is the inclusive opset range mapping to the version (upper bound
- * null for the newest).  0 or RD_E_NOMEM. */
+ * null for the newest); "axes" is "attribute", "input" (from the op's
+ * axes-input version) or "axis" (ArgMax/ArgMin: one axis attribute);
+ * "output_dtype" is "input" (the input's dtype) or "int64".  0 or
+ * RD_E_NOMEM. */
 int api_json_encode_ops(struct api_buf *b);
 
 #endif /* API_H */

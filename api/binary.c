@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "binary.h"
+#include "jsonconv.h"
 
 /* Bytes of a user value quoted in a message. */
 #define SHOW_CUT 64
@@ -94,12 +95,12 @@ show(const char *s, char out[SHOW_MAX])
 
 enum qparam {
   QP_OP, QP_OPSET, QP_AXES, QP_KEEPDIMS, QP_NOOP, QP_OVERFLOW, QP_DTYPE,
-  QP_SHAPE, QP_N
+  QP_SHAPE, QP_AXIS, QP_SELECT_LAST, QP_N
 };
 
 static const char *const qnames[QP_N] = {
   "op", "opset", "axes", "keepdims", "noop_with_empty_axes", "overflow",
-  "dtype", "shape"
+  "dtype", "shape", "axis", "select_last_index"
 };
 
 static int
@@ -268,14 +269,32 @@ list_names(const char *(*name_of)(int), int hi, char *out, size_t size)
   }
 }
 
-/* The element types the API converts so far: libreduce's original eight
- * (int8, uint8, int16, uint16 and bool are wired up separately). */
+/* The dtypes in listing order, by index (for list_names). */
 static const char *
-api_dtype_name(int dtype)
+dtype_at(int i)
 {
-  size_t sz = rd_dtype_size(dtype);
-  return sz >= 4 || dtype == RD_FLOAT16 || dtype == RD_BFLOAT16
-         ? rd_dtype_name(dtype) : NULL;
+  return i >= 0 && i < RD_NDTYPES ? rd_dtype_name(rd_dtypes[i]) : NULL;
+}
+
+/* After the whole query string (the op may come last): the parameters
+ * given must be ones the op takes. */
+static int
+q_check_op(unsigned seen, const struct rd_params *p, struct rd_error *err)
+{
+  static const int which[] = {
+    QP_AXIS, QP_SELECT_LAST, QP_AXES, QP_NOOP
+  };
+  char shown[64];
+  int rc;
+
+  for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+    if (!(seen & (1u << which[i])))
+      continue;
+    snprintf(shown, sizeof shown, "query parameter %s", qnames[which[i]]);
+    if ((rc = api__attr_allowed(p->op, qnames[which[i]], shown, err)) != 0)
+      return rc;
+  }
+  return 0;
 }
 
 /* One decoded parameter into `req`. */
@@ -284,19 +303,18 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
         struct rd_error *err)
 {
   struct rd_params *p = &req->params;
-  char shown[SHOW_MAX], names[160];
+  char shown[SHOW_MAX], names[256];
   enum rd_op op;
   enum rd_overflow pol;
   enum rd_dtype dt;
+  int64_t x;
   int rc;
 
   switch (which) {
   case QP_OP:
-    /* Operators served so far: ReduceL2 and ReduceSumSquare (libreduce
-     * plans more; they are wired up separately). */
-    if (rd_op_parse(v, &op) != 0 || op > RD_OP_SUM_SQUARE) {
+    if (rd_op_parse(v, &op) != 0) {
       show(v, shown);
-      list_names(rd_op_name, RD_OP_SUM_SQUARE, names, sizeof names);
+      list_names(rd_op_name, RD_OP_COUNT, names, sizeof names);
       return api_fail(err, RD_E_OP, "query parameter op = \"%s\": unknown "
                       "op; valid ops: %s", shown, names);
     }
@@ -309,14 +327,22 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
   case QP_KEEPDIMS:
     return q_int("keepdims", v, 1, &p->keepdims, err);
   case QP_NOOP:
-    if ((rc = q_int("noop_with_empty_axes", v, 1, &p->noop_with_empty_axes,
-                    err)) != 0)
+    if ((rc = q_int("noop_with_empty_axes", v, 1, &x, err)) != 0)
       return rc;
-    /* INT64_MIN is the library's "not given"; it must not pass as that. */
-    if (p->noop_with_empty_axes == RD_UNSET)
-      return api_fail(err, RD_E_NOOP, "query parameter noop_with_empty_axes "
-                      "= \"%s\": must be 0 or 1", v);
-    return 0;
+    return api__guard_unset("noop_with_empty_axes",
+                            "query parameter noop_with_empty_axes", x,
+                            &p->noop_with_empty_axes, err);
+  case QP_AXIS:
+    if ((rc = q_int("axis", v, 0, &x, err)) != 0)
+      return rc;
+    return api__guard_unset("axis", "query parameter axis", x, &p->axis,
+                            err);
+  case QP_SELECT_LAST:
+    if ((rc = q_int("select_last_index", v, 1, &x, err)) != 0)
+      return rc;
+    return api__guard_unset("select_last_index",
+                            "query parameter select_last_index", x,
+                            &p->select_last_index, err);
   case QP_OVERFLOW:
     if (rd_overflow_parse(v, &pol) != 0) {
       show(v, shown);
@@ -328,9 +354,9 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
     p->overflow = pol;
     return 0;
   case QP_DTYPE:
-    if (rd_dtype_parse(v, &dt) != 0 || api_dtype_name(dt) == NULL) {
+    if (rd_dtype_parse(v, &dt) != 0) {
       show(v, shown);
-      list_names(api_dtype_name, 63, names, sizeof names);
+      list_names(dtype_at, RD_NDTYPES - 1, names, sizeof names);
       return api_fail(err, RD_E_DTYPE, "query parameter dtype = \"%s\": "
                       "unsupported dtype; supported: %s (also \"float\", "
                       "\"double\")", shown, names);
@@ -342,6 +368,31 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
   default:
     return api_fail(err, API_E_INTERNAL, "query parameter %d", (int)which);
   }
+}
+
+/* The parameter named `key` for a body of format `fmt`: 0 and *which, or
+ * UNKNOWN_FIELD (no such name, or dtype/shape with .npy). */
+static int
+q_lookup(const char *key, int fmt, int *which, struct rd_error *err)
+{
+  char shown[SHOW_MAX];
+
+  *which = -1;
+  for (int i = 0; i < QP_N; i++)
+    if (strcmp(key, qnames[i]) == 0)
+      *which = i;
+  if (*which >= 0 && (fmt == API_FMT_RAW ||
+                      (*which != QP_DTYPE && *which != QP_SHAPE)))
+    return 0;
+  show(key, shown);
+  if (*which < 0)
+    return api_fail(err, API_E_UNKNOWN_FIELD, "unknown query parameter "
+                    "\"%s\"; known: op, opset, axes, axis, keepdims, "
+                    "noop_with_empty_axes, select_last_index, overflow%s",
+                    shown, fmt == API_FMT_RAW ? ", dtype, shape" : "");
+  return api_fail(err, API_E_UNKNOWN_FIELD, "query parameter %s is not "
+                  "taken with application/x-npy: the .npy header gives the "
+                  "dtype and the shape", key);
 }
 
 int
@@ -363,7 +414,7 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
   while (*p != '\0') {
     size_t len = strcspn(p, "&"), klen;
     const char *eq;
-    char *key, *val, shown[SHOW_MAX];
+    char *key, *val;
     int bad, which = -1, rc;
 
     if (len == 0) {          /* "a=1&&b=2", a trailing '&' */
@@ -385,24 +436,11 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
                                                           ? len : SHOW_CUT),
                       p);
     }
-    for (int i = 0; i < QP_N; i++)
-      if (strcmp(key, qnames[i]) == 0)
-        which = i;
-    if (which < 0 || (fmt != API_FMT_RAW &&
-                      (which == QP_DTYPE || which == QP_SHAPE))) {
-      show(key, shown);
-      rc = which < 0
-        ? api_fail(err, API_E_UNKNOWN_FIELD, "unknown query parameter "
-                   "\"%s\"; known: op, opset, axes, keepdims, "
-                   "noop_with_empty_axes, overflow%s", shown,
-                   fmt == API_FMT_RAW ? ", dtype, shape" : "")
-        : api_fail(err, API_E_UNKNOWN_FIELD, "query parameter %s is not "
-                   "taken with application/x-npy: the .npy header gives the "
-                   "dtype and the shape", key);
-    } else if (seen & (1u << which)) {
+    rc = q_lookup(key, fmt, &which, err);
+    if (rc == 0 && (seen & (1u << which)))
       rc = api_fail(err, API_E_INVALID_FIELD, "query parameter %s is given "
                     "more than once", key);
-    } else {
+    if (rc == 0) {
       seen |= 1u << which;
       rc = q_apply((enum qparam)which, val, req, err);
     }
@@ -424,7 +462,7 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
     return api_fail(err, API_E_MISSING_FIELD, "missing required query "
                     "parameter shape (comma-separated dims; \"shape=\" for "
                     "rank 0)");
-  return 0;
+  return q_check_op(seen, &req->params, err);
 }
 
 /* ================================================================== */
@@ -439,15 +477,18 @@ struct npy_descr {
 static const struct npy_descr npy_types[] = {
   { "f4", RD_FLOAT32 }, { "f8", RD_FLOAT64 }, { "f2", RD_FLOAT16 },
   { "i4", RD_INT32 },   { "i8", RD_INT64 },   { "u4", RD_UINT32 },
-  { "u8", RD_UINT64 },
+  { "u8", RD_UINT64 },  { "i1", RD_INT8 },    { "u1", RD_UINT8 },
+  { "i2", RD_INT16 },   { "u2", RD_UINT16 },  { "b1", RD_BOOL },
 };
 #define NPY_NTYPES (sizeof npy_types / sizeof npy_types[0])
 
 const char *
 api_npy_descr(int dtype)
 {
+  /* numpy writes '|' for one-byte types (no byte order). */
   static const char *const le[NPY_NTYPES] = {
-    "<f4", "<f8", "<f2", "<i4", "<i8", "<u4", "<u8"
+    "<f4", "<f8", "<f2", "<i4", "<i8", "<u4", "<u8", "|i1", "|u1", "<i2",
+    "<u2", "|b1"
   };
   for (size_t i = 0; i < NPY_NTYPES; i++)
     if (npy_types[i].dtype == dtype)
@@ -535,8 +576,9 @@ npy_descr_parse(const char *s, size_t n, struct api_npy *npy,
     return api_fail(err, RD_E_DTYPE, ".npy descr '%s': object arrays are "
                     "not supported (nothing is unpickled)", shown);
   return api_fail(err, RD_E_DTYPE, ".npy descr '%s' is not supported; "
-                  "supported: <f4 <f8 <f2 <i4 <i8 <u4 <u8 (also with > for "
-                  "big-endian, | or = for native order)", shown);
+                  "supported: <f4 <f8 <f2 <i4 <i8 <u4 <u8 <i2 <u2 |i1 |u1 "
+                  "|b1 (also with > for big-endian, | or = for native "
+                  "order)", shown);
 }
 
 static int
@@ -792,6 +834,10 @@ api_binary_plan(const struct rd_params *p, int fortran,
     int64_t a = p->axes[i] < 0 ? p->axes[i] + (int64_t)p->rank : p->axes[i];
     axes[i] = (int64_t)p->rank - 1 - a;
   }
+  /* ArgMax/ArgMin: the one axis, mapped the same way (the logical plan
+   * resolved it, default included). */
+  if (rd_op_info(p->op) != NULL && rd_op_info(p->op)->is_arg)
+    q.axis = (int64_t)p->rank - 1 - logical->axis;
   q.shape = shape;
   q.axes = axes;
   return rd_plan_init(physical, &q, err);
@@ -869,15 +915,15 @@ api_encode_result(int fmt, const struct rd_plan *plan, int64_t opset,
     return rc != 0 ? api_fail(err, rc, "out of memory") : 0;
   case API_FMT_RAW:
     if (plan->out_bytes > SIZE_MAX - 1 ||
-        append_le(b, out, (size_t)plan->out_bytes, plan->elem_size) != 0)
+        append_le(b, out, (size_t)plan->out_bytes, plan->out_elem_size) != 0)
       return api_fail(err, RD_E_NOMEM, "out of memory");
     return 0;
   case API_FMT_NPY:
-    if ((rc = api_npy_write_header(plan->dtype, plan->out_rank,
+    if ((rc = api_npy_write_header(plan->out_dtype, plan->out_rank,
                                    plan->out_shape, b, err)) != 0)
       return rc;
     if (plan->out_bytes > SIZE_MAX - b->len - 1 ||
-        append_le(b, out, (size_t)plan->out_bytes, plan->elem_size) != 0) {
+        append_le(b, out, (size_t)plan->out_bytes, plan->out_elem_size) != 0) {
       b->len = start;
       if (b->data != NULL)
         b->data[start] = '\0';

@@ -49,13 +49,15 @@ int api_format_of_content_type(const char *ct);
  * applies the JSON API's defaults, names and checks; messages name the
  * parameter and its value: `query parameter axes = "0,x": ...`.
  * Names: op (required), opset, axes (comma-separated; "axes=" is an empty
- * list), keepdims and noop_with_empty_axes (integers or true/false),
- * overflow, and for RAW only dtype (required) and shape (required,
+ * list), axis, keepdims, noop_with_empty_axes and select_last_index
+ * (integers; all but axis also true/false), overflow, and for RAW only dtype (required) and shape (required,
  * comma-separated; "shape=" is rank 0).  '+' is a space and %XX is decoded.
  * Errors: UNKNOWN_FIELD (unknown name, or dtype/shape with .npy),
  * INVALID_FIELD (bad value, a name given twice, bad escape),
  * MISSING_FIELD, and the library's UNKNOWN_OP, UNSUPPORTED_DTYPE,
- * INVALID_OVERFLOW_POLICY, RANK_TOO_LARGE, INVALID_NOOP_WITH_EMPTY_AXES.
+ * INVALID_OVERFLOW_POLICY, RANK_TOO_LARGE, INVALID_NOOP_WITH_EMPTY_AXES,
+ * and ATTRIBUTE_NOT_ALLOWED (axis/select_last_index for an op other than
+ * ArgMax/ArgMin, axes/noop_with_empty_axes for those two).
  * Like api_json_decode, it leaves to rd_plan_init() what the plan checks. */
 int api_query_parse(const char *qs, int fmt, struct api_request *req,
                     struct rd_error *err);
@@ -87,8 +89,8 @@ struct api_npy {
  * than 1.0/2.0/3.0, header length beyond API_NPY_HEADER_MAX or without the
  * '\n', text outside the tiny dict grammar, a key missing, repeated or
  * unknown, non-ASCII text in a 1.x/2.x header, invalid UTF-8 in 3.0),
- * RD_E_DTYPE (a descr that is not one of <f4 <f8 <f2 <i4 <i8 <u4 <u8, their
- * '>' forms, or '|'/'=' forms meaning the host's order: object arrays,
+ * RD_E_DTYPE (a descr that is not one of <f4 <f8 <f2 <i4 <i8 <u4 <u8 <i2
+ * <u2 |i1 |u1 |b1, their '>' forms, or '|'/'=' forms meaning the host's order: object arrays,
  * structured dtypes, strings... are refused, never evaluated), RD_E_RANK,
  * RD_E_DIM.  The grammar is a Python dict literal with exactly the keys
  * 'descr' (a string), 'fortran_order' (True/False) and 'shape' (a tuple of
@@ -97,8 +99,9 @@ struct api_npy {
 int api_npy_parse(const void *buf, size_t len, struct api_npy *npy,
                   struct rd_error *err);
 
-/* The .npy descr of a dtype in little-endian form ("<f4"); NULL when there
- * is none (bfloat16). */
+/* The .npy descr of a dtype in little-endian form ("<f4"; one-byte types
+ * as numpy writes them: "|i1", "|u1", "|b1"); NULL when there is none
+ * (bfloat16). */
 const char *api_npy_descr(int dtype);
 
 /* Appends a version 1.0 .npy header (little-endian descr, C order, `shape`),
@@ -114,7 +117,7 @@ int api_npy_write_header(int dtype, size_t rank, const int64_t *shape,
 /* Validates `p` (the logical request) into `logical`, and fills
  * `physical` with the plan that runs over the bytes as sent: the same
  * plan, or for `fortran` the C-order view (shape reversed, axes mapped to
- * r-1-a).  0 or the first error of rd_plan_init() on the logical request
+ * r-1-a, and ArgMax/ArgMin's axis likewise).  0 or the first error of rd_plan_init() on the logical request
  * (so messages name the axes as the client wrote them). */
 int api_binary_plan(const struct rd_params *p, int fortran,
                     struct rd_plan *logical, struct rd_plan *physical,
@@ -137,7 +140,7 @@ void api_fortran_to_c(const void *src, void *dst, size_t rank,
 /* Appends the 200 body of `fmt`: JSON (api_json_encode_result), RAW (the
  * plan->out_bytes of `out` as little-endian elements), or NPY (a header
  * and the little-endian elements).  `out` is in host order, C order of
- * plan->out_shape.  0, RD_E_NOMEM, or API_E_NOT_ACCEPTABLE (.npy of
+ * plan->out_shape, of plan->out_dtype.  0, RD_E_NOMEM, or API_E_NOT_ACCEPTABLE (.npy of
  * bfloat16); on error `b` is unchanged. */
 int api_encode_result(int fmt, const struct rd_plan *plan, int64_t opset,
                       const void *out, struct api_buf *b,

@@ -17,13 +17,6 @@
 #include "jsonfast.h"
 #include "numfmt.h"
 
-/* ONNX opset 18 moved `axes` from an attribute to an input and added
- * noop_with_empty_axes. */
-#define AXES_INPUT_VERSION 18
-/* Operators served over the API so far: 1 .. API_LAST_OP of enum rd_op
- * (libreduce plans more; they are wired up separately). */
-#define API_LAST_OP RD_OP_SUM_SQUARE
-
 /* Bytes of a user string quoted in a message, and the quoted form's room. */
 #define SHOW_CUT 96
 #define SHOW_MAX 112
@@ -106,8 +99,8 @@ show_value(const json_t *v, char *out, size_t size)
 /* ================================================================== */
 
 static const char *const top_fields[] = {
-  "op", "opset", "axes", "keepdims", "noop_with_empty_axes", "overflow",
-  "input", NULL
+  "op", "opset", "axes", "axis", "keepdims", "noop_with_empty_axes",
+  "select_last_index", "overflow", "input", NULL
 };
 static const char *const input_fields[] = { "dtype", "shape", "data", NULL };
 
@@ -180,21 +173,11 @@ list_names(const char *(*name_of)(int), int lo, int hi, char *out,
   }
 }
 
-/* The element types the API converts so far: libreduce's original eight
- * (int8, uint8, int16, uint16 and bool are wired up separately). */
-static const char *
-api_dtype_name(int dtype)
-{
-  size_t sz = rd_dtype_size(dtype);
-  return sz >= 4 || dtype == RD_FLOAT16 || dtype == RD_BFLOAT16
-         ? rd_dtype_name(dtype) : NULL;
-}
-
 static int
 decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
 {
   const json_t *v = json_object_get(root, "op");
-  char esc[SHOW_MAX], names[128];
+  char esc[SHOW_MAX], names[256];
   enum rd_op op;
   int rc;
 
@@ -202,9 +185,9 @@ decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
     return api_fail(err, API_E_MISSING_FIELD, "missing required field \"op\"");
   if ((rc = expect_string(v, "op", err)) != 0)
     return rc;
-  if (rd_op_parse(json_string_value(v), &op) != 0 || op > API_LAST_OP) {
+  if (rd_op_parse(json_string_value(v), &op) != 0) {
     escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
-    list_names(rd_op_name, 0, API_LAST_OP, names, sizeof names);
+    list_names(rd_op_name, 1, RD_OP_COUNT, names, sizeof names);
     return api_fail(err, RD_E_OP, "unknown op \"%s\"; valid ops: %s", esc,
                     names);
   }
@@ -263,6 +246,23 @@ decode_axes(const json_t *root, struct api_request *req, struct rd_error *err)
   return 0;
 }
 
+/* An optional integer attribute that may not be given for every op. */
+static int
+decode_op_attr(const json_t *root, const char *name, int allow_bool,
+               int op, int64_t *out, struct rd_error *err)
+{
+  const json_t *v = json_object_get(root, name);
+  int64_t x;
+  int rc;
+
+  if (v == NULL)
+    return 0;
+  if ((rc = api__attr_allowed(op, name, name, err)) != 0 ||
+      (rc = attr_int(v, name, allow_bool, &x, err)) != 0)
+    return rc;
+  return api__guard_unset(name, name, x, out, err);
+}
+
 static int
 decode_attrs(const json_t *root, struct api_request *req, struct rd_error *err)
 {
@@ -278,26 +278,32 @@ decode_attrs(const json_t *root, struct api_request *req, struct rd_error *err)
   if ((v = json_object_get(root, "keepdims")) != NULL &&
       (rc = attr_int(v, "keepdims", 1, &p->keepdims, err)) != 0)
     return rc;
-  if ((v = json_object_get(root, "noop_with_empty_axes")) != NULL) {
-    if ((rc = attr_int(v, "noop_with_empty_axes", 1,
-                       &p->noop_with_empty_axes, err)) != 0)
-      return rc;
-    /* INT64_MIN is the library's "not given"; it must not pass as that. */
-    if (p->noop_with_empty_axes == RD_UNSET)
-      return api_fail(err, RD_E_NOOP,
-                      "noop_with_empty_axes must be 0 or 1, got %" PRId64,
-                      (int64_t)RD_UNSET);
-  }
+  if ((rc = decode_op_attr(root, "noop_with_empty_axes", 1, p->op,
+                           &p->noop_with_empty_axes, err)) != 0 ||
+      (rc = decode_op_attr(root, "axis", 0, p->op, &p->axis, err)) != 0 ||
+      (rc = decode_op_attr(root, "select_last_index", 1, p->op,
+                           &p->select_last_index, err)) != 0)
+    return rc;
   if ((rc = decode_overflow(root, p, err)) != 0)
     return rc;
+  if (json_object_get(root, "axes") != NULL &&
+      (rc = api__attr_allowed(p->op, "axes", "axes", err)) != 0)
+    return rc;
   return decode_axes(root, req, err);
+}
+
+/* The dtypes in listing order, by index (for list_names). */
+static const char *
+dtype_at(int i)
+{
+  return i >= 0 && i < RD_NDTYPES ? rd_dtype_name(rd_dtypes[i]) : NULL;
 }
 
 static int
 decode_dtype(const json_t *input, struct rd_params *p, struct rd_error *err)
 {
   const json_t *v = json_object_get(input, "dtype");
-  char esc[SHOW_MAX], names[160];
+  char esc[SHOW_MAX], names[192];
   enum rd_dtype dt;
   int rc;
 
@@ -306,10 +312,9 @@ decode_dtype(const json_t *input, struct rd_params *p, struct rd_error *err)
                     "missing required field \"input.dtype\"");
   if ((rc = expect_string(v, "input.dtype", err)) != 0)
     return rc;
-  if (rd_dtype_parse(json_string_value(v), &dt) != 0 ||
-      api_dtype_name(dt) == NULL) {
+  if (rd_dtype_parse(json_string_value(v), &dt) != 0) {
     escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
-    list_names(api_dtype_name, 0, 63, names, sizeof names);
+    list_names(dtype_at, 0, RD_NDTYPES - 1, names, sizeof names);
     return api_fail(err, RD_E_DTYPE,
                     "unsupported dtype \"%s\"; supported: %s (also \"float\", "
                     "\"double\")", esc, names);
@@ -439,16 +444,16 @@ fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
           struct rd_error *err)
 {
   size_t pos = fl->open;
-  int is_float = f->c.dtype == RD_FLOAT32 || f->c.dtype == RD_FLOAT64 ||
-                 f->c.dtype == RD_FLOAT16 || f->c.dtype == RD_BFLOAT16;
-  int64_t lo = f->c.dtype == RD_INT32 ? INT32_MIN
-               : f->c.dtype == RD_INT64 ? INT64_MIN : 0;
-  int64_t hi = f->c.dtype == RD_INT32 ? INT32_MAX
-               : f->c.dtype == RD_UINT32 ? (int64_t)UINT32_MAX : INT64_MAX;
+  int is_float = api__is_float(f->c.dtype);
+  uint64_t max_neg = 0, max_pos = 0;
   struct jf_num n;
   json_t *v;
   int rc;
 
+  /* bool takes true/false only: every number goes to put_elem() (which
+   * refuses it), as with an empty range. */
+  if (!is_float && f->c.dtype != RD_BOOL)
+    api__int_range(f->c.dtype, &max_neg, &max_pos);
   for (uint64_t k = 0; k < fl->count; k++) {
     unsigned char *dst = f->c.out + f->c.idx * f->c.esize;
     if (jf_next(body, &pos, &n) != 0)
@@ -458,22 +463,12 @@ fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
       f->c.idx++;
       continue;
     }
-    if (n.kind == JF_INT && n.i >= lo && n.i <= hi) {
-      switch (f->c.dtype) {
-      case RD_INT32: {
-        int32_t x = (int32_t)n.i;
-        memcpy(dst, &x, sizeof x);
-        break;
-      }
-      case RD_UINT32: {
-        uint32_t x = (uint32_t)n.i;
-        memcpy(dst, &x, sizeof x);
-        break;
-      }
-      default: { /* int64, and uint64 for the non-negative int64 range */
-        memcpy(dst, &n.i, sizeof n.i);
-      }
-      }
+    if (n.kind == JF_INT && max_pos != 0 &&
+        (n.i >= 0 ? (uint64_t)n.i <= max_pos
+                  : (uint64_t)0 - (uint64_t)n.i <= max_neg)) {
+      api__store_int(f->c.dtype, n.i < 0,
+                     n.i < 0 ? (uint64_t)0 - (uint64_t)n.i : (uint64_t)n.i,
+                     dst);
       f->c.idx++;
       continue;
     }
@@ -509,6 +504,130 @@ nesting(const json_t *data, int64_t *dims, size_t *rank, struct rd_error *err)
   return 0;
 }
 
+/* input.dtype and input.data of the object `input` (checked). */
+static int
+input_fields_get(const json_t *root, struct rd_params *p,
+                 const json_t **input, const json_t **data,
+                 struct rd_error *err)
+{
+  int rc;
+
+  *input = json_object_get(root, "input");
+  if (*input == NULL)
+    return api_fail(err, API_E_MISSING_FIELD,
+                    "missing required field \"input\"");
+  if (!json_is_object(*input))
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "input must be an object, got %s", api__type_name(*input));
+  if ((rc = check_fields(*input, input_fields, "input.", err)) != 0)
+    return rc;
+  if ((rc = decode_dtype(*input, p, err)) != 0)
+    return rc;
+  *data = json_object_get(*input, "data");
+  if (*data == NULL)
+    return api_fail(err, API_E_MISSING_FIELD,
+                    "missing required field \"input.data\"");
+  if (json_is_object(*data))
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "input.data must be a list or a single element, got an "
+                    "object");
+  return 0;
+}
+
+/* input.shape (`shape_v`, NULL if absent) against the nesting of the data
+ * (rank `nrank`, dims `nest`).  Reads the shape into req (or takes the
+ * nesting's), counts it against `max_elements`, and checks that the data
+ * fits it. */
+static int
+input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
+            uint64_t max_elements, struct api_request *req, uint64_t *count,
+            struct rd_error *err)
+{
+  struct rd_params *p = &req->params;
+  char s1[PATH_MAX_LEN], s2[PATH_MAX_LEN];
+  size_t i;
+  int rc;
+
+  if (shape_v != NULL) {
+    if ((rc = decode_shape(shape_v, req->shape, &p->rank, err)) != 0)
+      return rc;
+  } else {
+    memcpy(req->shape, nest, nrank * sizeof nest[0]);
+    p->rank = nrank;
+  }
+  /* Counted first: a huge shape with tiny data is an error, not a huge
+   * allocation. */
+  if ((rc = rd_shape_count(p->rank, req->shape, p->dtype, count, err)))
+    return rc;
+  if (max_elements != 0 && *count > max_elements)
+    return api_fail(err, RD_E_TOO_LARGE,
+                    "input has %" PRIu64 " elements; the limit is %" PRIu64,
+                    *count, max_elements);
+  if (shape_v == NULL)
+    return 0;
+  api__shape_text(req->shape, p->rank, s1, sizeof s1);
+  if (nrank == 0 && p->rank != 0)
+    return api_fail(err, API_E_SHAPE_MISMATCH,
+                    "input.data is a single element (rank 0) but "
+                    "input.shape is %s; write the data as a list", s1);
+  if (nrank == 1) {
+    /* Flat data: any shape with the same element count. */
+    if ((uint64_t)nest[0] != *count)
+      return api_fail(err, API_E_SHAPE_MISMATCH,
+                      "input.data has %" PRId64 " elements; shape %s "
+                      "needs %" PRIu64, nest[0], s1, *count);
+  } else if (nrank > 1) {
+    for (i = 0; i < nrank && nrank == p->rank; i++)
+      if (nest[i] != req->shape[i])
+        break;
+    if (nrank != p->rank || i < nrank) {
+      api__shape_text(nest, nrank, s2, sizeof s2);
+      return api_fail(err, API_E_SHAPE_MISMATCH,
+                      "input.data is nested as shape %s but input.shape "
+                      "is %s", s2, s1);
+    }
+  }
+  return 0;
+}
+
+/* Checks the structure of `data` (unless `fl`: a flat array of numbers),
+ * then allocates and converts the `count` elements into req->data. */
+static int
+input_convert(struct fill *f, const json_t *data, uint64_t count,
+              struct api_request *req, const char *body,
+              const struct jf_flat *fl, struct rd_error *err)
+{
+  char path[PATH_MAX_LEN];
+  uint64_t bytes;
+  int rc;
+
+  /* Structure first, then allocate, then convert: the first elements of
+   * ragged data must not size an allocation. */
+  snprintf(path, sizeof path, "input.data");
+  if (fl == NULL && (rc = walk(f, data, 0, path, strlen(path), err)) != 0)
+    return rc;
+  bytes = count * f->c.esize;   /* rd_shape_count checked it fits in int64 */
+  if (bytes > SIZE_MAX - 1)
+    return api_fail(err, RD_E_TOO_LARGE, "input of %" PRIu64 " bytes does "
+                    "not fit in memory", bytes);
+  /* Never NULL, even for an empty tensor. */
+  f->c.out = malloc(bytes != 0 ? (size_t)bytes : 1);
+  if (f->c.out == NULL)
+    return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64
+                    " bytes of input", bytes);
+  f->c.idx = 0;
+  rc = fl != NULL ? fill_flat(f, body, fl, err)
+                  : walk(f, data, 0, path, strlen(path), err);
+  if (rc != 0) {
+    free(f->c.out);
+    f->c.out = NULL;
+    return rc;
+  }
+  req->data = f->c.out;
+  req->data_bytes = (size_t)bytes;
+  return 0;
+}
+
 /* `fl`: input.data was parsed as "[]" and its elements are the flat array
  * `fl` of `body` (the fast path); NULL: jansson's tree has them.  Returns
  * 1 if the fast path gives up (nothing is left allocated). */
@@ -518,33 +637,15 @@ decode_input(const json_t *root, uint64_t max_elements,
              const char *body, const struct jf_flat *fl)
 {
   struct rd_params *p = &req->params;
-  const json_t *input, *data, *shape_v;
+  const json_t *input = NULL, *data = NULL;
   int64_t nest[RD_MAX_RANK];
-  char path[PATH_MAX_LEN], s1[PATH_MAX_LEN], s2[PATH_MAX_LEN];
-  size_t nrank = 0, i;
-  uint64_t count, bytes;
+  size_t nrank = 0;
+  uint64_t count;
   struct fill f;
   int rc;
 
-  input = json_object_get(root, "input");
-  if (input == NULL)
-    return api_fail(err, API_E_MISSING_FIELD,
-                    "missing required field \"input\"");
-  if (!json_is_object(input))
-    return api_fail(err, API_E_INVALID_FIELD,
-                    "input must be an object, got %s", api__type_name(input));
-  if ((rc = check_fields(input, input_fields, "input.", err)) != 0)
+  if ((rc = input_fields_get(root, p, &input, &data, err)) != 0)
     return rc;
-  if ((rc = decode_dtype(input, p, err)) != 0)
-    return rc;
-  data = json_object_get(input, "data");
-  if (data == NULL)
-    return api_fail(err, API_E_MISSING_FIELD,
-                    "missing required field \"input.data\"");
-  if (json_is_object(data))
-    return api_fail(err, API_E_INVALID_FIELD,
-                    "input.data must be a list or a single element, got an "
-                    "object");
   if (fl != NULL) {
     if (!json_is_array(data) || json_array_size(data) != 0)
       return 1; /* cannot happen when jf_find() located it; be safe */
@@ -553,54 +654,11 @@ decode_input(const json_t *root, uint64_t max_elements,
   } else if ((rc = nesting(data, nest, &nrank, err)) != 0) {
     return rc;
   }
-
+  if ((rc = input_shape(json_object_get(input, "shape"), nest, nrank,
+                        max_elements, req, &count, err)) != 0)
+    return rc;
   memset(&f, 0, sizeof f);
   f.scalar = nrank == 0;
-  shape_v = json_object_get(input, "shape");
-  if (shape_v != NULL) {
-    if ((rc = decode_shape(shape_v, req->shape, &p->rank, err)) != 0)
-      return rc;
-    /* Counted first: a huge shape with tiny data is an error, not a
-     * huge allocation. */
-    if ((rc = rd_shape_count(p->rank, req->shape, p->dtype, &count, err)))
-      return rc;
-  } else {
-    memcpy(req->shape, nest, nrank * sizeof nest[0]);
-    p->rank = nrank;
-    if ((rc = rd_shape_count(p->rank, req->shape, p->dtype, &count, err)))
-      return rc;
-  }
-  if (max_elements != 0 && count > max_elements)
-    return api_fail(err, RD_E_TOO_LARGE,
-                    "input has %" PRIu64 " elements; the limit is %" PRIu64,
-                    count, max_elements);
-  if (shape_v != NULL) {
-    api__shape_text(req->shape, p->rank, s1, sizeof s1);
-    if (nrank == 0 && p->rank != 0) {
-      return api_fail(err, API_E_SHAPE_MISMATCH,
-                      "input.data is a single element (rank 0) but "
-                      "input.shape is %s; write the data as a list", s1);
-    } else if (nrank == 1) {
-      /* Flat data: any shape with the same element count. */
-      if ((uint64_t)nest[0] != count)
-        return api_fail(err, API_E_SHAPE_MISMATCH,
-                        "input.data has %" PRId64 " elements; shape %s "
-                        "needs %" PRIu64, nest[0], s1, count);
-    } else if (nrank > 1) {
-      for (i = 0; i < nrank && nrank == p->rank; i++)
-        if (nest[i] != req->shape[i])
-          break;
-      if (nrank != p->rank || i < nrank) {
-        api__shape_text(nest, nrank, s2, sizeof s2);
-        return api_fail(err, API_E_SHAPE_MISMATCH,
-                        "input.data is nested as shape %s but input.shape "
-                        "is %s", s2, s1);
-      }
-    }
-  }
-
-  /* Structure first, then allocate, then convert: the first elements of
-   * ragged data must not size an allocation. */
   f.c.dtype = p->dtype;
   f.c.bad = bad_elem;
   f.c.ctx = &f;
@@ -608,29 +666,7 @@ decode_input(const json_t *root, uint64_t max_elements,
   f.c.esize = rd_dtype_size(p->dtype);
   f.rank = nrank;
   f.dims = nest;
-  snprintf(path, sizeof path, "input.data");
-  /* A flat array from jf_find() has numbers only: nothing to check. */
-  if (fl == NULL && (rc = walk(&f, data, 0, path, strlen(path), err)) != 0)
-    return rc;
-  bytes = count * f.c.esize;    /* rd_shape_count checked it fits in int64 */
-  if (bytes > SIZE_MAX - 1)
-    return api_fail(err, RD_E_TOO_LARGE, "input of %" PRIu64 " bytes does "
-                    "not fit in memory", bytes);
-  /* Never NULL, even for an empty tensor. */
-  f.c.out = malloc(bytes != 0 ? (size_t)bytes : 1);
-  if (f.c.out == NULL)
-    return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64
-                    " bytes of input", bytes);
-  f.c.idx = 0;
-  rc = fl != NULL ? fill_flat(&f, body, fl, err)
-                  : walk(&f, data, 0, path, strlen(path), err);
-  if (rc != 0) {
-    free(f.c.out);
-    return rc;
-  }
-  req->data = f.c.out;
-  req->data_bytes = (size_t)bytes;
-  return 0;
+  return input_convert(&f, data, count, req, body, fl, err);
 }
 
 /* Parses `text` and decodes the request; `fl` as in decode_input().  1:
@@ -737,7 +773,7 @@ api_json_encode_result(const struct rd_plan *plan, int64_t opset,
                        const void *out, struct api_buf *b)
 {
   const char *op = rd_op_name(plan->op);
-  const char *dt = rd_dtype_name(plan->dtype);
+  const char *dt = rd_dtype_name(plan->out_dtype);
   size_t start = b->len, i;
 
   if (op == NULL || dt == NULL)
@@ -796,16 +832,27 @@ finish_object(json_t *o, int failed)
   return o;
 }
 
+/* The axes form of a version: "axis" (ArgMax/ArgMin: one attribute),
+ * "input" (from the axes-input version), else "attribute". */
+static const char *
+axes_form(const struct rd_op_info *oi, int v)
+{
+  if (oi->is_arg)
+    return "axis";
+  return v >= oi->axes_input_version ? "input" : "attribute";
+}
+
 /* One element of "versions". */
 static json_t *
 version_json(const struct rd_op_info *oi, size_t vi)
 {
-  int v = oi->versions[vi], d, failed = 0;
+  int v = oi->versions[vi], failed = 0;
   json_t *o = json_object(), *dtypes = json_array(), *opsets = json_array();
 
-  for (d = 0; d < 64; d++)
-    if (rd_dtype_name(d) != NULL && rd_dtype_in_version(oi->op, d, v))
-      failed |= json_array_append_new(dtypes, json_string(rd_dtype_name(d)));
+  for (int d = 0; d < RD_NDTYPES; d++)
+    if (rd_dtype_in_version(oi->op, rd_dtypes[d], v))
+      failed |= json_array_append_new(dtypes,
+                                      json_string(rd_dtype_name(rd_dtypes[d])));
   failed |= json_array_append_new(opsets, json_integer(v));
   /* The newest version is open-ended: every later opset maps to it. */
   failed |= json_array_append_new(opsets, vi + 1 < oi->nversions
@@ -813,12 +860,14 @@ version_json(const struct rd_op_info *oi, size_t vi)
                                   : json_null());
   failed |= json_object_set_new(o, "version", json_integer(v));
   failed |= json_object_set_new(o, "opsets", opsets);
-  failed |= json_object_set_new(o, "axes", json_string(
-                                  v >= oi->axes_input_version ? "input"
-                                                              : "attribute"));
-  failed |= json_object_set_new(o, "noop_with_empty_axes",
-                                json_boolean(v >= oi->axes_input_version));
+  failed |= json_object_set_new(o, "axes", json_string(axes_form(oi, v)));
+  failed |= json_object_set_new(o, "noop_with_empty_axes", json_boolean(
+                                  !oi->is_arg && v >= oi->axes_input_version));
+  failed |= json_object_set_new(o, "select_last_index", json_boolean(
+                                  oi->is_arg && v >= oi->select_last_version));
   failed |= json_object_set_new(o, "dtypes", dtypes);
+  failed |= json_object_set_new(o, "output_dtype", json_string(
+                                  oi->is_arg ? "int64" : "input"));
   return finish_object(o, failed);
 }
 
@@ -826,16 +875,17 @@ int
 api_json_encode_ops(struct api_buf *b)
 {
   json_t *root = json_object(), *ops = json_array(), *op_o, *versions;
-  int op, failed = 0;
-  size_t vi;
+  const struct rd_op_info *oi;
+  int failed = 0;
 
-  for (op = 1; op <= API_LAST_OP; op++) {
-    const struct rd_op_info *oi = rd_op_info(op);
+  for (int op = 1; op <= RD_OP_COUNT; op++) {
+    if ((oi = rd_op_info(op)) == NULL)
+      continue;
     op_o = json_object();
     versions = json_array();
-    for (vi = 0; vi < oi->nversions; vi++)
+    for (size_t vi = 0; vi < oi->nversions; vi++)
       failed |= json_array_append_new(versions, version_json(oi, vi));
-    failed |= json_object_set_new(op_o, "op", json_string(rd_op_name(op)));
+    failed |= json_object_set_new(op_o, "op", json_string(oi->name));
     failed |= json_object_set_new(op_o, "versions", versions);
     failed |= json_array_append_new(ops, op_o);
   }

@@ -164,6 +164,137 @@ put_float(const struct api__conv *c, const json_t *v, unsigned char *dst,
   return 0;
 }
 
+int
+api__attr_allowed(int op, const char *attr, const char *shown,
+                   struct rd_error *err)
+{
+  const struct rd_op_info *oi = rd_op_info(op);
+  int arg_only = strcmp(attr, "axis") == 0 ||
+                 strcmp(attr, "select_last_index") == 0;
+  int reduce_only = strcmp(attr, "axes") == 0 ||
+                    strcmp(attr, "noop_with_empty_axes") == 0;
+
+  if (oi == NULL)
+    return 0;                   /* an unknown op is reported elsewhere */
+  if (arg_only && !oi->is_arg)
+    return api_fail(err, RD_E_ATTRIBUTE, "%s is not an attribute of %s "
+                    "(only ArgMax and ArgMin take %s%s)", shown, oi->name,
+                    attr, strcmp(attr, "axis") == 0 ? "; use axes" : "");
+  if (reduce_only && oi->is_arg)
+    return api_fail(err, RD_E_ATTRIBUTE, "%s is not an attribute of %s "
+                    "(it reduces one axis, given as axis)", shown, oi->name);
+  return 0;
+}
+
+int
+api__guard_unset(const char *attr, const char *shown, int64_t v,
+                 int64_t *out, struct rd_error *err)
+{
+  /* INT64_MIN is the library's "not given"; it must not pass as that. */
+  if (v != RD_UNSET) {
+    *out = v;
+    return 0;
+  }
+  if (strcmp(attr, "noop_with_empty_axes") == 0)
+    return api_fail(err, RD_E_NOOP, "%s must be 0 or 1, got %" PRId64, shown,
+                    v);
+  if (strcmp(attr, "select_last_index") == 0)
+    return api_fail(err, RD_E_SELECT_LAST, "%s must be 0 or 1, got %" PRId64,
+                    shown, v);
+  return api_fail(err, RD_E_AXIS_RANGE, "%s = %" PRId64 " is out of range "
+                  "for any rank", shown, v);
+}
+
+int
+api__is_float(int dtype)
+{
+  return dtype == RD_FLOAT32 || dtype == RD_FLOAT64 || dtype == RD_FLOAT16 ||
+         dtype == RD_BFLOAT16;
+}
+
+void
+api__int_range(int dtype, uint64_t *max_neg, uint64_t *max_pos)
+{
+  switch (dtype) {
+  case RD_INT8:
+    *max_neg = 128;
+    *max_pos = INT8_MAX;
+    break;
+  case RD_INT16:
+    *max_neg = (uint64_t)INT16_MAX + 1;
+    *max_pos = INT16_MAX;
+    break;
+  case RD_INT32:
+    *max_neg = (uint64_t)INT32_MAX + 1;
+    *max_pos = INT32_MAX;
+    break;
+  case RD_INT64:
+    *max_neg = (uint64_t)INT64_MAX + 1;
+    *max_pos = INT64_MAX;
+    break;
+  case RD_UINT8:
+    *max_neg = 0;
+    *max_pos = UINT8_MAX;
+    break;
+  case RD_UINT16:
+    *max_neg = 0;
+    *max_pos = UINT16_MAX;
+    break;
+  case RD_UINT32:
+    *max_neg = 0;
+    *max_pos = UINT32_MAX;
+    break;
+  default: /* RD_UINT64 */
+    *max_neg = 0;
+    *max_pos = UINT64_MAX;
+  }
+}
+
+void
+api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst)
+{
+  /* In range, the magnitude fits the type's positive range, or is one
+   * more for the most negative value: negate in the wider int64 (uint64
+   * for int64 itself: two's complement, -(2^63) included). */
+  int64_t low = (int64_t)(mag & 0xFFFFFFFFu), s = neg ? -low : low;
+  uint64_t u = neg ? (uint64_t)0 - mag : mag;
+
+  switch (dtype) {
+  case RD_INT8: {
+    int8_t x = (int8_t)s;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RD_UINT8: {
+    uint8_t x = (uint8_t)mag;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RD_INT16: {
+    int16_t x = (int16_t)s;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RD_UINT16: {
+    uint16_t x = (uint16_t)mag;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RD_INT32: {
+    int32_t x = (int32_t)s;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RD_UINT32: {
+    uint32_t x = (uint32_t)mag;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  default: /* int64, uint64 */
+    memcpy(dst, &u, sizeof u);
+  }
+}
+
 static int
 put_int(const struct api__conv *c, const json_t *v, unsigned char *dst,
         struct rd_error *err)
@@ -172,26 +303,8 @@ put_int(const struct api__conv *c, const json_t *v, unsigned char *dst,
   int64_t s = 0;
   uint64_t mag = 0, max_pos, max_neg;
   int neg = 0, rc;
-  int32_t i32;
-  uint32_t u32;
 
-  switch (c->dtype) {
-  case RD_INT32:
-    max_pos = INT32_MAX;
-    max_neg = (uint64_t)INT32_MAX + 1;
-    break;
-  case RD_INT64:
-    max_pos = INT64_MAX;
-    max_neg = (uint64_t)INT64_MAX + 1;
-    break;
-  case RD_UINT32:
-    max_pos = UINT32_MAX;
-    max_neg = 0;
-    break;
-  default:
-    max_pos = UINT64_MAX;
-    max_neg = 0;
-  }
+  api__int_range(c->dtype, &max_neg, &max_pos);
   snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
            "]", max_neg ? "-" : "", max_neg, max_pos);
 
@@ -218,24 +331,19 @@ put_int(const struct api__conv *c, const json_t *v, unsigned char *dst,
   }
   if (mag > (neg ? max_neg : max_pos))
     return c->bad(c, v, range, err);
+  api__store_int(c->dtype, neg, mag, dst);
+  return 0;
+}
 
-  switch (c->dtype) {
-  case RD_INT32:
-    i32 = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;
-    memcpy(dst, &i32, sizeof i32);
-    break;
-  case RD_UINT32:
-    u32 = (uint32_t)mag;
-    memcpy(dst, &u32, sizeof u32);
-    break;
-  case RD_INT64:
-    /* -(2^63) has no positive int64 counterpart to negate. */
-    s = !neg ? (int64_t)mag : mag == max_neg ? INT64_MIN : -(int64_t)mag;
-    memcpy(dst, &s, sizeof s);
-    break;
-  default:
-    memcpy(dst, &mag, sizeof mag);
-  }
+/* bool: JSON true and false only (a number is refused, even 0 or 1: the
+ * wire form of a bool is true/false, as answers write it). */
+static int
+put_bool(const struct api__conv *c, const json_t *v, unsigned char *dst,
+         struct rd_error *err)
+{
+  if (!json_is_boolean(v))
+    return c->bad(c, v, "is not true or false", err);
+  *dst = json_is_true(v) ? 1 : 0;
   return 0;
 }
 
@@ -250,16 +358,12 @@ api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err)
     return 0;
   }
   dst = c->out + c->idx * c->esize;
-  switch (c->dtype) {
-  case RD_FLOAT32:
-  case RD_FLOAT64:
-  case RD_FLOAT16:
-  case RD_BFLOAT16:
+  if (api__is_float(c->dtype))
     rc = put_float(c, v, dst, err);
-    break;
-  default:
+  else if (c->dtype == RD_BOOL)
+    rc = put_bool(c, v, dst, err);
+  else
     rc = put_int(c, v, dst, err);
-  }
   c->idx++;
   return rc;
 }
@@ -276,8 +380,8 @@ api__append_elems(struct api_buf *b, const struct rd_plan *plan,
       return RD_E_NOMEM;
     if (k != 0)
       b->data[b->len++] = ',';
-    b->len += api_format_elem(b->data + b->len, plan->dtype,
-                              p + k * plan->elem_size);
+    b->len += api_format_elem(b->data + b->len, plan->out_dtype,
+                              p + k * plan->out_elem_size);
   }
   return 0;
 }

@@ -31,6 +31,32 @@ void api__shape_text(const int64_t *shape, size_t rank, char *out,
  * inf). */
 void api__store_float(int dtype, double d, unsigned char *dst);
 
+/* ATTRIBUTE_NOT_ALLOWED when `op` does not take the attribute `attr`:
+ * axis and select_last_index are ArgMax/ArgMin's only, axes and
+ * noop_with_empty_axes the Reduce ops' only.  `shown` is how the message
+ * names it ("axis", "query parameter axis", "parameters.axis").  0 if
+ * allowed (or `op` is unknown). */
+int api__attr_allowed(int op, const char *attr, const char *shown,
+                      struct rd_error *err);
+
+/* Stores `v` in *out unless it is RD_UNSET (INT64_MIN, the library's "not
+ * given"), which is refused with the code of attribute `attr`
+ * (noop_with_empty_axes, select_last_index, else axis out of range); the
+ * message names it as `shown`. */
+int api__guard_unset(const char *attr, const char *shown, int64_t v,
+                     int64_t *out, struct rd_error *err);
+
+/* 1 for float32, float64, float16 and bfloat16. */
+int api__is_float(int dtype);
+
+/* The range of an integer dtype as magnitudes: values in
+ * [-max_neg, max_pos] (max_neg 0 for unsigned types). */
+void api__int_range(int dtype, uint64_t *max_neg, uint64_t *max_pos);
+
+/* Stores the in-range integer (sign `neg`, magnitude `mag`) as an element
+ * of integer dtype `dtype`. */
+void api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst);
+
 /* Converting JSON elements into a flat buffer of one dtype. */
 struct api__conv {
   int dtype;
@@ -46,13 +72,13 @@ struct api__conv {
 
 /* Converts `v` into element c->idx of c->out (if c->out) and advances
  * c->idx: numbers, and for float dtypes "NaN"/"Infinity"/"-Infinity", for
- * integer dtypes decimal strings; anything else, inexact or out of range
- * goes to c->bad(). */
+ * integer dtypes decimal strings; for bool true and false only.  Anything
+ * else, inexact or out of range goes to c->bad(). */
 int api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err);
 
-/* Appends plan->out_count elements of `out` as comma-separated JSON numbers
- * (api_format_elem), without brackets.  0 or RD_E_NOMEM (then `b` may hold
- * part of them: the caller rolls back). */
+/* Appends plan->out_count elements of `out` (of plan->out_dtype) as
+ * comma-separated JSON values (api_format_elem), without brackets.  0 or
+ * RD_E_NOMEM (then `b` may hold part of them: the caller rolls back). */
 int api__append_elems(struct api_buf *b, const struct rd_plan *plan,
                       const void *out);
 

@@ -5,8 +5,11 @@
  * same bits.  Digits come from printf, which glibc rounds correctly, and
  * the result is checked by actually reading it back, so it is right even
  * where double rounding (text -> double -> float) bites.
- * Integral values below 1e16 print as exact integers ("65504", "5"), which
- * read back exactly and are what people expect from integer-valued data.
+ * Integral values are no exception: float32 4290774016 needs 7 digits, so
+ * it prints as "4290774000" (the 7 digits, then zeros).  Below 1e16 such a
+ * value takes the shorter of that plain spelling and the exponent one
+ * ("100", not "1e+2"; bfloat16 70330089472 as "7.03e+10"), the plain one on
+ * a tie.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -181,16 +184,41 @@ compose(char *buf, int neg, const char *d, int p, int exp10)
   return n;
 }
 
-/* Writes v with p significant digits; 1 if it reads back as `bits`. */
+/* Writes d[0..p) x 10^exp10 (exp10 >= p - 1: an integer) as digits padded
+ * with zeros ("4290774000"). */
+static size_t
+compose_plain(char *buf, int neg, const char *d, int p, int exp10)
+{
+  size_t n = 0;
+
+  if (neg)
+    buf[n++] = '-';
+  for (int i = 0; i <= exp10; i++)
+    buf[n++] = i < p ? d[i] : '0';
+  buf[n] = '\0';
+  return n;
+}
+
+/* Writes v with p significant digits; 1 if it reads back as `bits`.  An
+ * integral value below 1e16 whose p digits leave only zeros after the point
+ * is spelled plain when that is not longer than compose()'s form. */
 static int
 round_trips(char *buf, size_t *len, int dtype, double v,
             const struct digits *g, int p, uint64_t bits)
 {
-  char d[17];
+  char d[17], plain[API_NUMFMT_MAX];
+  size_t n;
   int exp10;
 
   round_digits(fabs(v), g, p, d, &exp10);
   *len = compose(buf, signbit(v) != 0, d, p, exp10);
+  if (fabs(v) < 1e16 && exp10 >= p - 1 && exp10 < 17) {
+    n = compose_plain(plain, signbit(v) != 0, d, p, exp10);
+    if (n <= *len) {
+      memcpy(buf, plain, n + 1);
+      *len = n;
+    }
+  }
   return read_back(dtype, buf) == bits;
 }
 
@@ -210,9 +238,6 @@ format_float(char *buf, int dtype, const void *elem)
                                                        : "\"-Infinity\"");
   if (v == 0)
     return (size_t)snprintf(buf, API_NUMFMT_MAX, signbit(v) ? "-0" : "0");
-  if (fabs(v) < 1e16 && v == trunc(v))
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%.0f", v);
-
   /* Digits that always suffice (max_digits10 of the format). */
   switch (dtype) {
   case RD_FLOAT32:
@@ -262,8 +287,12 @@ format_float(char *buf, int dtype, const void *elem)
 size_t
 api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
 {
+  int8_t i8;
+  int16_t i16;
   int32_t i32;
   int64_t i64;
+  uint8_t u8;
+  uint16_t u16;
   uint32_t u32;
   uint64_t u64;
 
@@ -273,6 +302,21 @@ api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
   case RD_FLOAT16:
   case RD_BFLOAT16:
     return format_float(buf, dtype, elem);
+  case RD_BOOL:
+    memcpy(&u8, elem, sizeof u8);
+    return (size_t)snprintf(buf, API_NUMFMT_MAX, u8 ? "true" : "false");
+  case RD_INT8:
+    memcpy(&i8, elem, sizeof i8);
+    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%d", (int)i8);
+  case RD_UINT8:
+    memcpy(&u8, elem, sizeof u8);
+    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%u", (unsigned)u8);
+  case RD_INT16:
+    memcpy(&i16, elem, sizeof i16);
+    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%d", (int)i16);
+  case RD_UINT16:
+    memcpy(&u16, elem, sizeof u16);
+    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%u", (unsigned)u16);
   case RD_INT32:
     memcpy(&i32, elem, sizeof i32);
     return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRId32, i32);

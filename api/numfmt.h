@@ -14,10 +14,13 @@
  *    rounding to the dtype) to the same bits (float32 3.1622777, not
  *    3.16227766016838), laid out as printf's %g does (exponent when it is
  *    < -4 or >= the digit count) with an unpadded exponent ("1e+20",
- *    "1e-5"); except that integral values below 1e16 print as the exact
- *    integer ("5", "65504"), never with ".0" or an exponent;
+ *    "1e-5"); an integral value below 1e16 whose shortest digits are
+ *    all before the point takes the shorter of that and the plain form,
+ *    digits padded with zeros ("5", "100", float32 4290774016 as
+ *    "4290774000", bfloat16 70330089472 as "7.03e+10"), plain on a tie;
  *  - -0 as "-0"; NaN/inf as the strings "NaN", "Infinity", "-Infinity"
  *    (with quotes);
+ *  - bool as true / false (a byte other than 0 is true);
  *  - integers in decimal; uint64 above 2^63-1 as a quoted decimal string;
  *  - an unknown dtype as "null". */
 size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem);

@@ -36,7 +36,8 @@ v1_encode_result(const struct api_call *c, const struct rd_plan *plan,
   void *c_order = NULL;
   int rc, fmt;
 
-  rc = api_accept_pick(&c->accept, plan->dtype, &fmt, err);
+  /* The answer is of the output dtype (int64 for ArgMax/ArgMin). */
+  rc = api_accept_pick(&c->accept, plan->out_dtype, &fmt, err);
   if (rc != 0)
     return rc;
   if (fortran && plan->out_rank > 1 && plan->out_count > 1) {
@@ -44,7 +45,7 @@ v1_encode_result(const struct api_call *c, const struct rd_plan *plan,
     if (c_order == NULL)
       return api_fail(err, RD_E_NOMEM, "out of memory");
     api_fortran_to_c(out, c_order, plan->out_rank, plan->out_shape,
-                     plan->elem_size);
+                     plan->out_elem_size);
     out = c_order;
   }
   rc = api_encode_result(fmt, plan, opset, out, b, err);
@@ -52,7 +53,7 @@ v1_encode_result(const struct api_call *c, const struct rd_plan *plan,
   if (rc != 0)
     return rc;
   reply->fmt = fmt;
-  reply->dtype = rd_dtype_name(plan->dtype);
+  reply->dtype = rd_dtype_name(plan->out_dtype);
   api_shape_header(plan, reply->shape);
   return 0;
 }

@@ -13,11 +13,6 @@
 #include "numfmt.h"
 #include "v2.h"
 
-/* ONNX opset 18 moved `axes` from an attribute to an input. */
-#define AXES_INPUT_VERSION 18
-/* Operators served over the API so far: 1 .. API_LAST_OP of enum rd_op
- * (libreduce plans more; they are wired up separately). */
-#define API_LAST_OP RD_OP_SUM_SQUARE
 /* Bytes of a user string quoted in a message. */
 #define SHOW_CUT 64
 
@@ -27,7 +22,9 @@ static const struct {
 } datatypes[] = {
   { "FP32", RD_FLOAT32 }, { "FP64", RD_FLOAT64 }, { "FP16", RD_FLOAT16 },
   { "BF16", RD_BFLOAT16 }, { "INT32", RD_INT32 }, { "INT64", RD_INT64 },
-  { "UINT32", RD_UINT32 }, { "UINT64", RD_UINT64 },
+  { "UINT32", RD_UINT32 }, { "UINT64", RD_UINT64 }, { "INT8", RD_INT8 },
+  { "UINT8", RD_UINT8 }, { "INT16", RD_INT16 }, { "UINT16", RD_UINT16 },
+  { "BOOL", RD_BOOL },
 };
 #define NDATATYPES (sizeof datatypes / sizeof datatypes[0])
 
@@ -89,7 +86,7 @@ show(const char *s, char *out, size_t size)
   out[i] = '\0';
 }
 
-/* "1, 11, 13, 18" */
+/* "1, 11, 13, 18" (the versions of `op`) */
 static void
 list_versions(int op, char *out, size_t size)
 {
@@ -97,9 +94,62 @@ list_versions(int op, char *out, size_t size)
   size_t n = 0;
 
   out[0] = '\0';
-  for (size_t i = 0; oi && i < oi->nversions && n < size; i++)
+  for (size_t i = 0; oi != NULL && i < oi->nversions && n < size; i++)
     n += (size_t)snprintf(out + n, size - n, "%s%d", i ? ", " : "",
                           oi->versions[i]);
+}
+
+/* "ReduceL2, ReduceSumSquare, ..." (every model) */
+static void
+list_models(char *out, size_t size)
+{
+  size_t n = 0;
+
+  out[0] = '\0';
+  for (int op = 1; op <= RD_OP_COUNT && n < size; op++)
+    if (rd_op_name(op) != NULL)
+      n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "",
+                            rd_op_name(op));
+}
+
+/* "FP32, FP64, ..." (every datatype) */
+static void
+list_datatypes(char *out, size_t size)
+{
+  size_t n = 0;
+
+  out[0] = '\0';
+  for (size_t i = 0; i < NDATATYPES && n < size; i++)
+    n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "",
+                          datatypes[i].name);
+}
+
+/* The version a request without one takes: the op's newest. */
+static int
+newest_version(int op)
+{
+  const struct rd_op_info *oi = rd_op_info(op);
+
+  return oi != NULL ? oi->versions[oi->nversions - 1] : 0;
+}
+
+/* The first version of `op` that takes axes as an input; 0: none (ArgMax,
+ * ArgMin). */
+static int
+axes_input_version(int op)
+{
+  const struct rd_op_info *oi = rd_op_info(op);
+
+  return oi != NULL && !oi->is_arg ? oi->axes_input_version : 0;
+}
+
+/* 1 when version `v` of `op` takes the "axes" input. */
+static int
+has_axes_input(int op, int v)
+{
+  int a = axes_input_version(op);
+
+  return a != 0 && v >= a;
 }
 
 /* ================================================================== */
@@ -129,11 +179,11 @@ api_v2_route_parse(const char *path, struct api_v2_route *rt,
 {
   static const char models[] = "/v2/models/", versions[] = "/versions/";
   const char *name, *rest, *vs = NULL;
-  char shown[SHOW_CUT + 8], vlist[64];
-  size_t name_len, vs_len = 0;
+  char shown[SHOW_CUT + 8], vlist[64], models_list[192];
+  const struct rd_op_info *oi;
+  size_t name_len, vs_len = 0, i;
   char opname[32];
   enum rd_op op;
-  int i;
 
   memset(rt, 0, sizeof *rt);
   if (strcmp(path, "/v2") == 0) {
@@ -175,16 +225,15 @@ api_v2_route_parse(const char *path, struct api_v2_route *rt,
     memcpy(opname, name, name_len);
     opname[name_len] = '\0';
   }
-  if (name_len >= sizeof opname || rd_op_parse(opname, &op) != 0 ||
-      op > API_LAST_OP) {
+  if (name_len >= sizeof opname || rd_op_parse(opname, &op) != 0) {
     char nm[SHOW_CUT + 8], cut[SHOW_CUT + 1];
     size_t c = name_len < SHOW_CUT ? name_len : SHOW_CUT;
     memcpy(cut, name, c);
     cut[c] = '\0';
     show(cut, nm, sizeof nm);
+    list_models(models_list, sizeof models_list);
     return api_fail(err, API_E_NOT_FOUND, "unknown model \"%s%s\"; models: "
-                    "ReduceL2, ReduceSumSquare", nm,
-                    name_len > SHOW_CUT ? "..." : "");
+                    "%s", nm, name_len > SHOW_CUT ? "..." : "", models_list);
   }
   rt->op = op;
   if (vs != NULL) {
@@ -199,10 +248,10 @@ api_v2_route_parse(const char *path, struct api_v2_route *rt,
       return api_fail(err, API_E_INVALID_FIELD, "model version \"%s\" is not "
                       "a version number; versions of %s: %s", vshown,
                       rd_op_name(op), vlist);
-    for (i = 0; (size_t)i < rd_op_info(op)->nversions &&
-                rd_op_info(op)->versions[i] != v; i++)
+    oi = rd_op_info(op);
+    for (i = 0; i < oi->nversions && oi->versions[i] != v; i++)
       ;
-    if ((size_t)i == rd_op_info(op)->nversions)
+    if (i == oi->nversions)
       return api_fail(err, API_E_NOT_FOUND, "model %s has no version %d; "
                       "versions: %s", rd_op_name(op), v, vlist);
     rt->version = v;
@@ -244,13 +293,67 @@ param_int(const json_t *v, const char *name, int64_t *out,
   return 0;
 }
 
+/* parameters.axes (below the axes-input version) into req. */
+static int
+decode_param_axes(const json_t *v, struct api_request *req,
+                  struct rd_error *err)
+{
+  struct rd_params *p = &req->params;
+  size_t n;
+
+  if (has_axes_input(p->op, (int)p->opset))
+    return api_fail(err, API_E_INVALID_FIELD, "parameters.axes is for "
+                    "versions below %d; at version %d axes is the input "
+                    "\"axes\" (INT64)", axes_input_version(p->op),
+                    (int)p->opset);
+  if (!json_is_array(v))
+    return api_fail(err, API_E_INVALID_FIELD, "parameters.axes must be a "
+                    "list of integers, got %s", api__type_name(v));
+  n = json_array_size(v);
+  if (n > RD_MAX_RANK)
+    return api_fail(err, API_E_INVALID_FIELD, "parameters.axes has %zu "
+                    "entries; at most %d are possible", n, RD_MAX_RANK);
+  for (size_t i = 0; i < n; i++)
+    if (api__as_int64(json_array_get(v, i), &req->axes[i]) != 0)
+      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes[%zu] "
+                      "must be an integer, got %s", i,
+                      api__type_name(json_array_get(v, i)));
+  p->naxes = n;
+  return 0;
+}
+
+/* An integer parameter the op may not take (noop_with_empty_axes, axis,
+ * select_last_index); `allow_bool`: true/false stand for 1/0. */
+static int
+decode_op_param(const json_t *ps, const char *name, int allow_bool, int op,
+                int64_t *out, struct rd_error *err)
+{
+  const json_t *v = json_object_get(ps, name);
+  char shown[48];
+  int64_t x;
+  int rc;
+
+  if (v == NULL)
+    return 0;
+  snprintf(shown, sizeof shown, "parameters.%s", name);
+  if ((rc = api__attr_allowed(op, name, shown, err)) != 0)
+    return rc;
+  if (allow_bool && json_is_boolean(v))
+    x = json_is_true(v);
+  else if (api__as_int64(v, &x) != 0)
+    return api_fail(err, API_E_INVALID_FIELD, "%s must be an integer%s, got "
+                    "%s", shown, allow_bool ? " or true/false" : "",
+                    api__type_name(v));
+  return api__guard_unset(name, shown, x, out, err);
+}
+
 static int
 decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
                   struct rd_error *err)
 {
   static const char *const known[] = {
-    "keepdims", "noop_with_empty_axes", "overflow", "axes",
-    "binary_data_output", NULL
+    "keepdims", "noop_with_empty_axes", "overflow", "axes", "axis",
+    "select_last_index", "binary_data_output", NULL
   };
   struct rd_params *p = &req->params;
   const json_t *v;
@@ -268,15 +371,12 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
   if ((v = json_object_get(ps, "keepdims")) != NULL &&
       (rc = param_int(v, "keepdims", &p->keepdims, err)) != 0)
     return rc;
-  if ((v = json_object_get(ps, "noop_with_empty_axes")) != NULL) {
-    if ((rc = param_int(v, "noop_with_empty_axes", &p->noop_with_empty_axes,
-                        err)) != 0)
-      return rc;
-    /* INT64_MIN is the library's "not given"; it must not pass as that. */
-    if (p->noop_with_empty_axes == RD_UNSET)
-      return api_fail(err, RD_E_NOOP, "noop_with_empty_axes must be 0 or 1, "
-                      "got %" PRId64, (int64_t)RD_UNSET);
-  }
+  if ((rc = decode_op_param(ps, "noop_with_empty_axes", 1, p->op,
+                            &p->noop_with_empty_axes, err)) != 0 ||
+      (rc = decode_op_param(ps, "axis", 0, p->op, &p->axis, err)) != 0 ||
+      (rc = decode_op_param(ps, "select_last_index", 1, p->op,
+                            &p->select_last_index, err)) != 0)
+    return rc;
   if ((v = json_object_get(ps, "overflow")) != NULL) {
     if (!json_is_string(v))
       return api_fail(err, API_E_INVALID_FIELD, "parameters.overflow must "
@@ -295,26 +395,10 @@ decode_parameters(const json_t *ps, struct api_request *req, int *bdo,
                       api__type_name(v));
     *bdo = json_is_true(v);
   }
-  if ((v = json_object_get(ps, "axes")) != NULL) {
-    size_t n;
-    if (p->opset >= AXES_INPUT_VERSION)
-      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes is for "
-                      "versions below 18; at version 18 axes is the input "
-                      "\"axes\" (INT64)");
-    if (!json_is_array(v))
-      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes must be a "
-                      "list of integers, got %s", api__type_name(v));
-    n = json_array_size(v);
-    if (n > RD_MAX_RANK)
-      return api_fail(err, API_E_INVALID_FIELD, "parameters.axes has %zu "
-                      "entries; at most %d are possible", n, RD_MAX_RANK);
-    for (size_t i = 0; i < n; i++)
-      if (api__as_int64(json_array_get(v, i), &req->axes[i]) != 0)
-        return api_fail(err, API_E_INVALID_FIELD, "parameters.axes[%zu] "
-                        "must be an integer, got %s", i,
-                        api__type_name(json_array_get(v, i)));
-    p->naxes = n;
-  }
+  if ((v = json_object_get(ps, "axes")) != NULL &&
+      ((rc = api__attr_allowed(p->op, "axes", "parameters.axes", err)) != 0 ||
+       (rc = decode_param_axes(v, req, err)) != 0))
+    return rc;
   return 0;
 }
 
@@ -447,24 +531,14 @@ struct v2_input {
   uint64_t blob_size;
 };
 
+/* An input's "datatype" into t->dtype. */
 static int
-decode_input(const json_t *in, size_t idx, const char *name, int blobs,
-             struct v2_input *t, struct rd_error *err)
+input_datatype(const json_t *in, size_t idx, const char *name,
+               struct v2_input *t, struct rd_error *err)
 {
-  static const char *const known[] = {
-    "name", "shape", "datatype", "parameters", "data", NULL
-  };
-  static const char *const pknown[] = { "binary_data_size", NULL };
-  const json_t *v, *ps;
-  char what[64], shown[SHOW_CUT + 8];
-  int64_t size;
-  int rc;
+  const json_t *v = json_object_get(in, "datatype");
+  char shown[SHOW_CUT + 8], dts[128];
 
-  snprintf(what, sizeof what, "field of input \"%s\":", name);
-  if ((rc = check_keys(in, known, what, err)) != 0)
-    return rc;
-  t->obj = in;
-  v = json_object_get(in, "datatype");
   if (v == NULL)
     return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu] (\"%s\"): missing "
                     "\"datatype\"", idx, name);
@@ -474,11 +548,20 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
                     api__type_name(v));
   if (api_v2_datatype_parse(json_string_value(v), &t->dtype) != 0) {
     show(json_string_value(v), shown, sizeof shown);
+    list_datatypes(dts, sizeof dts);
     return api_fail(err, RD_E_DTYPE, "input \"%s\": unsupported datatype "
-                    "\"%s\"; supported: FP32, FP64, FP16, BF16, INT32, INT64, "
-                    "UINT32, UINT64", name, shown);
+                    "\"%s\"; supported: %s", name, shown, dts);
   }
-  v = json_object_get(in, "shape");
+  return 0;
+}
+
+/* An input's "shape" into t->rank, t->shape and t->count. */
+static int
+input_shape(const json_t *in, size_t idx, const char *name,
+            struct v2_input *t, struct rd_error *err)
+{
+  const json_t *v = json_object_get(in, "shape");
+
   if (v == NULL)
     return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu] (\"%s\"): missing "
                     "\"shape\"", idx, name);
@@ -495,10 +578,20 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": shape[%zu] "
                       "must be an integer, got %s", name, i,
                       api__type_name(json_array_get(v, i)));
-  if ((rc = rd_shape_count(t->rank, t->shape, t->dtype, &t->count, err)))
-    return rc;
+  return rd_shape_count(t->rank, t->shape, t->dtype, &t->count, err);
+}
 
-  ps = json_object_get(in, "parameters");
+/* An input's "data" or parameters.binary_data_size (exactly one). */
+static int
+input_payload(const json_t *in, const char *name, int blobs,
+              struct v2_input *t, struct rd_error *err)
+{
+  static const char *const pknown[] = { "binary_data_size", NULL };
+  const json_t *ps = json_object_get(in, "parameters"), *v;
+  char what[64];
+  int64_t size;
+  int rc;
+
   if (ps != NULL) {
     if (!json_is_object(ps))
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": parameters "
@@ -509,32 +602,52 @@ decode_input(const json_t *in, size_t idx, const char *name, int blobs,
   }
   t->data = json_object_get(in, "data");
   v = ps != NULL ? json_object_get(ps, "binary_data_size") : NULL;
-  if (v != NULL) {
-    if (api__as_int64(v, &size) != 0 || size < 0)
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": "
-                      "binary_data_size must be an integer >= 0", name);
-    if (t->data != NULL)
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has both "
-                      "\"data\" and parameters.binary_data_size; send one",
-                      name);
-    if (!blobs)
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has "
-                      "binary_data_size but the request has no "
-                      "Inference-Header-Content-Length header; set both",
-                      name);
-    if ((uint64_t)size != t->count * rd_dtype_size(t->dtype))
-      return api_fail(err, RD_E_STREAM, "input \"%s\": binary_data_size is "
-                      "%" PRId64 " but shape and datatype %s need %" PRIu64
-                      " bytes", name, size, json_string_value(
-                        json_object_get(in, "datatype")),
-                      t->count * rd_dtype_size(t->dtype));
-    t->blob = 1;
-    t->blob_size = (uint64_t)size;
-  } else if (t->data == NULL) {
-    return api_fail(err, API_E_MISSING_FIELD, "input \"%s\" has neither "
-                    "\"data\" nor parameters.binary_data_size", name);
+  if (v == NULL) {
+    if (t->data == NULL)
+      return api_fail(err, API_E_MISSING_FIELD, "input \"%s\" has neither "
+                      "\"data\" nor parameters.binary_data_size", name);
+    return 0;
   }
+  if (api__as_int64(v, &size) != 0 || size < 0)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\": "
+                    "binary_data_size must be an integer >= 0", name);
+  if (t->data != NULL)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has both "
+                    "\"data\" and parameters.binary_data_size; send one",
+                    name);
+  if (!blobs)
+    return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" has "
+                    "binary_data_size but the request has no "
+                    "Inference-Header-Content-Length header; set both", name);
+  if ((uint64_t)size != t->count * rd_dtype_size(t->dtype))
+    return api_fail(err, RD_E_STREAM, "input \"%s\": binary_data_size is "
+                    "%" PRId64 " but shape and datatype %s need %" PRIu64
+                    " bytes", name, size, api_v2_datatype_name(t->dtype),
+                    t->count * rd_dtype_size(t->dtype));
+  t->blob = 1;
+  t->blob_size = (uint64_t)size;
   return 0;
+}
+
+/* One entry of "inputs": its keys, datatype, shape, then data or blob. */
+static int
+decode_input(const json_t *in, size_t idx, const char *name, int blobs,
+             struct v2_input *t, struct rd_error *err)
+{
+  static const char *const known[] = {
+    "name", "shape", "datatype", "parameters", "data", NULL
+  };
+  char what[64];
+  int rc;
+
+  snprintf(what, sizeof what, "field of input \"%s\":", name);
+  if ((rc = check_keys(in, known, what, err)) != 0)
+    return rc;
+  t->obj = in;
+  if ((rc = input_datatype(in, idx, name, t, err)) != 0 ||
+      (rc = input_shape(in, idx, name, t, err)) != 0)
+    return rc;
+  return input_payload(in, name, blobs, t, err);
 }
 
 static int
@@ -612,6 +725,174 @@ check_axes_input(const struct v2_input *t, struct rd_error *err)
   return 0;
 }
 
+/* "id": a string of at most API_V2_ID_MAX bytes, echoed. */
+static int
+decode_id(const json_t *v, struct api_v2_info *info, struct rd_error *err)
+{
+  if (v == NULL)
+    return 0;
+  if (!json_is_string(v))
+    return api_fail(err, API_E_INVALID_FIELD, "id must be a string, got %s",
+                    api__type_name(v));
+  if (json_string_length(v) > API_V2_ID_MAX ||
+      strlen(json_string_value(v)) != json_string_length(v))
+    return api_fail(err, API_E_INVALID_FIELD, "id must be at most %d "
+                    "bytes, without NUL", API_V2_ID_MAX);
+  memcpy(info->id, json_string_value(v), json_string_length(v) + 1);
+  info->has_id = 1;
+  return 0;
+}
+
+/* The inputs of a request (0: "data", 1: "axes") and their positions. */
+struct v2_inputs {
+  struct v2_input t[2];
+  int have[2];
+  int pos[2];
+};
+
+/* Which input `name` is (0 data, 1 axes) for version `v` of `op`. */
+static int
+input_slot(const char *name, int op, int v, int *slot, struct rd_error *err)
+{
+  char shown[SHOW_CUT + 8];
+
+  if (strcmp(name, "data") == 0) {
+    *slot = 0;
+    return 0;
+  }
+  if (strcmp(name, "axes") == 0 && has_axes_input(op, v)) {
+    *slot = 1;
+    return 0;
+  }
+  if (strcmp(name, "axes") == 0 && axes_input_version(op) != 0)
+    return api_fail(err, API_E_UNKNOWN_FIELD, "input \"axes\" exists from "
+                    "version %d of %s; at version %d use parameters.axes",
+                    axes_input_version(op), rd_op_name(op), v);
+  if (strcmp(name, "axes") == 0)
+    return api_fail(err, RD_E_ATTRIBUTE, "input \"axes\" is not taken by "
+                    "%s (it reduces one axis, given as parameters.axis)",
+                    rd_op_name(op));
+  show(name, shown, sizeof shown);
+  return api_fail(err, API_E_UNKNOWN_FIELD, "unknown input \"%s\"; the "
+                  "inputs are \"data\"%s", shown,
+                  has_axes_input(op, v) ? " and \"axes\"" : "");
+}
+
+/* Reads the "inputs" list into `ins`. */
+static int
+decode_inputs(const json_t *inputs, int blobs, int op, int v,
+              struct v2_inputs *ins, struct rd_error *err)
+{
+  const json_t *in, *name;
+  size_t i;
+  int rc, ti = 0;
+
+  if (inputs == NULL)
+    return api_fail(err, API_E_MISSING_FIELD, "missing required field "
+                    "\"inputs\"");
+  if (!json_is_array(inputs))
+    return api_fail(err, API_E_INVALID_FIELD, "inputs must be a list, got %s",
+                    api__type_name(inputs));
+  json_array_foreach(inputs, i, in) {
+    if (!json_is_object(in))
+      return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu] must be an "
+                      "object, got %s", i, api__type_name(in));
+    name = json_object_get(in, "name");
+    if (name == NULL)
+      return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu]: missing "
+                      "\"name\"", i);
+    if (!json_is_string(name))
+      return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu]: name must be a "
+                      "string, got %s", i, api__type_name(name));
+    if ((rc = input_slot(json_string_value(name), op, v, &ti, err)) != 0)
+      return rc;
+    if (ins->have[ti])
+      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" is given twice",
+                      json_string_value(name));
+    memset(&ins->t[ti], 0, sizeof ins->t[ti]);
+    if ((rc = decode_input(in, i, json_string_value(name), blobs, &ins->t[ti],
+                           err)) != 0)
+      return rc;
+    ins->have[ti] = 1;
+    ins->pos[ti] = (int)i;
+  }
+  if (!ins->have[0])
+    return api_fail(err, API_E_MISSING_FIELD, "missing input \"data\"");
+  return 0;
+}
+
+/* A JSON input's elements into a new buffer (c->c.out). */
+static int
+convert_input(struct conv *c, const struct v2_input *t, const char *input,
+              const int64_t *shape, struct rd_error *err)
+{
+  memset(c, 0, sizeof *c);
+  c->c.bad = bad_elem;
+  c->c.ctx = c;
+  c->c.dtype = t->dtype;
+  c->c.esize = rd_dtype_size(t->dtype);
+  c->input = input;
+  c->dtname = api_v2_datatype_name(t->dtype);
+  c->rank = t->rank;
+  c->shape = shape;
+  return convert_data(c, t->data, t->count, err);
+}
+
+/* The "axes" input into req and info. */
+static int
+apply_axes(const struct v2_inputs *ins, struct api_request *req,
+           struct api_v2_info *info, struct rd_error *err)
+{
+  const struct v2_input *t = &ins->t[1];
+  struct conv c;
+  int rc;
+
+  if ((rc = check_axes_input(t, err)) != 0)
+    return rc;
+  req->params.naxes = (size_t)t->count;
+  info->axes_blob = t->blob;
+  info->axes_size = t->blob_size;
+  info->axes_first = ins->pos[1] < ins->pos[0];
+  info->blob_total += t->blob_size;
+  if (t->blob)
+    return 0;
+  if ((rc = convert_input(&c, t, "axes", t->shape, err)) != 0)
+    return rc;
+  memcpy(req->axes, c.c.out, (size_t)t->count * 8);
+  free(c.c.out);
+  return 0;
+}
+
+/* The "data" input into req and info (its elements if JSON). */
+static int
+apply_data(const struct v2_inputs *ins, uint64_t max_elements,
+           struct api_request *req, struct api_v2_info *info,
+           struct rd_error *err)
+{
+  const struct v2_input *t = &ins->t[0];
+  struct rd_params *p = &req->params;
+  struct conv c;
+  int rc;
+
+  p->dtype = t->dtype;
+  p->rank = t->rank;
+  memcpy(req->shape, t->shape, sizeof t->shape);
+  info->data_blob = t->blob;
+  info->data_size = t->blob_size;
+  info->blob_total += t->blob_size;
+  if (t->blob)
+    return 0;
+  if (max_elements != 0 && t->count > max_elements)
+    return api_fail(err, RD_E_TOO_LARGE, "input \"data\" has %" PRIu64
+                    " elements; the limit is %" PRIu64, t->count,
+                    max_elements);
+  if ((rc = convert_input(&c, t, "data", req->shape, err)) != 0)
+    return rc;
+  req->data = c.c.out;
+  req->data_bytes = (size_t)(t->count * c.c.esize);
+  return 0;
+}
+
 static int
 decode_root(const json_t *root, int blobs, uint64_t max_elements,
             struct api_request *req, struct api_v2_info *info,
@@ -620,134 +901,28 @@ decode_root(const json_t *root, int blobs, uint64_t max_elements,
   static const char *const known[] = {
     "id", "parameters", "inputs", "outputs", NULL
   };
-  struct rd_params *p = &req->params;
-  struct v2_input tin[2];      /* [0] data, [1] axes */
-  int have[2] = { 0, 0 }, bdo = -1, bd = -1, rc, ti, pos[2] = { 0, 0 };
-  const json_t *v, *inputs, *in;
-  char shown[SHOW_CUT + 8];
-  struct conv c;
-  size_t i;
+  struct v2_inputs ins;
+  int bdo = -1, bd = -1, rc;
 
   if (!json_is_object(root))
     return api_fail(err, API_E_BAD_JSON, "the request must be a JSON object, "
                     "got %s", api__type_name(root));
-  if ((rc = check_keys(root, known, "field", err)) != 0)
-    return rc;
-  if ((v = json_object_get(root, "id")) != NULL) {
-    if (!json_is_string(v))
-      return api_fail(err, API_E_INVALID_FIELD, "id must be a string, got %s",
-                      api__type_name(v));
-    if (json_string_length(v) > API_V2_ID_MAX ||
-        strlen(json_string_value(v)) != json_string_length(v))
-      return api_fail(err, API_E_INVALID_FIELD, "id must be at most %d "
-                      "bytes, without NUL", API_V2_ID_MAX);
-    memcpy(info->id, json_string_value(v), json_string_length(v) + 1);
-    info->has_id = 1;
-  }
-  if ((rc = decode_parameters(json_object_get(root, "parameters"), req, &bdo,
-                              err)) != 0)
-    return rc;
-  if ((rc = decode_outputs(json_object_get(root, "outputs"), &bd, err)) != 0)
+  if ((rc = check_keys(root, known, "field", err)) != 0 ||
+      (rc = decode_id(json_object_get(root, "id"), info, err)) != 0 ||
+      (rc = decode_parameters(json_object_get(root, "parameters"), req, &bdo,
+                              err)) != 0 ||
+      (rc = decode_outputs(json_object_get(root, "outputs"), &bd, err)) != 0)
     return rc;
   info->binary_output = bd >= 0 ? bd : bdo > 0;
-
-  inputs = json_object_get(root, "inputs");
-  if (inputs == NULL)
-    return api_fail(err, API_E_MISSING_FIELD, "missing required field "
-                    "\"inputs\"");
-  if (!json_is_array(inputs))
-    return api_fail(err, API_E_INVALID_FIELD, "inputs must be a list, got %s",
-                    api__type_name(inputs));
-  json_array_foreach(inputs, i, in) {
-    const char *name;
-    if (!json_is_object(in))
-      return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu] must be an "
-                      "object, got %s", i, api__type_name(in));
-    v = json_object_get(in, "name");
-    if (v == NULL)
-      return api_fail(err, API_E_MISSING_FIELD, "inputs[%zu]: missing "
-                      "\"name\"", i);
-    if (!json_is_string(v))
-      return api_fail(err, API_E_INVALID_FIELD, "inputs[%zu]: name must be a "
-                      "string, got %s", i, api__type_name(v));
-    name = json_string_value(v);
-    if (strcmp(name, "data") == 0) {
-      ti = 0;
-    } else if (strcmp(name, "axes") == 0) {
-      if (p->opset < AXES_INPUT_VERSION)
-        return api_fail(err, API_E_UNKNOWN_FIELD, "input \"axes\" exists at "
-                        "version 18 only; at version %d use parameters.axes",
-                        (int)p->opset);
-      ti = 1;
-    } else {
-      show(name, shown, sizeof shown);
-      return api_fail(err, API_E_UNKNOWN_FIELD, "unknown input \"%s\"; the "
-                      "inputs are \"data\"%s", shown,
-                      p->opset >= AXES_INPUT_VERSION ? " and \"axes\"" : "");
-    }
-    if (have[ti])
-      return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" is given twice",
-                      name);
-    memset(&tin[ti], 0, sizeof tin[ti]);
-    if ((rc = decode_input(in, i, name, blobs, &tin[ti], err)) != 0)
-      return rc;
-    have[ti] = 1;
-    pos[ti] = (int)i;
-  }
-  if (!have[0])
-    return api_fail(err, API_E_MISSING_FIELD, "missing input \"data\"");
-
-  /* Data. */
-  p->dtype = tin[0].dtype;
-  p->rank = tin[0].rank;
-  memcpy(req->shape, tin[0].shape, sizeof tin[0].shape);
-  info->data_blob = tin[0].blob;
-  info->data_size = tin[0].blob_size;
-  info->blob_total = tin[0].blob_size;
-  if (have[1]) {
-    if ((rc = check_axes_input(&tin[1], err)) != 0)
-      return rc;
-    p->naxes = (size_t)tin[1].count;
-    info->axes_blob = tin[1].blob;
-    info->axes_size = tin[1].blob_size;
-    info->axes_first = pos[1] < pos[0];
-    info->blob_total += tin[1].blob_size;
-    if (!tin[1].blob) {
-      memset(&c, 0, sizeof c);
-      c.c.bad = bad_elem;
-      c.c.ctx = &c;
-      c.c.dtype = RD_INT64;
-      c.c.esize = 8;
-      c.input = "axes";
-      c.dtname = "INT64";
-      c.rank = 1;
-      c.shape = tin[1].shape;
-      if ((rc = convert_data(&c, tin[1].data, tin[1].count, err)) != 0)
-        return rc;
-      memcpy(req->axes, c.c.out, (size_t)tin[1].count * 8);
-      free(c.c.out);
-    }
-  }
-  if (!tin[0].blob) {
-    if (max_elements != 0 && tin[0].count > max_elements)
-      return api_fail(err, RD_E_TOO_LARGE, "input \"data\" has %" PRIu64
-                      " elements; the limit is %" PRIu64, tin[0].count,
-                      max_elements);
-    memset(&c, 0, sizeof c);
-    c.c.bad = bad_elem;
-    c.c.ctx = &c;
-    c.c.dtype = tin[0].dtype;
-    c.c.esize = rd_dtype_size(c.c.dtype);
-    c.input = "data";
-    c.dtname = api_v2_datatype_name(c.c.dtype);
-    c.rank = tin[0].rank;
-    c.shape = req->shape;
-    if ((rc = convert_data(&c, tin[0].data, tin[0].count, err)) != 0)
-      return rc;
-    req->data = c.c.out;
-    req->data_bytes = (size_t)(tin[0].count * c.c.esize);
-  }
-  return 0;
+  memset(&ins, 0, sizeof ins);
+  if ((rc = decode_inputs(json_object_get(root, "inputs"), blobs,
+                          req->params.op, (int)req->params.opset, &ins,
+                          err)) != 0)
+    return rc;
+  /* The axes first: their errors come before the data's conversion. */
+  if (ins.have[1] && (rc = apply_axes(&ins, req, info, err)) != 0)
+    return rc;
+  return apply_data(&ins, max_elements, req, info, err);
 }
 
 /* Empties `req` and `info` (keeping the route's op and version). */
@@ -762,7 +937,7 @@ reset(struct api_request *req, struct api_v2_info *info,
   req->params.shape = req->shape;
   req->params.axes = req->axes;
   req->params.op = op;
-  req->params.opset = version != 0 ? version : AXES_INPUT_VERSION;
+  req->params.opset = version != 0 ? version : newest_version(op);
   memset(info, 0, sizeof *info);
   info->op = op;
   info->version = version;
@@ -881,7 +1056,7 @@ api_v2_encode_result(const struct api_v2_info *info,
                      struct api_buf *b, size_t *json_len)
 {
   const char *op = rd_op_name(plan->op);
-  const char *dt = api_v2_datatype_name(plan->dtype);
+  const char *dt = api_v2_datatype_name(plan->out_dtype);
   size_t start = b->len, i;
   char *id = NULL;
 
@@ -913,7 +1088,7 @@ api_v2_encode_result(const struct api_v2_info *info,
       goto nomem;
     if (host_is_big_endian())
       swap_elems((unsigned char *)b->data + at, (size_t)plan->out_bytes,
-                 plan->elem_size);
+                 plan->out_elem_size);
   } else {
     if (api_buf_puts(b, "],\"data\":[") != 0)
       goto nomem;
@@ -961,21 +1136,25 @@ api_v2_encode_server_meta(const char *version, struct api_buf *b)
                                   "binary_tensor_data"));
 }
 
-/* {"name":..,"datatype":..,"shape":[-1]} plus the datatypes of `version`
- * (any rank: the protocol has no way to say it, -1 is the closest). */
+/* {"name":..,"datatype":..,"shape":[-1]} plus the datatypes of version
+ * `version` of `op` (any rank: the protocol has no way to say it, -1 is
+ * the closest).  `kind`: 0 data, 1 axes (INT64, optional), 2 the output
+ * (the data's datatypes, or INT64 for ArgMax/ArgMin). */
 static json_t *
-tensor_meta(int op, const char *name, int version, int axes)
+tensor_meta(const char *name, int op, int version, int kind)
 {
+  const struct rd_op_info *oi = rd_op_info(op);
+  int int64_only = kind == 1 || (kind == 2 && oi != NULL && oi->is_arg);
   json_t *o, *dts = json_array();
   int failed = 0;
 
   for (size_t i = 0; i < NDATATYPES && dts != NULL; i++)
-    if (axes ? datatypes[i].dtype == RD_INT64
-             : rd_dtype_in_version(op, datatypes[i].dtype, version))
+    if (int64_only ? datatypes[i].dtype == RD_INT64
+                   : rd_dtype_in_version(op, datatypes[i].dtype, version))
       failed |= json_array_append_new(dts, json_string(datatypes[i].name));
   o = json_pack("{s:s,s:s,s:[i],s:o}", "name", name, "datatype",
-                axes ? "INT64" : "FP32", "shape", -1, "datatypes", dts);
-  if (o != NULL && axes)
+                int64_only ? "INT64" : "FP32", "shape", -1, "datatypes", dts);
+  if (o != NULL && kind == 1)
     failed |= json_object_set_new(o, "optional", json_true());
   if (failed) {
     json_decref(o);
@@ -987,30 +1166,31 @@ tensor_meta(int op, const char *name, int version, int axes)
 int
 api_v2_encode_model_meta(int op, int version, struct api_buf *b)
 {
-  int v = version != 0 ? version : AXES_INPUT_VERSION, failed = 0;
-  json_t *root, *versions = json_array(), *inputs = json_array();
-  char num[16];
-
   const struct rd_op_info *oi = rd_op_info(op);
+  int v = version != 0 ? version : newest_version(op), failed = 0;
+  json_t *root, *versions, *inputs;
+  char num[16];
 
   if (oi == NULL)
     return RD_E_INVALID;
+  versions = json_array();
+  inputs = json_array();
   for (size_t i = 0; i < oi->nversions; i++) {
     snprintf(num, sizeof num, "%d", oi->versions[i]);
     failed |= json_array_append_new(versions, json_string(num));
   }
-  failed |= json_array_append_new(inputs, tensor_meta(op, "data", v, 0));
-  if (v >= AXES_INPUT_VERSION)
-    failed |= json_array_append_new(inputs, tensor_meta(op, "axes", v, 1));
-  if (failed || rd_op_name(op) == NULL) {
+  failed |= json_array_append_new(inputs, tensor_meta("data", op, v, 0));
+  if (has_axes_input(op, v))
+    failed |= json_array_append_new(inputs, tensor_meta("axes", op, v, 1));
+  if (failed) {
     json_decref(versions);
     json_decref(inputs);
     return RD_E_NOMEM;
   }
-  root = json_pack("{s:s,s:o,s:s,s:o,s:[o]}", "name", rd_op_name(op),
+  root = json_pack("{s:s,s:o,s:s,s:o,s:[o]}", "name", oi->name,
                    "versions", versions, "platform", "onnx_reduce",
                    "inputs", inputs, "outputs",
-                   tensor_meta(op, "reduced", v, 0));
+                   tensor_meta("reduced", op, v, 2));
   return api__append_json(b, root);
 }
 

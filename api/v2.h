@@ -3,12 +3,15 @@
  * functions on caller-owned objects: no HTTP, no threads (thread-safe on
  * distinct objects).
  *
- * Models are the operators ("ReduceL2", "ReduceSumSquare"); a model version
- * is an operator version (1, 11, 13, 18; none given: 18).  Inputs: "data"
- * (any supported dtype) and, at version 18 only, "axes" (INT64); below 18
- * axes are the request parameter "axes" (a list).  Request parameters:
- * keepdims, noop_with_empty_axes, overflow, axes (< 18), binary_data_output.
- * The one output is "reduced".
+ * Models are the operators ("ReduceL2", ..., "ArgMin"); a model version is
+ * an operator version (ReduceMax: 1, 11, 12, 13, 18, 20; none given: the
+ * newest).  Inputs: "data" (the version's dtypes) and, from the operator's
+ * axes-input version (ReduceSum 13, the other Reduce ops 18), "axes"
+ * (INT64); below it axes are the request parameter "axes" (a list).
+ * ArgMax/ArgMin take parameters.axis and parameters.select_last_index and
+ * answer INT64.  Request parameters: keepdims, noop_with_empty_axes,
+ * overflow, axes, axis, select_last_index, binary_data_output.  The one
+ * output is "reduced".
  *
  * Binary extension: a body is a JSON header of Inference-Header-Content-
  * Length bytes, then the blobs of the inputs that carry
@@ -55,7 +58,7 @@ int api_v2_route_parse(const char *path, struct api_v2_route *rt,
 struct api_v2_info {
   /* Set by the caller before decoding (from the route). */
   int op;                    /* enum rd_op */
-  int version;               /* 0: none given (18) */
+  int version;               /* 0: none given (the op's newest) */
   /* Filled by the decoders. */
   int has_id;
   char id[API_V2_ID_MAX + 1];
@@ -118,9 +121,10 @@ int api_v2_encode_error(const struct rd_error *err, struct api_buf *b);
  * ["binary_tensor_data"]}. 0 or RD_E_NOMEM. */
 int api_v2_encode_server_meta(const char *version, struct api_buf *b);
 
-/* GET /v2/models/M[/versions/V] (version 0: the default, 18): name,
- * versions, platform, inputs (data; axes at 18), outputs (reduced).
- * 0 or RD_E_NOMEM. */
+/* GET /v2/models/M[/versions/V] (version 0: the default, the newest):
+ * name, versions, platform, inputs (data; axes from the axes-input
+ * version), outputs (reduced: INT64 for ArgMax/ArgMin).  0, RD_E_INVALID
+ * (unknown op) or RD_E_NOMEM. */
 int api_v2_encode_model_meta(int op, int version, struct api_buf *b);
 
 /* GET .../ready: {"name":M,"ready":true}. 0 or RD_E_NOMEM. */

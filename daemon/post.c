@@ -188,7 +188,7 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
   int rc;
 
   if ((rc = api_prefix_check_size(&r->prefix, p, c->max_body, err)) != 0 ||
-      (rc = r->job.call.proto->check_accept(&r->job.call, p->dtype,
+      (rc = r->job.call.proto->check_accept(&r->job.call, p->out_dtype,
                                             err)) != 0 ||
       (rc = api_prefix_check_length(&r->prefix, p, err)) != 0)
     return rc;

@@ -29,7 +29,8 @@ INTEGRATION_TESTS = \
 	tests/integration/t_readme.sh \
 	tests/integration/t_security.sh \
 	tests/integration/t_limits.sh \
-	tests/integration/t_client.sh
+	tests/integration/t_client.sh \
+	tests/integration/t_ops.sh
 
 TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)
 
@@ -40,7 +41,8 @@ EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/integration/openapi-tool.cjs \
 	tests/integration/client_test.py clients/python/reduced_client.py \
 	clients/python/README.md \
-	tests/conformance/run.sh tests/conformance/onnx-node
+	tests/conformance/run.sh tests/conformance/onnx-node \
+	tests/conformance/onnx-node-family
 
 # ---- how each test runs
 TEST_TIMEOUT = 600

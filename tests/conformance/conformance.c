@@ -1,15 +1,17 @@
 /* conformance.c - runs the vendored ONNX backend node cases against reduced.
  *
- *   conformance URL DIR
+ *   conformance URL DIR...
  *
- * DIR holds index.json and the case directories.  For each case: reads
+ * Each DIR holds index.json and the case directories.  For each case: reads
  * input_0.pb (data), input_1.pb (axes) and output_0.pb with the small
- * TensorProto reader below, builds the JSON request (op, opset, axes,
- * keepdims and noop_with_empty_axes from attributes_effective), POSTs it to
- * URL/v1/reduce and checks the ONNX runner's rule: exact shape, exact dtype,
- * |actual - expected| <= 1e-7 + 1e-3 * |expected| per element, NaN == NaN,
- * infinities exact.  Prints one line per case and "N passed, N failed";
- * exits 1 on any failure, 2 on a usage or setup error.
+ * TensorProto reader below, builds the JSON request (op, opset, axes from
+ * input_1.pb, and every attribute of attributes_effective: keepdims,
+ * noop_with_empty_axes, or for ArgMax/ArgMin axis and select_last_index),
+ * POSTs it to URL/v1/reduce and checks the ONNX runner's rule: exact shape,
+ * exact dtype, |actual - expected| <= 1e-7 + 1e-3 * |expected| per element,
+ * NaN == NaN, infinities exact; bool answers (JSON true/false) and int64
+ * answers (ArgMax/ArgMin) must be equal.  Prints one line per case and "N
+ * passed, N failed"; exits 1 on any failure, 2 on a usage or setup error.
  */
 #include <errno.h>
 #include <math.h>
@@ -30,12 +32,14 @@
 /* ------------------------------------------------------------------ */
 
 struct tensor {
-  int data_type;              /* TensorProto.DataType: 1 float, 7 int64, 11 double */
+  int data_type;              /* TensorProto.DataType: 1 float, 2 uint8, 3 int8,
+                               * 4 uint16, 5 int16, 6 int32, 7 int64, 9 bool,
+                               * 11 double, 12 uint32 */
   size_t ndims;
   int64_t dims[CONF_MAX_DIMS];
   size_t n;                   /* elements read */
   double *f;                  /* values of a float/double tensor */
-  int64_t *i;                 /* values of an int64 tensor */
+  int64_t *i;                 /* values of an integer or bool tensor */
   char name[128];
 };
 
@@ -105,9 +109,49 @@ static uint64_t le_u64(const unsigned char *b)
   return u;
 }
 
+static int is_int_type(int data_type)
+{
+  return (data_type >= 2 && data_type <= 7) || data_type == 9 ||
+         data_type == 12;
+}
+
+/* Bytes per element of an integer or bool type; 0 otherwise. */
+static size_t int_size(int data_type)
+{
+  switch (data_type) {
+  case 2: case 3: case 9: return 1;
+  case 4: case 5: return 2;
+  case 6: case 12: return 4;
+  case 7: return 8;
+  default: return 0;
+  }
+}
+
+/* A little-endian integer element of `size` bytes, sign-extended when
+ * `is_signed`. */
+static int64_t le_int(const unsigned char *b, size_t size, int is_signed)
+{
+  uint64_t u = 0;
+  for (size_t k = size; k-- > 0;)
+    u = u << 8 | b[k];
+  if (is_signed && size < 8 && (u >> (size * 8 - 1)) & 1)
+    u |= ~(uint64_t)0 << (size * 8);
+  return (int64_t)u;
+}
+
 /* Decodes raw_data (little-endian) by data_type. */
 static int decode_raw(struct tensor *t, const unsigned char *b, size_t len)
 {
+  size_t isz = int_size(t->data_type);
+  int is_signed = t->data_type == 3 || t->data_type == 5 ||
+                  t->data_type == 6 || t->data_type == 7;
+
+  if (isz != 0) {
+    for (size_t k = 0; k + isz <= len; k += isz)
+      if (push_i(t, le_int(b + k, isz, is_signed)))
+        return -1;
+    return len % isz ? -1 : 0;
+  }
   switch (t->data_type) {
   case 1:
     for (size_t k = 0; k + 4 <= len; k += 4)
@@ -162,6 +206,22 @@ static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
         for (size_t k = 0; k < v; k += 4)
           if (push_f(t, le_f32(b + k)))
             return -1;
+      } else if (field == 10) {         /* double_data, packed fixed64 */
+        if (v % 8)
+          return -1;
+        for (size_t k = 0; k < v; k += 8) {
+          uint64_t u = le_u64(b + k);
+          double d;
+          memcpy(&d, &u, sizeof d);
+          if (push_f(t, d))
+            return -1;
+        }
+      } else if (field == 5) {          /* int32_data (int8..int32, bool) */
+        while (sub.p < sub.end) {
+          uint64_t d;
+          if (rd_varint(&sub, &d) || push_i(t, (int64_t)(int32_t)d))
+            return -1;
+        }
       } else if (field == 7) {          /* int64_data, packed varint */
         while (sub.p < sub.end) {
           uint64_t d;
@@ -188,6 +248,9 @@ static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
       } else if (field == 7) {          /* int64_data, not packed */
         if (push_i(t, (int64_t)v))
           return -1;
+      } else if (field == 5) {          /* int32_data, not packed */
+        if (push_i(t, (int64_t)(int32_t)v))
+          return -1;
       }
     } else if (wire == 5) {
       if (rd_bytes(&r, 4, &b))
@@ -197,6 +260,13 @@ static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
     } else if (wire == 1) {
       if (rd_bytes(&r, 8, &b))
         return -1;
+      if (field == 10) {                /* double_data, not packed */
+        uint64_t u = le_u64(b);
+        double d;
+        memcpy(&d, &u, sizeof d);
+        if (push_f(t, d))
+          return -1;
+      }
     } else {
       return -1;                        /* groups (3, 4) and 6, 7: invalid */
     }
@@ -251,8 +321,15 @@ static const char *dtype_name(int data_type)
 {
   switch (data_type) {
   case 1: return "float32";
-  case 11: return "float64";
+  case 2: return "uint8";
+  case 3: return "int8";
+  case 4: return "uint16";
+  case 5: return "int16";
+  case 6: return "int32";
   case 7: return "int64";
+  case 9: return "bool";
+  case 11: return "float64";
+  case 12: return "uint32";
   default: return NULL;
   }
 }
@@ -331,6 +408,84 @@ static int close_enough(double a, double e)
   return fabs(a - e) <= CONF_ATOL + CONF_RTOL * fabs(e);
 }
 
+/* The JSON request of a case: op, opset, every effective attribute (axis,
+ * keepdims, noop_with_empty_axes, select_last_index: whichever the case
+ * has), axes when the case feeds an axes input, and the input. */
+static json_t *build_request(const char *op, json_int_t opset,
+                             json_t *attrs, const struct tensor *data,
+                             const struct tensor *axes, const char *in_dt)
+{
+  json_t *shape = json_array(), *vals = json_array();
+  const char *key;
+  json_t *val;
+  int is_bool = data->data_type == 9, is_int = is_int_type(data->data_type);
+
+  for (size_t k = 0; k < data->ndims; k++)
+    json_array_append_new(shape, json_integer(data->dims[k]));
+  for (size_t k = 0; k < data->n; k++) {
+    if (is_bool) {
+      json_array_append_new(vals, json_boolean(data->i[k] != 0));
+      continue;
+    }
+    if (is_int) {
+      json_array_append_new(vals, json_integer(data->i[k]));
+      continue;
+    }
+    double v = data->f[k];
+    json_array_append_new(vals, isnan(v) ? json_string("NaN")
+                                : isinf(v) ? json_string(v > 0 ? "Infinity" : "-Infinity")
+                                : json_real(v));
+  }
+  json_t *req = json_pack("{s:s, s:I, s:{s:s, s:o, s:o}}", "op", op, "opset",
+                          (json_int_t)opset, "input", "dtype", in_dt,
+                          "shape", shape, "data", vals);
+  if (!req)
+    return NULL;
+  json_object_foreach(attrs, key, val)
+    json_object_set(req, key, val);
+  if (axes) {
+    json_t *jaxes = json_array();
+    for (size_t k = 0; k < axes->n; k++)
+      json_array_append_new(jaxes, json_integer(axes->i[k]));
+    json_object_set_new(req, "axes", jaxes);
+  }
+  return req;
+}
+
+/* Compares answer element `v` with expected element k of `e`. */
+static int elem_matches(json_t *v, const struct tensor *e, size_t k,
+                        char *why, size_t whylen)
+{
+  double a;
+
+  if (e->data_type == 9) {
+    if (!json_is_boolean(v) || json_is_true(v) != (e->i[k] != 0)) {
+      snprintf(why, whylen, "element %zu: %s, expected %s", k,
+               json_is_true(v) ? "true" : json_is_false(v) ? "false" : "not a bool",
+               e->i[k] ? "true" : "false");
+      return 0;
+    }
+    return 1;
+  }
+  if (is_int_type(e->data_type)) {
+    if (!json_is_integer(v) || json_integer_value(v) != e->i[k]) {
+      snprintf(why, whylen, "element %zu: not the integer %lld", k,
+               (long long)e->i[k]);
+      return 0;
+    }
+    return 1;
+  }
+  if (elem_value(v, &a)) {
+    snprintf(why, whylen, "element %zu is not a number", k);
+    return 0;
+  }
+  if (!close_enough(a, e->f[k])) {
+    snprintf(why, whylen, "element %zu: %.9g, expected %.9g", k, a, e->f[k]);
+    return 0;
+  }
+  return 1;
+}
+
 /* Runs one case; fills `why` on failure.  Returns 1 pass, 0 fail. */
 static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
                     char *why, size_t whylen)
@@ -373,29 +528,14 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
     goto out;
   }
   const char *in_dt = dtype_name(data.data_type), *out_dt = dtype_name(expect.data_type);
-  if (!in_dt || !out_dt || data.data_type == 7) {
+  if (!in_dt || !out_dt) {
     snprintf(why, whylen, "unexpected data types %d -> %d", data.data_type, expect.data_type);
     goto out;
   }
 
   /* The request.  Floats as %.17g read back to the same double, hence to
-   * the same float32. */
-  json_t *shape = json_array(), *vals = json_array(), *jaxes = json_array();
-  for (size_t k = 0; k < data.ndims; k++)
-    json_array_append_new(shape, json_integer(data.dims[k]));
-  for (size_t k = 0; k < data.n; k++) {
-    double v = data.f[k];
-    json_array_append_new(vals, isnan(v) ? json_string("NaN")
-                                : isinf(v) ? json_string(v > 0 ? "Infinity" : "-Infinity")
-                                : json_real(v));
-  }
-  for (size_t k = 0; k < axes.n; k++)
-    json_array_append_new(jaxes, json_integer(axes.i[k]));
-  req = json_pack("{s:s, s:I, s:o, s:O, s:O, s:{s:s, s:o, s:o}}",
-                  "op", op, "opset", opset, "axes", jaxes,
-                  "keepdims", json_object_get(attrs, "keepdims"),
-                  "noop_with_empty_axes", json_object_get(attrs, "noop_with_empty_axes"),
-                  "input", "dtype", in_dt, "shape", shape, "data", vals);
+   * the same float32; bools as true/false; integers exact. */
+  req = build_request(op, opset, attrs, &data, have_axes ? &axes : NULL, in_dt);
   if (!req || !(body = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17)))) {
     snprintf(why, whylen, "cannot build the request");
     goto out;
@@ -432,17 +572,9 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
     snprintf(why, whylen, "%zu elements, expected %zu", json_array_size(odata), expect.n);
     goto out;
   }
-  for (size_t k = 0; k < expect.n; k++) {
-    double a;
-    if (elem_value(json_array_get(odata, k), &a)) {
-      snprintf(why, whylen, "element %zu is not a number", k);
+  for (size_t k = 0; k < expect.n; k++)
+    if (!elem_matches(json_array_get(odata, k), &expect, k, why, whylen))
       goto out;
-    }
-    if (!close_enough(a, expect.f[k])) {
-      snprintf(why, whylen, "element %zu: %.9g, expected %.9g", k, a, expect.f[k]);
-      goto out;
-    }
-  }
   ok = 1;
 out:
   json_decref(ans);
@@ -455,15 +587,13 @@ out:
   return ok;
 }
 
-int main(int argc, char **argv)
+/* Runs the cases of one directory; adds to *pass / *fail (numbering goes
+ * on from *num).  0, or 2 if its index cannot be read. */
+static int run_dir(CURL *c, const char *url, const char *dir, int *num,
+                   int *pass, int *fail)
 {
-  if (argc != 3) {
-    fprintf(stderr, "usage: conformance URL DIR\n");
-    return 2;
-  }
-  char url[2048], path[4096];
-  snprintf(url, sizeof url, "%s/v1/reduce", argv[1]);
-  snprintf(path, sizeof path, "%s/index.json", argv[2]);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/index.json", dir);
   json_error_t jerr;
   json_t *index = json_load_file(path, 0, &jerr);
   json_t *cases = json_object_get(index, "cases");
@@ -472,28 +602,42 @@ int main(int argc, char **argv)
     json_decref(index);
     return 2;
   }
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-    return 2;
-  CURL *c = curl_easy_init();
-  if (!c)
-    return 2;
-  int pass = 0, fail = 0;
   size_t k;
   json_t *cs;
   json_array_foreach(cases, k, cs) {
     char why[512] = "";
     const char *name = json_string_value(json_object_get(cs, "name"));
-    if (run_case(c, url, argv[2], cs, why, sizeof why)) {
-      pass++;
-      printf("ok %zu - %s\n", k + 1, name ? name : "?");
+    ++*num;
+    if (run_case(c, url, dir, cs, why, sizeof why)) {
+      ++*pass;
+      printf("ok %d - %s\n", *num, name ? name : "?");
     } else {
-      fail++;
-      printf("not ok %zu - %s: %s\n", k + 1, name ? name : "?", why);
+      ++*fail;
+      printf("not ok %d - %s: %s\n", *num, name ? name : "?", why);
     }
   }
+  json_decref(index);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 3) {
+    fprintf(stderr, "usage: conformance URL DIR...\n");
+    return 2;
+  }
+  char url[2048];
+  snprintf(url, sizeof url, "%s/v1/reduce", argv[1]);
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    return 2;
+  CURL *c = curl_easy_init();
+  if (!c)
+    return 2;
+  int num = 0, pass = 0, fail = 0, rc = 0;
+  for (int d = 2; d < argc && rc == 0; d++)
+    rc = run_dir(c, url, argv[d], &num, &pass, &fail);
   printf("%d passed, %d failed\n", pass, fail);
   curl_easy_cleanup(c);
   curl_global_cleanup();
-  json_decref(index);
-  return fail ? 1 : 0;
+  return rc ? rc : fail ? 1 : 0;
 }

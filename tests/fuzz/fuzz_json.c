@@ -4,7 +4,8 @@
  * (or api_json_encode_error() for a refused body).
  *
  * Checks beyond "no crash, no sanitizer report": every error has a known
- * wire name and a 4xx/5xx status, and every encoded body is valid JSON.
+ * wire name and a 4xx/5xx status, every encoded body is valid JSON, and an
+ * answer's dtype is the plan's output dtype (int64 for ArgMax/ArgMin).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,14 +22,25 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* `b` is JSON; with a plan, an answer whose output.dtype is the plan's
+ * output dtype and whose data has plan->out_count elements. */
 static void
-check_json(const struct api_buf *b)
+check_json(const struct api_buf *b, const struct rd_plan *plan)
 {
   json_error_t jerr;
-  json_t *j = json_loadb(b->data, b->len, JSON_DECODE_ANY, &jerr);
+  json_t *j = json_loadb(b->data, b->len, JSON_DECODE_ANY, &jerr), *o;
+  const char *dt;
 
   if (j == NULL)
     __builtin_trap();   /* we produced a body that is not JSON */
+  if (plan != NULL) {
+    o = json_object_get(j, "output");
+    dt = json_string_value(json_object_get(o, "dtype"));
+    if (dt == NULL || strcmp(dt, rd_dtype_name(plan->out_dtype)) != 0 ||
+        (rd_op_info(plan->op)->is_arg && plan->out_dtype != RD_INT64) ||
+        json_array_size(json_object_get(o, "data")) != plan->out_count)
+      __builtin_trap(); /* the answer does not describe the output */
+  }
   json_decref(j);
 }
 
@@ -43,7 +55,7 @@ encode_error(const struct rd_error *err)
     __builtin_trap();   /* a code without a wire name, or not an error */
   api_buf_init(&b);
   if (api_json_encode_error(err, &b) == 0)
-    check_json(&b);
+    check_json(&b, NULL);
   api_buf_free(&b);
 }
 
@@ -86,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
       api_buf_init(&b);
       if (api_json_encode_result(&plan, req.params.opset, out, &b) == 0)
-        check_json(&b);
+        check_json(&b, &plan);
       api_buf_free(&b);
     }
     free(out);

@@ -44,6 +44,7 @@ decode(int v2, size_t hl, const uint8_t *body, size_t len, size_t cut,
 
   memset(a, 0, sizeof *a);
   memset(&q, 0, sizeof q);
+  rd_params_init(&q.params); /* axis, select_last_index: RD_UNSET */
   memset(&err, 0, sizeof err);
   memset(&info, 0, sizeof info);
   q.params.op = RD_OP_L2;

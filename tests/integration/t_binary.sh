@@ -158,8 +158,8 @@ op=ReduceL2&dtype=float32&shape=2&op=ReduceL2|400|INVALID_FIELD|more than once
 dtype=float32&shape=2|400|MISSING_FIELD|op
 op=ReduceL2&shape=2|400|MISSING_FIELD|dtype
 op=ReduceL2&dtype=float32|400|MISSING_FIELD|shape
-op=ReduceMean&dtype=float32&shape=2|400|UNKNOWN_OP|ReduceMean
-op=ReduceL2&dtype=int8&shape=2|400|UNSUPPORTED_DTYPE|int8
+op=ReduceMedian&dtype=float32&shape=2|400|UNKNOWN_OP|ReduceMedian
+op=ReduceL2&dtype=int4&shape=2|400|UNSUPPORTED_DTYPE|int4
 op=ReduceL2&dtype=bfloat16&shape=2&opset=11|400|DTYPE_NOT_IN_VERSION|
 op=ReduceL2&dtype=float32&shape=2&opset=0|400|INVALID_OPSET|
 op=ReduceL2&dtype=float32&shape=2&keepdims=2|400|INVALID_KEEPDIMS|

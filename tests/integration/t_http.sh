@@ -31,9 +31,10 @@ check "/v1/ops names ReduceL2 and ReduceSumSquare" eval 'grep -q "\"ReduceL2\"" 
 for dt in float32 float64 float16 bfloat16 int32 int64 uint32 uint64; do
   check "/v1/ops lists $dt" grep -q "\"$dt\"" "$TMP/ops.json"
 done
-check "/v1/ops lists no other dtype (int8, uint8, bool)" eval '! grep -Eq "\"(int8|uint8|int16|bool)\"" "$TMP/ops.json"'
-check "/v1/ops dtype lists: 7 dtypes at versions 1, 11; 8 at 13, 18 (x2 ops)" \
-  "$JTOOL" opscheck "$TMP/ops.json" .
+# The twelve operators' version and dtype lists: t_ops.sh.
+for dt in int8 uint8 int16 uint16 bool; do
+  check "/v1/ops lists $dt" grep -q "\"$dt\"" "$TMP/ops.json"
+done
 
 # ---- 404 and 405
 for p in /nope / /v1 /v1/reduce/x /v1/REDUCE /healthz/x; do

@@ -80,7 +80,7 @@ case $kind in
   v2json) args=(--data-binary '{"inputs":[{"name":"data","shape":[2],"datatype":"INT32","data":[3,4]}]}' "$url/v2/models/ReduceSumSquare/infer") ;;
   v2bin)  args=(-H "Inference-Header-Content-Length: $(cat "$dir/x.v2hdrlen")" --data-binary @"$dir/x.v2bin" "$url/v2/models/ReduceL2/versions/13/infer") ;;
   v2e400) args=(--data-binary '{"inputs":[{"name":"data","shape":[1],"datatype":"FP32","data":[1]}],"parameters":{"keepdims":2}}' "$url/v2/models/ReduceL2/infer") ;;
-  v2e404) args=("$url/v2/models/ReduceMax/ready") ;;   # no body, as e415
+  v2e404) args=("$url/v2/models/ReduceFoo/ready") ;;   # no body, as e415
   v2ready) args=("$url/v2/models/ReduceSumSquare/ready") ;;
   l2)     args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceL2","keepdims":0,"input":{"dtype":"float32","data":[3,4]}}' "$url/v1/reduce") ;;
   ssq)    args=(-X POST "${ct[@]}" --data-binary '{"op":"ReduceSumSquare","axes":[1],"input":{"dtype":"int64","shape":[2,2],"data":[1,2,3,4]}}' "$url/v1/reduce") ;;

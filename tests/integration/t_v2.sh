@@ -113,8 +113,8 @@ expect_v2 "GET $M/ReduceSumSquare/versions/1: no axes input, no BF16" 200 \
 http GET $M/ReduceL2/versions/13
 check "GET .../versions/13: BF16 allowed, no axes input" eval 'grep -q BF16 "$B" && ! grep -q "\"axes\"" "$B"'
 
-http GET $M/ReduceMax
-expect_v2_error "unknown model: 404" 404 NOT_FOUND 'unknown model "ReduceMax"'
+http GET $M/ReduceFoo
+expect_v2_error "unknown model: 404" 404 NOT_FOUND 'unknown model "ReduceFoo"'
 http GET $M/reducel2/ready
 expect_v2_error "model names are case-sensitive: 404" 404 NOT_FOUND
 http GET $M/ReduceL2/versions/12
@@ -256,8 +256,8 @@ v2 $M/ReduceL2/versions/11/infer '{"inputs":[{"name":"data","shape":[1],"datatyp
 expect_v2_error "BF16 at version 11: 400" 400 DTYPE_NOT_IN_VERSION
 v2 $M/ReduceL2/versions/13/infer '{"inputs":['"$IN12"'],"parameters":{"noop_with_empty_axes":1}}'
 expect_v2_error "noop_with_empty_axes at version 13: 400" 400 NOOP_NOT_IN_VERSION
-v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[2],"datatype":"BOOL","data":[true,false]}]}'
-expect_v2_error "BOOL: 400" 400 UNSUPPORTED_DTYPE
+v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[2],"datatype":"STRING","data":[true,false]}]}'
+expect_v2_error "STRING: 400" 400 UNSUPPORTED_DTYPE
 v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[3],"datatype":"FP32","data":[1,2]}]}'
 expect_v2_error "data shorter than shape: 400" 400 SHAPE_MISMATCH
 v2 $M/ReduceL2/infer '{"inputs":[{"name":"data","shape":[1],"datatype":"UINT32","data":[-1]}]}'

@@ -316,8 +316,9 @@ test_numfmt_fixed(void **state)
   assert_string_equal(fmt_f32(FLT_MAX), "3.4028235e+38");
   assert_string_equal(fmt_f32(1e-5f), "1e-5");
   assert_string_equal(fmt_f32(0.0001f), "0.0001");
-  /* Integral below 1e16: the exact integer (1.5e15f is 1500000014041088). */
-  assert_string_equal(fmt_f32(1.5e15f), "1500000014041088");
+  /* Integral values too take their shortest digits: 1.5e15f is
+   * 1500000014041088, and "1.5e+15" reads back to it (issue 13). */
+  assert_string_equal(fmt_f32(1.5e15f), "1.5e+15");
   assert_string_equal(fmt_f32(0.0f), "0");
   assert_string_equal(fmt_f32(-0.0f), "-0");
   assert_string_equal(fmt_f32(NAN), "\"NaN\"");
@@ -332,14 +333,16 @@ test_numfmt_fixed(void **state)
   assert_string_equal(fmt_f64(DBL_MAX), "1.7976931348623157e+308");
   assert_string_equal(fmt_f64(1e16), "1e+16");
   assert_string_equal(fmt_f64(9999999999999998.0), "9999999999999998");
-  assert_string_equal(fmt_f64(1e15), "1000000000000000");
+  /* 1 digit: "1e+15" (5 characters) beats "1000000000000000" (16). */
+  assert_string_equal(fmt_f64(1e15), "1e+15");
   assert_string_equal(fmt_f64(-1e300), "-1e+300");
   assert_string_equal(fmt_f64(-0.0), "-0");
   assert_string_equal(fmt_f64(-NAN), "\"NaN\"");
 
-  /* float16 (bits): 65504 = 0x7BFF is integral, so "65504" even though
-   * "6.55e+4" would read back to it too. */
-  assert_string_equal(fmt_u16(RD_FLOAT16, 0x7BFF), "65504");
+  /* float16 (bits): 65504 = 0x7BFF; three digits read back to it (65500
+   * is 4 away, the neighbours 65472 and inf are farther), and the plain
+   * "65500" is shorter than "6.55e+4". */
+  assert_string_equal(fmt_u16(RD_FLOAT16, 0x7BFF), "65500");
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x3C00), "1");
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x2E66), "0.1");   /* 0.09997559 */
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x3555), "0.3333"); /* 0.33325195 */
@@ -435,6 +438,10 @@ check_shortest(int dtype, const void *elem, double v, uint64_t bits)
 
   if (isnan(v) || isinf(v))
     return;
+  if (v == 0) {
+    assert_string_equal(text, signbit(v) ? "-0" : "0");
+    return;
+  }
   /* valid JSON number, never "inf"/"nan"/leading '+' */
   j = json_loads(text, JSON_DECODE_ANY, NULL);
   assert_non_null(j);
@@ -445,10 +452,11 @@ check_shortest(int dtype, const void *elem, double v, uint64_t bits)
   if (client_bits(dtype, text) != bits)
     print_error("dtype %d bits %#" PRIx64 ": \"%s\"\n", dtype, bits, text);
   assert_true(client_bits(dtype, text) == bits);
+  /* an integral value below 1e16 is never longer than the exact integer
+   * (integral values have no special case otherwise: issue 13) */
   if (v == trunc(v) && fabs(v) < 1e16) {
     snprintf(exact, sizeof exact, "%.0f", v);
-    assert_string_equal(text, exact);
-    return;
+    assert_true(strlen(text) <= strlen(exact));
   }
   /* and no text with fewer significant digits would */
   p = sig_digits(text);
@@ -624,8 +632,9 @@ test_decode_fields(void **state)
 {
   (void)state;
   /* unknown fields, top level and in input */
+  /* axis is ArgMax/ArgMin's (issue 11): a Reduce op refuses it by name. */
   expect_fail("{\"op\":\"ReduceL2\",\"axis\":[1],\"input\":{}}",
-              API_E_UNKNOWN_FIELD, "unknown field \"axis\"");
+              RD_E_ATTRIBUTE, "axis is not an attribute of ReduceL2");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"float32\",\"data\":"
               "[1],\"strides\":[1]}}", API_E_UNKNOWN_FIELD,
               "unknown field \"input.strides\"");
@@ -641,8 +650,9 @@ test_decode_fields(void **state)
               API_E_MISSING_FIELD, "\"input.data\"");
 
   /* op */
-  expect_fail("{\"op\":\"ReduceMax\",\"input\":{}}", RD_E_OP,
-              "unknown op \"ReduceMax\"; valid ops: ReduceL2, ReduceSumSquare");
+  expect_fail("{\"op\":\"ReduceMaximum\",\"input\":{}}", RD_E_OP,
+              "unknown op \"ReduceMaximum\"; valid ops: ReduceL2, "
+              "ReduceSumSquare, ReduceSum");
   expect_fail("{\"op\":\"reducel2\",\"input\":{}}", RD_E_OP, "\"reducel2\"");
   expect_fail("{\"op\":2,\"input\":{}}", API_E_INVALID_FIELD,
               "op must be a string, got a number");
@@ -696,10 +706,9 @@ test_decode_fields(void **state)
   /* input */
   expect_fail("{\"op\":\"ReduceL2\",\"input\":[1]}", API_E_INVALID_FIELD,
               "input must be an object, got a list");
-  expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int8\","
-              "\"data\":[1]}}", RD_E_DTYPE, "unsupported dtype \"int8\"; "
-              "supported: float32, int32, int64, float16, float64, uint32, "
-              "uint64, bfloat16");
+  expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int4\","
+              "\"data\":[1]}}", RD_E_DTYPE, "unsupported dtype \"int4\"; "
+              "supported: float32, float64, float16, bfloat16, int8, uint8, ");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":1,\"data\":[1]}}",
               API_E_INVALID_FIELD, "input.dtype must be a string");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
@@ -1061,13 +1070,15 @@ make_plan(struct rd_plan *plan, int op, int version, int dtype, size_t rank,
   plan->version = version;
   plan->dtype = dtype;
   plan->elem_size = rd_dtype_size(dtype);
+  plan->out_dtype = rd_op_out_dtype(op, dtype);
+  plan->out_elem_size = rd_dtype_size(plan->out_dtype);
   plan->out_rank = rank;
   plan->out_count = 1;
   for (i = 0; i < rank; i++) {
     plan->out_shape[i] = shape[i];
     plan->out_count *= (uint64_t)shape[i];
   }
-  plan->out_bytes = plan->out_count * plan->elem_size;
+  plan->out_bytes = plan->out_count * plan->out_elem_size;
 }
 
 static json_t *
@@ -1178,7 +1189,7 @@ test_encode_result_types(void **state)
   make_plan(&plan, RD_OP_L2, 18, RD_FLOAT16, 1, shape3);
   assert_int_equal(api_json_encode_result(&plan, 18, h, &b), 0);
   assert_non_null(strstr(b.data, "\"dtype\":\"float16\",\"shape\":[3],"
-                         "\"data\":[65504,0.3333,\"-Infinity\"]}}"));
+                         "\"data\":[65500,0.3333,\"-Infinity\"]}}"));
   api_buf_free(&b);
 
   /* empty output; rank 0 output */
@@ -1335,59 +1346,486 @@ has_string(const json_t *arr, const char *s)
   return 0;
 }
 
+/* The versions of each op (ONNX operator schemas), in enum order. */
+static const struct {
+  const char *name;
+  int n;
+  int v[6];
+} op_versions[] = {
+  { "ReduceL2", 4, { 1, 11, 13, 18 } },
+  { "ReduceSumSquare", 4, { 1, 11, 13, 18 } },
+  { "ReduceSum", 3, { 1, 11, 13 } },
+  { "ReduceMean", 4, { 1, 11, 13, 18 } },
+  { "ReduceMax", 6, { 1, 11, 12, 13, 18, 20 } },
+  { "ReduceMin", 6, { 1, 11, 12, 13, 18, 20 } },
+  { "ReduceProd", 4, { 1, 11, 13, 18 } },
+  { "ReduceL1", 4, { 1, 11, 13, 18 } },
+  { "ReduceLogSum", 4, { 1, 11, 13, 18 } },
+  { "ReduceLogSumExp", 4, { 1, 11, 13, 18 } },
+  { "ArgMax", 4, { 1, 11, 12, 13 } },
+  { "ArgMin", 4, { 1, 11, 12, 13 } },
+};
+
+/* Version `v` of the op at index `i` of the /v1/ops body `ops`. */
+static json_t *
+ops_version(json_t *ops, size_t i, int v)
+{
+  json_t *vs = json_object_get(json_array_get(ops, i), "versions"), *x;
+  size_t k;
+
+  json_array_foreach(vs, k, x)
+    if (json_integer_value(json_object_get(x, "version")) == v)
+      return x;
+  return NULL;
+}
+
 static void
 test_encode_ops(void **state)
 {
   static const char *const base[] = { "float32", "float64", "float16",
                                       "int32", "int64", "uint32", "uint64" };
-  static const int versions[] = { 1, 11, 13, 18 };
-  static const int hi[] = { 10, 12, 17, -1 };
-  static const char *const names[] = { "ReduceL2", "ReduceSumSquare" };
   struct api_buf b;
   json_t *j, *ops, *op, *vs, *v, *opsets, *dtypes;
-  size_t i, k, d;
+  size_t i, d;
+  int k, ver, next, arg, axes_in;
 
   (void)state;
   api_buf_init(&b);
   assert_int_equal(api_json_encode_ops(&b), 0);
   j = parse_buf(&b);
   ops = json_object_get(j, "ops");
-  assert_int_equal(json_array_size(ops), 2);
-  for (i = 0; i < 2; i++) {
+  assert_int_equal(json_array_size(ops), 12);
+  for (i = 0; i < 12; i++) {
     op = json_array_get(ops, i);
     assert_string_equal(json_string_value(json_object_get(op, "op")),
-                        names[i]);
+                        op_versions[i].name);
+    arg = i >= 10;
+    /* ReduceSum took axes as an input at 13, the other Reduce ops at 18 */
+    axes_in = i == 2 ? 13 : 18;
     vs = json_object_get(op, "versions");
-    assert_int_equal(json_array_size(vs), 4);
-    for (k = 0; k < 4; k++) {
-      v = json_array_get(vs, k);
-      assert_int_equal(json_object_size(v), 5);
-      assert_int_equal(json_integer_value(json_object_get(v, "version")),
-                       versions[k]);
+    assert_int_equal(json_array_size(vs), (size_t)op_versions[i].n);
+    for (k = 0; k < op_versions[i].n; k++) {
+      v = json_array_get(vs, (size_t)k);
+      ver = op_versions[i].v[k];
+      next = k + 1 < op_versions[i].n ? op_versions[i].v[k + 1] : 0;
+      assert_int_equal(json_object_size(v), 7);
+      assert_int_equal(json_integer_value(json_object_get(v, "version")), ver);
       opsets = json_object_get(v, "opsets");
       assert_int_equal(json_array_size(opsets), 2);
-      assert_int_equal(json_integer_value(json_array_get(opsets, 0)),
-                       versions[k]);
-      if (hi[k] < 0)
+      assert_int_equal(json_integer_value(json_array_get(opsets, 0)), ver);
+      if (next == 0)
         assert_true(json_is_null(json_array_get(opsets, 1)));
       else
         assert_int_equal(json_integer_value(json_array_get(opsets, 1)),
-                         hi[k]);
+                         next - 1);
       assert_string_equal(json_string_value(json_object_get(v, "axes")),
-                          versions[k] == 18 ? "input" : "attribute");
+                          arg ? "axis" : ver >= axes_in ? "input"
+                                                        : "attribute");
       assert_true(json_is_boolean(json_object_get(v, "noop_with_empty_axes")));
       assert_int_equal(json_is_true(json_object_get(v,
-                       "noop_with_empty_axes")), versions[k] == 18);
+                       "noop_with_empty_axes")), !arg && ver >= axes_in);
+      assert_int_equal(json_is_true(json_object_get(v, "select_last_index")),
+                       arg && ver >= 12);
+      assert_string_equal(json_string_value(json_object_get(v,
+                          "output_dtype")), arg ? "int64" : "input");
       dtypes = json_object_get(v, "dtypes");
-      /* bfloat16 arrived in version 13 */
-      assert_int_equal(json_array_size(dtypes), versions[k] >= 13 ? 8 : 7);
       for (d = 0; d < 7; d++)
         assert_true(has_string(dtypes, base[d]));
-      assert_int_equal(has_string(dtypes, "bfloat16"), versions[k] >= 13);
+      /* bfloat16 arrived in version 13 */
+      assert_int_equal(has_string(dtypes, "bfloat16"), ver >= 13);
+      /* int8/uint8: ReduceMax/ReduceMin from 12, ArgMax/ArgMin always */
+      assert_int_equal(has_string(dtypes, "int8"),
+                       arg || ((i == 4 || i == 5) && ver >= 12));
+      assert_int_equal(has_string(dtypes, "uint8"),
+                       arg || ((i == 4 || i == 5) && ver >= 12));
+      /* int16/uint16: ArgMax/ArgMin only; bool: ReduceMax/ReduceMin 20 */
+      assert_int_equal(has_string(dtypes, "int16"), arg);
+      assert_int_equal(has_string(dtypes, "uint16"), arg);
+      assert_int_equal(has_string(dtypes, "bool"),
+                       (i == 4 || i == 5) && ver == 20);
     }
+  }
+  /* the listing order of the dtypes (rd_dtypes): floats, integers by
+   * width (signed first), bool */
+  dtypes = json_object_get(ops_version(ops, 4, 20), "dtypes");
+  assert_non_null(dtypes);
+  {
+    static const char *const order[] = {
+      "float32", "float64", "float16", "bfloat16", "int8", "uint8",
+      "int32", "uint32", "int64", "uint64", "bool"
+    };
+    assert_int_equal(json_array_size(dtypes), 11);
+    for (d = 0; d < 11; d++)
+      assert_string_equal(json_string_value(json_array_get(dtypes, d)),
+                          order[d]);
   }
   json_decref(j);
   api_buf_free(&b);
+}
+
+/* ================================================================== */
+/* The twelve operators (issue 11)                                    */
+/* ================================================================== */
+
+/* Decodes `json`; 0 expected. */
+static void
+decode_ok(const char *json, struct api_request *req)
+{
+  struct rd_error err;
+  int rc = decode(json, req, &err);
+
+  if (rc != 0)
+    print_error("body %s\n  got %d (%s) \"%s\"\n", json, rc,
+                api_errname(rc), err.msg);
+  assert_int_equal(rc, 0);
+}
+
+static void
+test_decode_arg_fields(void **state)
+{
+  struct api_request req;
+
+  (void)state;
+  /* axis and select_last_index for ArgMax; omitted: RD_UNSET */
+  decode_ok("{\"op\":\"ArgMax\",\"axis\":-1,\"select_last_index\":1,"
+            "\"keepdims\":0,\"input\":{\"dtype\":\"float32\","
+            "\"data\":[1,2]}}", &req);
+  assert_int_equal(req.params.op, RD_OP_ARGMAX);
+  assert_int_equal(req.params.axis, -1);
+  assert_int_equal(req.params.select_last_index, 1);
+  assert_int_equal(req.params.keepdims, 0);
+  assert_int_equal(req.params.naxes, 0);
+  api_request_free(&req);
+  decode_ok("{\"op\":\"ArgMin\",\"select_last_index\":true,\"input\":"
+            "{\"dtype\":\"int16\",\"data\":[1,2]}}", &req);
+  assert_int_equal(req.params.op, RD_OP_ARGMIN);
+  assert_true(req.params.axis == RD_UNSET);
+  assert_int_equal(req.params.select_last_index, 1);
+  api_request_free(&req);
+  decode_ok("{\"op\":\"ReduceMax\",\"input\":{\"dtype\":\"int8\","
+            "\"data\":[1]}}", &req);
+  assert_true(req.params.axis == RD_UNSET);
+  assert_true(req.params.select_last_index == RD_UNSET);
+  api_request_free(&req);
+  /* the values are the library's to check (2 is INVALID_SELECT_LAST_INDEX
+   * there), but the type is the decoder's */
+  decode_ok("{\"op\":\"ArgMax\",\"select_last_index\":2,\"input\":"
+            "{\"dtype\":\"float32\",\"data\":[1]}}", &req);
+  assert_int_equal(req.params.select_last_index, 2);
+  api_request_free(&req);
+  expect_fail("{\"op\":\"ArgMax\",\"axis\":1.5,\"input\":{}}",
+              API_E_INVALID_FIELD, "axis must be an integer, got 1.5");
+  expect_fail("{\"op\":\"ArgMax\",\"axis\":true,\"input\":{}}",
+              API_E_INVALID_FIELD, "axis must be an integer, got true");
+  expect_fail("{\"op\":\"ArgMax\",\"select_last_index\":\"1\",\"input\":{}}",
+              API_E_INVALID_FIELD, "select_last_index must be an integer "
+              "or true/false");
+  /* INT64_MIN would pass as "not given": refused */
+  expect_fail("{\"op\":\"ArgMax\",\"axis\":-9223372036854775808,"
+              "\"input\":{}}", RD_E_AXIS_RANGE, "axis = "
+              "-9223372036854775808 is out of range");
+  expect_fail("{\"op\":\"ArgMax\",\"select_last_index\":"
+              "-9223372036854775808,\"input\":{}}", RD_E_SELECT_LAST,
+              "select_last_index must be 0 or 1");
+  /* fields an op does not take: ATTRIBUTE_NOT_ALLOWED naming field and op */
+  expect_fail("{\"op\":\"ReduceSum\",\"axis\":0,\"input\":{}}",
+              RD_E_ATTRIBUTE, "axis is not an attribute of ReduceSum");
+  expect_fail("{\"op\":\"ReduceMax\",\"select_last_index\":0,\"input\":{}}",
+              RD_E_ATTRIBUTE, "select_last_index is not an attribute of "
+              "ReduceMax");
+  expect_fail("{\"op\":\"ArgMax\",\"axes\":[0],\"input\":{}}",
+              RD_E_ATTRIBUTE, "axes is not an attribute of ArgMax");
+  expect_fail("{\"op\":\"ArgMin\",\"axes\":[],\"input\":{}}",
+              RD_E_ATTRIBUTE, "axes is not an attribute of ArgMin");
+  expect_fail("{\"op\":\"ArgMin\",\"noop_with_empty_axes\":0,\"input\":{}}",
+              RD_E_ATTRIBUTE, "noop_with_empty_axes is not an attribute of "
+              "ArgMin");
+  /* every op name parses; the list of valid ops names all twelve */
+  expect_fail("{\"op\":\"ReduceFoo\",\"input\":{}}", RD_E_OP,
+              "valid ops: ReduceL2, ReduceSumSquare, ReduceSum, ReduceMean, "
+              "ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceLogSum,");
+  decode_ok("{\"op\":\"ReduceLogSumExp\",\"input\":{\"dtype\":\"float64\","
+            "\"data\":[1]}}", &req);
+  assert_int_equal(req.params.op, RD_OP_LOG_SUM_EXP);
+  api_request_free(&req);
+}
+
+static void
+test_elems_small_int_bool(void **state)
+{
+  struct api_request req;
+  struct rd_error err;
+  const int8_t *i8;
+  const uint8_t *u8;
+  const int16_t *i16;
+  const uint16_t *u16;
+
+  (void)state;
+  assert_int_equal(decode_data("int8", "[-128, 127, \"-5\", 0]", &req, &err),
+                   0);
+  i8 = req.data;
+  assert_int_equal(req.data_bytes, 4);
+  assert_int_equal(i8[0], -128);
+  assert_int_equal(i8[1], 127);
+  assert_int_equal(i8[2], -5);
+  assert_int_equal(i8[3], 0);
+  api_request_free(&req);
+  assert_int_equal(decode_data("uint8", "[[0, 255], [\"200\", 1.0]]", &req,
+                               &err), 0);
+  u8 = req.data;
+  assert_int_equal(req.data_bytes, 4);
+  assert_int_equal(u8[0], 0);
+  assert_int_equal(u8[1], 255);
+  assert_int_equal(u8[2], 200);
+  assert_int_equal(u8[3], 1);
+  api_request_free(&req);
+  assert_int_equal(decode_data("int16", "[-32768, 32767]", &req, &err), 0);
+  i16 = req.data;
+  assert_int_equal(req.data_bytes, 4);
+  assert_int_equal(i16[0], -32768);
+  assert_int_equal(i16[1], 32767);
+  api_request_free(&req);
+  assert_int_equal(decode_data("uint16", "[65535, 0, 7]", &req, &err), 0);
+  u16 = req.data;
+  assert_int_equal(req.data_bytes, 6);
+  assert_int_equal(u16[0], 65535);
+  assert_int_equal(u16[2], 7);
+  api_request_free(&req);
+  /* ranges, by dtype, naming the element */
+  expect_elem_fail("int8", "[1, 128]", "input.data[1] = 128 is out of range "
+                   "[-128, 127] (dtype int8)");
+  expect_elem_fail("int8", "[-129]", "input.data[0] = -129 is out of range "
+                   "[-128, 127]");
+  expect_elem_fail("uint8", "[256]", "input.data[0] = 256 is out of range "
+                   "[0, 255] (dtype uint8)");
+  expect_elem_fail("uint8", "[-1]", "out of range [0, 255]");
+  expect_elem_fail("int16", "[0, 0, 32768]", "input.data[2] = 32768 is out "
+                   "of range [-32768, 32767]");
+  expect_elem_fail("uint16", "[65536]", "out of range [0, 65535] (dtype "
+                   "uint16)");
+  expect_elem_fail("int8", "[0.5]", "input.data[0] = 0.5 is not an integer");
+
+  /* bool: true/false only */
+  assert_int_equal(decode_data("bool", "[[true, false], [false, true]]",
+                               &req, &err), 0);
+  u8 = req.data;
+  assert_int_equal(req.data_bytes, 4);
+  assert_int_equal(req.params.rank, 2);
+  assert_int_equal(u8[0], 1);
+  assert_int_equal(u8[1], 0);
+  assert_int_equal(u8[2], 0);
+  assert_int_equal(u8[3], 1);
+  api_request_free(&req);
+  assert_int_equal(decode_data("bool", "true", &req, &err), 0);
+  assert_int_equal(req.params.rank, 0);
+  assert_int_equal(*(const uint8_t *)req.data, 1);
+  api_request_free(&req);
+  expect_elem_fail("bool", "[true, 1]", "input.data[1] = 1 is not true or "
+                   "false (dtype bool)");
+  expect_elem_fail("bool", "[0]", "input.data[0] = 0 is not true or false");
+  expect_elem_fail("bool", "[false, \"true\"]", "input.data[1] = \"true\" is "
+                   "not true or false");
+  expect_elem_fail("bool", "[null]", "input.data[0] = null is not true or "
+                   "false");
+  expect_elem_fail("bool", "1", "input.data = 1 is not true or false");
+  /* the new names are in the dtype list of the error */
+  expect_fail("{\"op\":\"ReduceMax\",\"input\":{\"dtype\":\"int4\","
+              "\"data\":[1]}}", RD_E_DTYPE, "bfloat16, int8, uint8, int16, "
+              "uint16, int32, uint32, int64, uint64, bool");
+}
+
+/* A flat array of numbers takes the fast path (jsonfast.c): the small
+ * integer dtypes and bool give the same values and errors there. */
+static void
+test_elems_fast_path(void **state)
+{
+  char body[70000];
+  struct api_request req;
+  struct rd_error err;
+  size_t n = 0;
+  int i;
+
+  (void)state;
+  n += (size_t)snprintf(body + n, sizeof body - n, "{\"op\":\"ArgMax\","
+                        "\"input\":{\"dtype\":\"int8\",\"data\":[");
+  for (i = 0; i < 5000; i++)
+    n += (size_t)snprintf(body + n, sizeof body - n, "%s%d", i ? "," : "",
+                          i % 256 - 128);
+  snprintf(body + n, sizeof body - n, "]}}");
+  assert_int_equal(decode(body, &req, &err), 0);
+  assert_int_equal(req.data_bytes, 5000);
+  assert_int_equal(((const int8_t *)req.data)[0], -128);
+  assert_int_equal(((const int8_t *)req.data)[255], 127);
+  assert_int_equal(((const int8_t *)req.data)[4999], 4999 % 256 - 128);
+  api_request_free(&req);
+  /* an out-of-range element deep in a long array: the same message */
+  n = (size_t)snprintf(body, sizeof body, "{\"op\":\"ArgMax\",\"input\":{"
+                       "\"dtype\":\"uint16\",\"data\":[");
+  for (i = 0; i < 5000; i++)
+    n += (size_t)snprintf(body + n, sizeof body - n, "%s%d", i ? "," : "",
+                          i == 4321 ? 65536 : i);
+  snprintf(body + n, sizeof body - n, "]}}");
+  expect_fail(body, API_E_INVALID_ELEMENT, "input.data[4321] = 65536 is out "
+              "of range [0, 65535]");
+  /* numbers for bool, in a long flat array: refused at index 0 */
+  n = (size_t)snprintf(body, sizeof body, "{\"op\":\"ReduceMax\",\"input\":{"
+                       "\"dtype\":\"bool\",\"data\":[");
+  for (i = 0; i < 5000; i++)
+    n += (size_t)snprintf(body + n, sizeof body - n, "%s1", i ? "," : "");
+  snprintf(body + n, sizeof body - n, "]}}");
+  expect_fail(body, API_E_INVALID_ELEMENT, "input.data[0] = 1 is not true "
+              "or false");
+}
+
+static void
+test_numfmt_new_types(void **state)
+{
+  int8_t i8;
+  uint8_t u8;
+  int16_t i16;
+  uint16_t u16;
+
+  (void)state;
+  u8 = 1;
+  assert_string_equal(fmt(RD_BOOL, &u8), "true");
+  u8 = 0;
+  assert_string_equal(fmt(RD_BOOL, &u8), "false");
+  i8 = -128;
+  assert_string_equal(fmt(RD_INT8, &i8), "-128");
+  i8 = 127;
+  assert_string_equal(fmt(RD_INT8, &i8), "127");
+  u8 = 255;
+  assert_string_equal(fmt(RD_UINT8, &u8), "255");
+  i16 = -32768;
+  assert_string_equal(fmt(RD_INT16, &i16), "-32768");
+  u16 = 65535;
+  assert_string_equal(fmt(RD_UINT16, &u16), "65535");
+}
+
+/* Issue 13: integral floats were printed as exact integers even when fewer
+ * digits read back to the value. */
+static void
+test_numfmt_float32_4290774016_shortest(void **state)
+{
+  /* 4290774016 = 16760836 * 256 (a float32: the spacing there is 256).
+   * 7 digits: 4290774000 is 16 away, nearer than half the spacing; 6
+   * digits (4290770000) are 4016 away.  The plain spelling of the 7
+   * digits (10 characters) beats "4.290774e+9" (11). */
+  (void)state;
+  assert_true((double)4290774016.0f == 4290774016.0);
+  assert_string_equal(fmt_f32(4290774016.0f), "4290774000");
+  assert_string_equal(fmt_f32(-4290774016.0f), "-4290774000");
+  /* 2^32 = 4294967296: one digit too few (4e+9 is far), "4294967300"
+   * (8 digits) reads back (4 away; spacing 512 above, 256 below). */
+  assert_string_equal(fmt_f32(4294967296.0f), "4294967300");
+  /* 1e10f is 10000000000 exactly: "1e+10" (5 characters, not 11) */
+  assert_string_equal(fmt_f32(1e10f), "1e+10");
+}
+
+static void
+test_numfmt_bfloat16_70330089472_shortest(void **state)
+{
+  /* bfloat16 0x5183: exponent 0xA3 = 127 + 36, mantissa 3:
+   * 2^36 * (1 + 3/128) = 68719476736 + 1610612736 = 70330089472.
+   * The spacing is 2^29 = 536870912; 7.03e10 is 30089472 away (read back
+   * to 0x5183), 7e10 is 330089472 away (more than half the spacing). */
+  (void)state;
+  assert_true(rd_bf16_to_f64(0x5183) == 70330089472.0);
+  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x5183), "7.03e+10");
+}
+
+static void
+test_numfmt_integral_still_plain(void **state)
+{
+  /* where the plain integer is the shortest spelling it stays */
+  (void)state;
+  assert_string_equal(fmt_f32(5.0f), "5");
+  assert_string_equal(fmt_f32(100.0f), "100");        /* not "1e+2" */
+  assert_string_equal(fmt_f32(-1000.0f), "-1000");    /* not "-1e+3" */
+  assert_string_equal(fmt_f32(1000.0f), "1000");      /* tie with "1e+3" */
+  assert_string_equal(fmt_f32(10000.0f), "1e+4");     /* 4 characters, not 5 */
+  assert_string_equal(fmt_f32(100000.0f), "1e+5");    /* 6 vs 4: exponent */
+  assert_string_equal(fmt_f32(123456.0f), "123456");
+  assert_string_equal(fmt_f64(12345678901.0), "12345678901");
+  assert_string_equal(fmt_u16(RD_FLOAT16, 0x5640), "100");   /* 100 */
+  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x42C8), "100");  /* 100 */
+  /* bfloat16 256 = 0x4380; "256" (3 digits) and 2 digits "260" is 4 away
+   * with spacing 2 there: so "256" */
+  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x4380), "256");
+}
+
+static void
+test_encode_arg_bool(void **state)
+{
+  static const int64_t shape2[] = { 2 };
+  const int64_t idx[] = { 2, 0 };
+  const uint8_t flags[] = { 1, 0 };
+  struct rd_plan plan;
+  struct api_buf b;
+
+  (void)state;
+  api_buf_init(&b);
+  /* ArgMax of a bfloat16 input: the answer is int64 */
+  make_plan(&plan, RD_OP_ARGMAX, 13, RD_BFLOAT16, 1, shape2);
+  assert_int_equal(plan.out_dtype, RD_INT64);
+  assert_int_equal(api_json_encode_result(&plan, 18, idx, &b), 0);
+  assert_string_equal(b.data, "{\"op\":\"ArgMax\",\"opset\":18,"
+                      "\"op_version\":13,\"output\":{\"dtype\":\"int64\","
+                      "\"shape\":[2],\"data\":[2,0]}}");
+  api_buf_free(&b);
+  /* bool answers are true/false */
+  make_plan(&plan, RD_OP_MAX, 20, RD_BOOL, 1, shape2);
+  assert_int_equal(api_json_encode_result(&plan, 20, flags, &b), 0);
+  assert_string_equal(b.data, "{\"op\":\"ReduceMax\",\"opset\":20,"
+                      "\"op_version\":20,\"output\":{\"dtype\":\"bool\","
+                      "\"shape\":[2],\"data\":[true,false]}}");
+  api_buf_free(&b);
+}
+
+/* Decode, plan, execute, encode: ArgMax with select_last_index and
+ * ReduceMin of bool through the real library. */
+static void
+test_end_to_end_arg(void **state)
+{
+  struct api_request req;
+  struct rd_error err;
+  struct rd_plan plan;
+  struct api_buf b;
+  void *out;
+
+  (void)state;
+  /* rows [1,3,3] and [7,7,2]: last maxima at 2 and 1 */
+  decode_ok("{\"op\":\"ArgMax\",\"axis\":1,\"keepdims\":0,"
+            "\"select_last_index\":1,\"input\":{\"dtype\":\"int16\","
+            "\"shape\":[2,3],\"data\":[1,3,3,7,7,2]}}", &req);
+  if (rd_plan_init(&plan, &req.params, &err) != 0)
+    print_error("plan: %s\n", err.msg);
+  assert_int_equal(rd_plan_init(&plan, &req.params, &err), 0);
+  out = malloc(plan.out_bytes);
+  assert_non_null(out);
+  assert_int_equal(rd_execute(&plan, req.data, out, &err), 0);
+  api_buf_init(&b);
+  assert_int_equal(api_json_encode_result(&plan, 18, out, &b), 0);
+  assert_string_equal(b.data, "{\"op\":\"ArgMax\",\"opset\":18,"
+                      "\"op_version\":13,\"output\":{\"dtype\":\"int64\","
+                      "\"shape\":[2],\"data\":[2,1]}}");
+  api_buf_free(&b);
+  free(out);
+  api_request_free(&req);
+  /* [[true,true],[true,false]] AND over axis 1: [true,false] */
+  decode_ok("{\"op\":\"ReduceMin\",\"opset\":20,\"axes\":[1],\"keepdims\":0,"
+            "\"input\":{\"dtype\":\"bool\",\"data\":[[true,true],"
+            "[true,false]]}}", &req);
+  assert_int_equal(rd_plan_init(&plan, &req.params, &err), 0);
+  out = malloc(plan.out_bytes);
+  assert_non_null(out);
+  assert_int_equal(rd_execute(&plan, req.data, out, &err), 0);
+  assert_int_equal(api_json_encode_result(&plan, 20, out, &b), 0);
+  assert_non_null(strstr(b.data, "\"dtype\":\"bool\",\"shape\":[2],"
+                         "\"data\":[true,false]}}"));
+  api_buf_free(&b);
+  free(out);
+  api_request_free(&req);
 }
 
 int
@@ -1414,6 +1852,15 @@ main(void)
     cmocka_unit_test(test_end_to_end),
     cmocka_unit_test(test_encode_error),
     cmocka_unit_test(test_encode_ops),
+    cmocka_unit_test(test_decode_arg_fields),
+    cmocka_unit_test(test_elems_small_int_bool),
+    cmocka_unit_test(test_elems_fast_path),
+    cmocka_unit_test(test_numfmt_new_types),
+    cmocka_unit_test(test_numfmt_float32_4290774016_shortest),
+    cmocka_unit_test(test_numfmt_bfloat16_70330089472_shortest),
+    cmocka_unit_test(test_numfmt_integral_still_plain),
+    cmocka_unit_test(test_encode_arg_bool),
+    cmocka_unit_test(test_end_to_end_arg),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -196,13 +196,15 @@ test_query_errors(void **state)
                    API_E_MISSING_FIELD);
   assert_msg_has(&err, "shape");
 
-  assert_int_equal(query("op=ReduceMax", API_FMT_NPY, &req, &err), RD_E_OP);
-  assert_msg_has(&err, "query parameter op = \"ReduceMax\"");
+  assert_int_equal(query("op=ReduceMaximum", API_FMT_NPY, &req, &err),
+                   RD_E_OP);
+  assert_msg_has(&err, "query parameter op = \"ReduceMaximum\"");
+  assert_msg_has(&err, "ReduceLogSumExp, ArgMax, ArgMin");
   assert_int_equal(query("op=ReduceL2&overflow=clip", API_FMT_NPY, &req,
                          &err), RD_E_POLICY);
-  assert_int_equal(query("op=ReduceL2&dtype=int8&shape=1", API_FMT_RAW, &req,
+  assert_int_equal(query("op=ReduceL2&dtype=int4&shape=1", API_FMT_RAW, &req,
                          &err), RD_E_DTYPE);
-  assert_msg_has(&err, "int8");
+  assert_msg_has(&err, "int8, uint8, int16, uint16");
 
   assert_int_equal(query("op=ReduceL2&opset=1.5", API_FMT_NPY, &req, &err),
                    API_E_INVALID_FIELD);
@@ -298,6 +300,11 @@ test_npy_parse_valid(void **state)
     { "<i4", RD_INT32, 0 },   { ">i4", RD_INT32, 1 },
     { "<u4", RD_UINT32, 0 },  { ">u8", RD_UINT64, 1 },
     { "=f4", RD_FLOAT32, 0 }, { "|u4", RD_UINT32, 0 },
+    /* the one-byte types numpy writes with '|', and the two-byte ones */
+    { "|b1", RD_BOOL, 0 },    { "|i1", RD_INT8, 0 },
+    { "|u1", RD_UINT8, 0 },   { "<i1", RD_INT8, 0 },
+    { "<i2", RD_INT16, 0 },   { ">i2", RD_INT16, 1 },
+    { "<u2", RD_UINT16, 0 },  { ">u2", RD_UINT16, 1 },
   };
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     char dict[128];
@@ -352,7 +359,9 @@ test_npy_parse_hostile(void **state)
       "'shape': (2,), }", RD_E_DTYPE, "structured" },
     { "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }",
       RD_E_DTYPE, "<c8" },
-    { "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
+    { "{'descr': '|b2', 'fortran_order': False, 'shape': (2,), }",
+      RD_E_DTYPE, "|b2" },
+    { "{'descr': '<i3', 'fortran_order': False, 'shape': (2,), }",
       RD_E_DTYPE, "|b1" },
     { "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
       API_E_BAD_NPY, "unknown key" },
@@ -655,6 +664,221 @@ test_encode(void **state)
   assert_string_equal(hdr, "[]");
 }
 
+/* The query parameters of ArgMax/ArgMin and the fields an op does not
+ * take (issue 11). */
+static void
+test_query_arg(void **state)
+{
+  struct api_request req;
+  struct rd_error err;
+
+  (void)state;
+  assert_int_equal(query("op=ArgMax&axis=-2&select_last_index=1&keepdims=0"
+                         "&dtype=int16&shape=2,3", API_FMT_RAW, &req, &err),
+                   0);
+  assert_int_equal(req.params.op, RD_OP_ARGMAX);
+  assert_int_equal(req.params.axis, -2);
+  assert_int_equal(req.params.select_last_index, 1);
+  assert_int_equal(req.params.dtype, RD_INT16);
+  assert_int_equal(req.params.keepdims, 0);
+  assert_int_equal(req.params.naxes, 0);
+  assert_int_equal(query("op=ArgMin&select_last_index=true", API_FMT_NPY,
+                         &req, &err), 0);
+  assert_int_equal(req.params.select_last_index, 1);
+  assert_true(req.params.axis == RD_UNSET);
+  assert_int_equal(query("op=ReduceMax&dtype=bool&shape=4", API_FMT_RAW,
+                         &req, &err), 0);
+  assert_int_equal(req.params.dtype, RD_BOOL);
+  assert_true(req.params.axis == RD_UNSET);
+  assert_true(req.params.select_last_index == RD_UNSET);
+  for (const char *const *d = (const char *const[]){ "int8", "uint8",
+         "int16", "uint16", "bool", NULL }; *d != NULL; d++) {
+    char qs[64];
+    snprintf(qs, sizeof qs, "op=ArgMax&dtype=%s&shape=1", *d);
+    assert_int_equal(query(qs, API_FMT_RAW, &req, &err), 0);
+    assert_string_equal(rd_dtype_name(req.params.dtype), *d);
+  }
+  /* bad values */
+  assert_int_equal(query("op=ArgMax&axis=x", API_FMT_NPY, &req, &err),
+                   API_E_INVALID_FIELD);
+  assert_msg_has(&err, "query parameter axis = \"x\": must be an integer");
+  assert_int_equal(query("op=ArgMax&axis=true", API_FMT_NPY, &req, &err),
+                   API_E_INVALID_FIELD);
+  assert_int_equal(query("op=ArgMax&select_last_index=yes", API_FMT_NPY,
+                         &req, &err), API_E_INVALID_FIELD);
+  assert_msg_has(&err, "or true/false");
+  assert_int_equal(query("op=ArgMax&axis=-9223372036854775808", API_FMT_NPY,
+                         &req, &err), RD_E_AXIS_RANGE);
+  assert_int_equal(query("op=ArgMax&select_last_index=-9223372036854775808",
+                         API_FMT_NPY, &req, &err), RD_E_SELECT_LAST);
+  assert_int_equal(query("op=ArgMax&axis=0&axis=1", API_FMT_NPY, &req, &err),
+                   API_E_INVALID_FIELD);
+  assert_msg_has(&err, "more than once");
+  /* not taken by the op: named, whatever the order of the parameters */
+  assert_int_equal(query("op=ReduceSum&axis=0", API_FMT_NPY, &req, &err),
+                   RD_E_ATTRIBUTE);
+  assert_msg_has(&err, "query parameter axis is not an attribute of "
+                 "ReduceSum");
+  assert_int_equal(query("axis=0&op=ReduceL1", API_FMT_NPY, &req, &err),
+                   RD_E_ATTRIBUTE);
+  assert_msg_has(&err, "ReduceL1");
+  assert_int_equal(query("op=ReduceMean&select_last_index=0", API_FMT_NPY,
+                         &req, &err), RD_E_ATTRIBUTE);
+  assert_msg_has(&err, "select_last_index");
+  assert_int_equal(query("axes=1&op=ArgMax", API_FMT_NPY, &req, &err),
+                   RD_E_ATTRIBUTE);
+  assert_msg_has(&err, "query parameter axes is not an attribute of ArgMax");
+  assert_int_equal(query("op=ArgMin&axes=", API_FMT_NPY, &req, &err),
+                   RD_E_ATTRIBUTE);
+  assert_int_equal(query("op=ArgMin&noop_with_empty_axes=0", API_FMT_NPY,
+                         &req, &err), RD_E_ATTRIBUTE);
+  assert_msg_has(&err, "noop_with_empty_axes");
+  /* the unknown-parameter message lists the new names */
+  assert_int_equal(query("op=ArgMax&axiz=0", API_FMT_NPY, &req, &err),
+                   API_E_UNKNOWN_FIELD);
+  assert_msg_has(&err, "axis");
+  assert_msg_has(&err, "select_last_index");
+}
+
+static void
+test_npy_new_descrs(void **state)
+{
+  static const struct { int dt; const char *d; } le[] = {
+    { RD_BOOL, "|b1" }, { RD_INT8, "|i1" }, { RD_UINT8, "|u1" },
+    { RD_INT16, "<i2" }, { RD_UINT16, "<u2" }, { RD_INT64, "<i8" },
+  };
+  static const int64_t shape[1] = { 3 };
+  struct api_buf b;
+  struct api_npy npy;
+  struct rd_error err;
+
+  (void)state;
+  for (size_t i = 0; i < sizeof le / sizeof le[0]; i++) {
+    assert_string_equal(api_npy_descr(le[i].dt), le[i].d);
+    /* what is written reads back */
+    api_buf_init(&b);
+    assert_int_equal(api_npy_write_header(le[i].dt, 1, shape, &b, &err), 0);
+    /* 10 bytes before the dict; the dict and '\n' take it past 64 */
+    assert_int_equal(b.len, 128);
+    assert_non_null(memmem(b.data, b.len, le[i].d, 3));
+    assert_int_equal(api_npy_parse(b.data, b.len, &npy, &err), 0);
+    assert_int_equal(npy.dtype, le[i].dt);
+    assert_int_equal(npy.rank, 1);
+    assert_int_equal(npy.shape[0], 3);
+    api_buf_free(&b);
+  }
+  assert_null(api_npy_descr(RD_BFLOAT16));
+}
+
+/* ArgMax of a Fortran-order .npy: the axis is mapped like the axes. */
+static void
+test_fortran_plan_arg(void **state)
+{
+  static const int64_t shape[2] = { 2, 3 };
+  /* C order [[1,-2,3],[4,5,-6]]; Fortran order stores columns first */
+  static const float fdata[6] = { 1, 4, -2, 5, 3, -6 };
+  struct rd_params p;
+  struct rd_plan lp, pp;
+  struct rd_error err;
+  int64_t out[3];
+
+  (void)state;
+  rd_params_init(&p);
+  p.op = RD_OP_ARGMAX;
+  p.dtype = RD_FLOAT32;
+  p.rank = 2;
+  p.shape = shape;
+  p.axis = 1;
+  p.keepdims = 0;
+  assert_int_equal(api_binary_plan(&p, 1, &lp, &pp, &err), 0);
+  assert_int_equal(lp.axis, 1);
+  assert_int_equal(pp.axis, 0);          /* rank - 1 - 1 */
+  assert_int_equal(lp.out_dtype, RD_INT64);
+  assert_int_equal(lp.out_rank, 1);
+  assert_int_equal(lp.out_shape[0], 2);
+  assert_int_equal(rd_execute(&pp, fdata, out, &err), 0);
+  /* row maxima: 3 at 2, 5 at 1 */
+  assert_int_equal(out[0], 2);
+  assert_int_equal(out[1], 1);
+  /* the default axis 0 maps to the physical axis 1 */
+  p.axis = RD_UNSET;
+  assert_int_equal(api_binary_plan(&p, 1, &lp, &pp, &err), 0);
+  assert_int_equal(lp.axis, 0);
+  assert_int_equal(pp.axis, 1);
+  assert_int_equal(rd_execute(&pp, fdata, out, &err), 0);
+  /* column maxima: 4 at 1, 5 at 1, 3 at 0 */
+  assert_int_equal(out[0], 1);
+  assert_int_equal(out[1], 1);
+  assert_int_equal(out[2], 0);
+  /* errors name the axis as written */
+  p.axis = 2;
+  assert_int_equal(api_binary_plan(&p, 1, &lp, &pp, &err), RD_E_AXIS_RANGE);
+  assert_msg_has(&err, "2");
+}
+
+/* Raw and .npy answers of an int64 (ArgMax) and a bool output. */
+static void
+test_encode_out_dtype(void **state)
+{
+  struct rd_plan plan;
+  struct rd_error err;
+  struct api_buf b;
+  struct api_npy npy;
+  const int64_t idx[2] = { 1, 258 };
+  const uint8_t flags[3] = { 1, 0, 1 };
+
+  (void)state;
+  memset(&plan, 0, sizeof plan);
+  plan.op = RD_OP_ARGMAX;
+  plan.version = 13;
+  plan.dtype = RD_INT8;
+  plan.elem_size = 1;
+  plan.out_dtype = RD_INT64;
+  plan.out_elem_size = 8;
+  plan.out_rank = 1;
+  plan.out_shape[0] = 2;
+  plan.out_count = 2;
+  plan.out_bytes = 16;
+  api_buf_init(&b);
+  assert_int_equal(api_encode_result(API_FMT_RAW, &plan, 18, idx, &b, &err),
+                   0);
+  assert_int_equal(b.len, 16);
+  assert_memory_equal(b.data, "\x01\0\0\0\0\0\0\0\x02\x01\0\0\0\0\0\0", 16);
+  api_buf_free(&b);
+  assert_int_equal(api_encode_result(API_FMT_NPY, &plan, 18, idx, &b, &err),
+                   0);
+  assert_int_equal(api_npy_parse(b.data, b.len, &npy, &err), 0);
+  assert_int_equal(npy.dtype, RD_INT64);
+  assert_int_equal(b.len, npy.header_len + 16);
+  api_buf_free(&b);
+  assert_int_equal(api_encode_result(API_FMT_JSON, &plan, 18, idx, &b, &err),
+                   0);
+  assert_string_equal(b.data, "{\"op\":\"ArgMax\",\"opset\":18,\"op_version\":"
+                      "13,\"output\":{\"dtype\":\"int64\",\"shape\":[2],"
+                      "\"data\":[1,258]}}");
+  api_buf_free(&b);
+
+  plan.op = RD_OP_MAX;
+  plan.version = 20;
+  plan.dtype = plan.out_dtype = RD_BOOL;
+  plan.out_elem_size = 1;
+  plan.out_shape[0] = 3;
+  plan.out_count = 3;
+  plan.out_bytes = 3;
+  assert_int_equal(api_encode_result(API_FMT_NPY, &plan, 20, flags, &b, &err),
+                   0);
+  assert_int_equal(api_npy_parse(b.data, b.len, &npy, &err), 0);
+  assert_int_equal(npy.dtype, RD_BOOL);
+  assert_non_null(memmem(b.data, npy.header_len, "'|b1'", 5));
+  assert_memory_equal(b.data + npy.header_len, "\x01\x00\x01", 3);
+  api_buf_free(&b);
+  assert_int_equal(api_encode_result(API_FMT_JSON, &plan, 20, flags, &b,
+                                     &err), 0);
+  assert_non_null(strstr(b.data, "\"dtype\":\"bool\",\"shape\":[3],"
+                         "\"data\":[true,false,true]}}"));
+  api_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -670,6 +894,10 @@ main(void)
     cmocka_unit_test(test_swap_and_transpose),
     cmocka_unit_test(test_fortran_plan),
     cmocka_unit_test(test_encode),
+    cmocka_unit_test(test_query_arg),
+    cmocka_unit_test(test_npy_new_descrs),
+    cmocka_unit_test(test_fortran_plan_arg),
+    cmocka_unit_test(test_encode_out_dtype),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,6 +57,7 @@ start(const struct tcase *c, struct api_prefix *p, struct api_v2_info *info)
   struct rd_error err;
 
   memset(&q, 0, sizeof q);
+  rd_params_init(&q.params); /* axis, select_last_index: RD_UNSET */
   q.params.op = RD_OP_SUM_SQUARE;
   q.params.opset = 18;
   q.params.keepdims = 1;
@@ -474,6 +475,7 @@ test_checks_messages(void **state)
 
   (void)state;
   memset(&q, 0, sizeof q);
+  rd_params_init(&q.params); /* axis, select_last_index: RD_UNSET */
   q.params.op = RD_OP_SUM_SQUARE;
   q.params.opset = 18;
   q.params.keepdims = 1;

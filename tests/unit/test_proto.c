@@ -86,7 +86,7 @@ sample_plan(struct rd_plan *plan)
   struct rd_error err;
   int64_t shape[2] = { 2, 2 }, axes[1] = { 1 };
 
-  memset(&p, 0, sizeof p);
+  rd_params_init(&p); /* axis, select_last_index: RD_UNSET */
   p.op = RD_OP_SUM_SQUARE;
   p.opset = 18;
   p.dtype = RD_FLOAT32;

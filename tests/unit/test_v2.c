@@ -76,8 +76,23 @@ test_routes(void **state)
   expect_route_fail("/v2/health", API_E_NOT_FOUND, "no such path");
   expect_route_fail("/v2/models/reducel2/infer", API_E_NOT_FOUND,
                     "unknown model \"reducel2\"");
-  expect_route_fail("/v2/models/ReduceMax", API_E_NOT_FOUND,
-                    "models: ReduceL2, ReduceSumSquare");
+  expect_route_fail("/v2/models/ReduceMaximum", API_E_NOT_FOUND,
+                    "models: ReduceL2, ReduceSumSquare, ReduceSum, ReduceMean");
+  /* every operator is a model, with its own versions (issue 11) */
+  expect_route("/v2/models/ReduceMax/versions/20/infer", API_V2_INFER,
+               RD_OP_MAX, 20);
+  expect_route("/v2/models/ReduceMin/versions/12", API_V2_MODEL_META,
+               RD_OP_MIN, 12);
+  expect_route("/v2/models/ArgMin/versions/12/ready", API_V2_MODEL_READY,
+               RD_OP_ARGMIN, 12);
+  expect_route("/v2/models/ReduceLogSumExp/infer", API_V2_INFER,
+               RD_OP_LOG_SUM_EXP, 0);
+  expect_route_fail("/v2/models/ReduceSum/versions/18", API_E_NOT_FOUND,
+                    "model ReduceSum has no version 18; versions: 1, 11, 13");
+  expect_route_fail("/v2/models/ArgMax/versions/18/infer", API_E_NOT_FOUND,
+                    "versions: 1, 11, 12, 13");
+  expect_route_fail("/v2/models/ReduceMax/versions/19", API_E_NOT_FOUND,
+                    "versions: 1, 11, 12, 13, 18, 20");
   expect_route_fail("/v2/models/ReduceL2/versions/12/infer", API_E_NOT_FOUND,
                     "no version 12; versions: 1, 11, 13, 18");
   expect_route_fail("/v2/models/ReduceL2/versions/018", API_E_INVALID_FIELD,
@@ -255,7 +270,12 @@ test_decode_errors(void **state)
   expect_fail(body, 0, API_E_UNKNOWN_FIELD, "unknown field \"foo\"");
   snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axis\":1}}",
            in);
-  expect_fail(body, 0, API_E_UNKNOWN_FIELD, "unknown parameter \"axis\"");
+  /* axis is ArgMax/ArgMin's (issue 11) */
+  expect_fail(body, 0, RD_E_ATTRIBUTE, "parameters.axis is not an attribute "
+              "of ReduceL2");
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axiz\":1}}",
+           in);
+  expect_fail(body, 0, API_E_UNKNOWN_FIELD, "unknown parameter \"axiz\"");
   snprintf(body, sizeof body, "{\"inputs\":[%s,%s]}", in, in);
   expect_fail(body, 0, API_E_INVALID_FIELD, "given twice");
   expect_fail("{\"inputs\":[{\"name\":\"x\",\"shape\":[1],\"datatype\":"
@@ -264,13 +284,13 @@ test_decode_errors(void **state)
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
               "\"FP32\",\"data\":[1]},{\"name\":\"axes\",\"shape\":[1],"
               "\"datatype\":\"INT64\",\"data\":[0]}]}", 13,
-              API_E_UNKNOWN_FIELD, "version 18 only");
+              API_E_UNKNOWN_FIELD, "exists from version 18 of ReduceL2");
   snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axes\":"
            "[0]}}", in);
   expect_fail(body, 18, API_E_INVALID_FIELD, "the input \"axes\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"INT8\",\"data\":[1]}]}", 0, RD_E_DTYPE,
-              "unsupported datatype \"INT8\"");
+              "\"INT4\",\"data\":[1]}]}", 0, RD_E_DTYPE,
+              "unsupported datatype \"INT4\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
               "\"fp32\",\"data\":[1]}]}", 0, RD_E_DTYPE, "\"fp32\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"datatype\":\"FP32\","
@@ -556,6 +576,8 @@ test_datatype_names(void **state)
     { "FP32", RD_FLOAT32 }, { "FP64", RD_FLOAT64 }, { "FP16", RD_FLOAT16 },
     { "BF16", RD_BFLOAT16 }, { "INT32", RD_INT32 }, { "INT64", RD_INT64 },
     { "UINT32", RD_UINT32 }, { "UINT64", RD_UINT64 },
+    { "INT8", RD_INT8 }, { "UINT8", RD_UINT8 }, { "INT16", RD_INT16 },
+    { "UINT16", RD_UINT16 }, { "BOOL", RD_BOOL },
   };
   int d;
 
@@ -565,9 +587,285 @@ test_datatype_names(void **state)
     assert_int_equal(api_v2_datatype_parse(t[i].n, &d), 0);
     assert_int_equal(d, t[i].d);
   }
-  assert_int_equal(api_v2_datatype_parse("BOOL", &d), RD_E_DTYPE);
+  assert_int_equal(api_v2_datatype_parse("bool", &d), RD_E_DTYPE);
+  assert_int_equal(api_v2_datatype_parse("INT4", &d), RD_E_DTYPE);
   assert_int_equal(api_v2_datatype_parse("BYTES", &d), RD_E_DTYPE);
   assert_null(api_v2_datatype_name(0));
+}
+
+/* ------------------------------------------------------------------ */
+/* The twelve operators (issue 11)                                    */
+/* ------------------------------------------------------------------ */
+
+/* Decoding `json` for `op` at `version` fails with `code` and `sub`. */
+static void
+expect_fail_op(const char *json, int op, int version, int code,
+               const char *sub)
+{
+  struct api_request req;
+  struct api_v2_info info;
+  struct rd_error err;
+  int rc = decode(json, op, version, &req, &info, &err);
+
+  if (rc != code || strstr(err.msg, sub) == NULL)
+    print_error("%s\n  got %s \"%s\"\n  want %s with \"%s\"\n", json,
+                api_errname(rc), err.msg, api_errname(code), sub);
+  assert_int_equal(rc, code);
+  assert_non_null(strstr(err.msg, sub));
+  assert_null(req.data);
+  api_request_free(&req);
+}
+
+static void
+test_decode_ops(void **state)
+{
+  static const char d3[] =
+    "{\"name\":\"data\",\"shape\":[3],\"datatype\":\"FP32\",\"data\":[1,2,3]}";
+  static const char ax[] =
+    "{\"name\":\"axes\",\"shape\":[1],\"datatype\":\"INT64\",\"data\":[0]}";
+  struct api_request req;
+  struct api_v2_info info;
+  struct rd_error err;
+  char body[512];
+
+  (void)state;
+  /* no version: the op's newest (ReduceMax 20, ReduceSum 13, ArgMax 13) */
+  snprintf(body, sizeof body, "{\"inputs\":[%s]}", d3);
+  assert_int_equal(decode(body, RD_OP_MAX, 0, &req, &info, &err), 0);
+  assert_int_equal(req.params.opset, 20);
+  assert_int_equal(req.params.op, RD_OP_MAX);
+  api_request_free(&req);
+  assert_int_equal(decode(body, RD_OP_SUM, 0, &req, &info, &err), 0);
+  assert_int_equal(req.params.opset, 13);
+  api_request_free(&req);
+  assert_int_equal(decode(body, RD_OP_ARGMAX, 0, &req, &info, &err), 0);
+  assert_int_equal(req.params.opset, 13);
+  api_request_free(&req);
+  assert_int_equal(decode(body, RD_OP_MEAN, 11, &req, &info, &err), 0);
+  assert_int_equal(req.params.opset, 11);
+  api_request_free(&req);
+
+  /* the axes input from the axes-input version: ReduceSum 13, others 18 */
+  snprintf(body, sizeof body, "{\"inputs\":[%s,%s]}", d3, ax);
+  assert_int_equal(decode(body, RD_OP_SUM, 13, &req, &info, &err), 0);
+  assert_int_equal(req.params.naxes, 1);
+  assert_int_equal(req.axes[0], 0);
+  api_request_free(&req);
+  assert_int_equal(decode(body, RD_OP_MAX, 20, &req, &info, &err), 0);
+  assert_int_equal(req.params.naxes, 1);
+  api_request_free(&req);
+  expect_fail_op(body, RD_OP_SUM, 11, API_E_UNKNOWN_FIELD, "input \"axes\" "
+                 "exists from version 13 of ReduceSum; at version 11 use "
+                 "parameters.axes");
+  expect_fail_op(body, RD_OP_MAX, 13, API_E_UNKNOWN_FIELD, "from version 18 "
+                 "of ReduceMax");
+  expect_fail_op(body, RD_OP_ARGMAX, 13, RD_E_ATTRIBUTE, "input \"axes\" is "
+                 "not taken by ArgMax");
+  /* parameters.axes below it */
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axes\":"
+           "[0]}}", d3);
+  assert_int_equal(decode(body, RD_OP_SUM, 11, &req, &info, &err), 0);
+  assert_int_equal(req.params.naxes, 1);
+  api_request_free(&req);
+  assert_int_equal(decode(body, RD_OP_PROD, 13, &req, &info, &err), 0);
+  assert_int_equal(req.params.naxes, 1);
+  api_request_free(&req);
+  expect_fail_op(body, RD_OP_SUM, 13, API_E_INVALID_FIELD, "parameters.axes "
+                 "is for versions below 13; at version 13 axes is the input");
+  expect_fail_op(body, RD_OP_ARGMIN, 12, RD_E_ATTRIBUTE, "parameters.axes is "
+                 "not an attribute of ArgMin");
+
+  /* ArgMax/ArgMin: axis and select_last_index */
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axis\":-1,"
+           "\"select_last_index\":true,\"keepdims\":0}}", d3);
+  assert_int_equal(decode(body, RD_OP_ARGMIN, 12, &req, &info, &err), 0);
+  assert_int_equal(req.params.axis, -1);
+  assert_int_equal(req.params.select_last_index, 1);
+  assert_int_equal(req.params.keepdims, 0);
+  api_request_free(&req);
+  expect_fail_op(body, RD_OP_MIN, 18, RD_E_ATTRIBUTE, "parameters.axis is "
+                 "not an attribute of ReduceMin");
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
+           "{\"select_last_index\":0}}", d3);
+  expect_fail_op(body, RD_OP_L1, 18, RD_E_ATTRIBUTE,
+                 "parameters.select_last_index is not an attribute of "
+                 "ReduceL1");
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
+           "{\"noop_with_empty_axes\":1}}", d3);
+  expect_fail_op(body, RD_OP_ARGMAX, 13, RD_E_ATTRIBUTE,
+                 "parameters.noop_with_empty_axes is not an attribute of "
+                 "ArgMax");
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
+           "{\"axis\":\"0\"}}", d3);
+  expect_fail_op(body, RD_OP_ARGMAX, 13, API_E_INVALID_FIELD,
+                 "parameters.axis must be an integer, got a string");
+  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
+           "{\"axis\":false}}", d3);
+  expect_fail_op(body, RD_OP_ARGMAX, 13, API_E_INVALID_FIELD,
+                 "parameters.axis must be an integer, got false");
+
+  /* the new datatypes, JSON data */
+  assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2,2],"
+                          "\"datatype\":\"BOOL\",\"data\":[[true,false],"
+                          "[false,true]]}]}", RD_OP_MAX, 20, &req, &info,
+                          &err), 0);
+  assert_int_equal(req.params.dtype, RD_BOOL);
+  assert_int_equal(req.data_bytes, 4);
+  assert_memory_equal(req.data, "\x01\x00\x00\x01", 4);
+  api_request_free(&req);
+  assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[3],"
+                          "\"datatype\":\"INT8\",\"data\":[-128,0,127]}]}",
+                          RD_OP_ARGMAX, 0, &req, &info, &err), 0);
+  assert_int_equal(req.data_bytes, 3);
+  assert_int_equal(((const int8_t *)req.data)[0], -128);
+  assert_int_equal(((const int8_t *)req.data)[2], 127);
+  api_request_free(&req);
+  assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
+                          "\"datatype\":\"UINT16\",\"data\":[65535,1]}]}",
+                          RD_OP_ARGMIN, 0, &req, &info, &err), 0);
+  assert_int_equal(((const uint16_t *)req.data)[0], 65535);
+  api_request_free(&req);
+  expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
+                 "\"datatype\":\"BOOL\",\"data\":[true,0]}]}", RD_OP_MAX, 20,
+                 API_E_INVALID_ELEMENT, "input \"data\": data[1] = 0 is not "
+                 "true or false (datatype BOOL)");
+  expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],"
+                 "\"datatype\":\"UINT8\",\"data\":[256]}]}", RD_OP_MAX, 20,
+                 API_E_INVALID_ELEMENT, "data[0] = 256 is out of range "
+                 "[0, 255] (datatype UINT8)");
+  expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],"
+                 "\"datatype\":\"INT16\",\"data\":[-32769]}]}", RD_OP_ARGMAX,
+                 0, API_E_INVALID_ELEMENT, "out of range [-32768, 32767]");
+  expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],"
+                 "\"datatype\":\"INT4\",\"data\":[1]}]}", RD_OP_MAX, 0,
+                 RD_E_DTYPE, "INT8, UINT8, INT16, UINT16, BOOL");
+  /* a BOOL blob: one byte per element */
+  {
+    static const char hdr[] = "{\"inputs\":[{\"name\":\"data\",\"shape\":[3],"
+      "\"datatype\":\"BOOL\",\"parameters\":{\"binary_data_size\":3}}]}";
+    char bodyb[sizeof hdr + 3];
+    memcpy(bodyb, hdr, sizeof hdr - 1);
+    memcpy(bodyb + sizeof hdr - 1, "\x01\x00\x01", 3);
+    memset(&info, 0, sizeof info);
+    info.op = RD_OP_MIN;
+    assert_int_equal(api_v2_decode(bodyb, sizeof hdr + 2, sizeof hdr - 1, 0,
+                                   &req, &info, &err), 0);
+    assert_int_equal(req.params.dtype, RD_BOOL);
+    assert_int_equal(req.data_bytes, 3);
+    assert_memory_equal(req.data, "\x01\x00\x01", 3);
+    api_request_free(&req);
+    /* a size that is not one byte per element */
+    static const char hdr4[] = "{\"inputs\":[{\"name\":\"data\",\"shape\":"
+      "[3],\"datatype\":\"BOOL\",\"parameters\":{\"binary_data_size\":4}}]}";
+    memset(&info, 0, sizeof info);
+    info.op = RD_OP_MIN;
+    assert_int_equal(api_v2_decode_header(hdr4, sizeof hdr4 - 1, 1, 0, &req,
+                                          &info, &err), RD_E_STREAM);
+    assert_non_null(strstr(err.msg, "binary_data_size is 4 but shape and "
+                           "datatype BOOL need 3 bytes"));
+    api_request_free(&req);
+  }
+}
+
+static void
+test_encode_ops(void **state)
+{
+  const int64_t idx[2] = { 3, 0 };
+  const uint8_t flags[2] = { 0, 1 };
+  struct api_v2_info info;
+  struct rd_plan plan;
+  struct api_buf b;
+  size_t jl = 0;
+
+  (void)state;
+  memset(&info, 0, sizeof info);
+  memset(&plan, 0, sizeof plan);
+  plan.op = RD_OP_ARGMAX;
+  plan.version = 13;
+  plan.dtype = RD_UINT16;
+  plan.elem_size = 2;
+  plan.out_dtype = RD_INT64;
+  plan.out_elem_size = 8;
+  plan.out_rank = 1;
+  plan.out_shape[0] = 2;
+  plan.out_count = 2;
+  plan.out_bytes = 16;
+  api_buf_init(&b);
+  assert_int_equal(api_v2_encode_result(&info, &plan, idx, &b, &jl), 0);
+  assert_string_equal(b.data, "{\"model_name\":\"ArgMax\",\"model_version\":"
+                      "\"13\",\"outputs\":[{\"name\":\"reduced\",\"datatype\":"
+                      "\"INT64\",\"shape\":[2],\"data\":[3,0]}]}");
+  api_buf_free(&b);
+  info.binary_output = 1;
+  assert_int_equal(api_v2_encode_result(&info, &plan, idx, &b, &jl), 0);
+  assert_int_equal(b.len, jl + 16);
+  assert_non_null(strstr(b.data, "\"datatype\":\"INT64\",\"shape\":[2],"
+                         "\"parameters\":{\"binary_data_size\":16}"));
+  assert_memory_equal(b.data + jl, "\x03\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16);
+  api_buf_free(&b);
+
+  info.binary_output = 0;
+  plan.op = RD_OP_MIN;
+  plan.version = 20;
+  plan.dtype = plan.out_dtype = RD_BOOL;
+  plan.elem_size = plan.out_elem_size = 1;
+  plan.out_bytes = 2;
+  assert_int_equal(api_v2_encode_result(&info, &plan, flags, &b, &jl), 0);
+  assert_string_equal(b.data, "{\"model_name\":\"ReduceMin\",\"model_version\""
+                      ":\"20\",\"outputs\":[{\"name\":\"reduced\",\"datatype\""
+                      ":\"BOOL\",\"shape\":[2],\"data\":[false,true]}]}");
+  api_buf_free(&b);
+}
+
+static void
+test_model_meta_ops(void **state)
+{
+  struct api_buf b;
+
+  (void)state;
+  /* ReduceMax, default version 20: every version listed; BOOL, INT8 and
+   * UINT8 among the datatypes (the table's order); the axes input */
+  api_buf_init(&b);
+  assert_int_equal(api_v2_encode_model_meta(RD_OP_MAX, 0, &b), 0);
+  assert_string_equal(b.data,
+    "{\"name\":\"ReduceMax\",\"versions\":[\"1\",\"11\",\"12\",\"13\",\"18\","
+    "\"20\"],\"platform\":\"onnx_reduce\",\"inputs\":[{\"name\":\"data\","
+    "\"datatype\":\"FP32\",\"shape\":[-1],\"datatypes\":[\"FP32\",\"FP64\","
+    "\"FP16\",\"BF16\",\"INT32\",\"INT64\",\"UINT32\",\"UINT64\",\"INT8\","
+    "\"UINT8\",\"BOOL\"]},{\"name\":\"axes\",\"datatype\":\"INT64\","
+    "\"shape\":[-1],\"datatypes\":[\"INT64\"],\"optional\":true}],"
+    "\"outputs\":[{\"name\":\"reduced\",\"datatype\":\"FP32\",\"shape\":[-1],"
+    "\"datatypes\":[\"FP32\",\"FP64\",\"FP16\",\"BF16\",\"INT32\",\"INT64\","
+    "\"UINT32\",\"UINT64\",\"INT8\",\"UINT8\",\"BOOL\"]}]}");
+  api_buf_free(&b);
+  /* ReduceMax 12: INT8/UINT8, no BF16 or BOOL, no axes input */
+  assert_int_equal(api_v2_encode_model_meta(RD_OP_MAX, 12, &b), 0);
+  assert_non_null(strstr(b.data, "\"datatypes\":[\"FP32\",\"FP64\",\"FP16\","
+                         "\"INT32\",\"INT64\",\"UINT32\",\"UINT64\",\"INT8\","
+                         "\"UINT8\"]}],\"outputs\""));
+  assert_null(strstr(b.data, "\"axes\""));
+  api_buf_free(&b);
+  /* ReduceSum 13 has the axes input; ReduceSum 11 not */
+  assert_int_equal(api_v2_encode_model_meta(RD_OP_SUM, 13, &b), 0);
+  assert_non_null(strstr(b.data, "\"versions\":[\"1\",\"11\",\"13\"]"));
+  assert_non_null(strstr(b.data, "{\"name\":\"axes\""));
+  api_buf_free(&b);
+  assert_int_equal(api_v2_encode_model_meta(RD_OP_SUM, 11, &b), 0);
+  assert_null(strstr(b.data, "\"axes\""));
+  api_buf_free(&b);
+  /* ArgMax: no axes input; its output is INT64 only */
+  assert_int_equal(api_v2_encode_model_meta(RD_OP_ARGMAX, 0, &b), 0);
+  assert_non_null(strstr(b.data, "\"versions\":[\"1\",\"11\",\"12\",\"13\"]"));
+  assert_null(strstr(b.data, "\"axes\""));
+  assert_non_null(strstr(b.data, "\"outputs\":[{\"name\":\"reduced\","
+                         "\"datatype\":\"INT64\",\"shape\":[-1],"
+                         "\"datatypes\":[\"INT64\"]}]}"));
+  assert_non_null(strstr(b.data, "\"INT16\",\"UINT16\"]}],"));
+  api_buf_free(&b);
+  assert_int_equal(api_v2_encode_model_meta(0, 0, &b), RD_E_INVALID);
+  assert_int_equal(api_v2_encode_model_meta(RD_OP_COUNT + 1, 0, &b),
+                   RD_E_INVALID);
+  api_buf_free(&b);
 }
 
 int
@@ -586,6 +884,9 @@ main(void)
     cmocka_unit_test(test_encode_result_binary),
     cmocka_unit_test(test_encode_error_and_meta),
     cmocka_unit_test(test_datatype_names),
+    cmocka_unit_test(test_decode_ops),
+    cmocka_unit_test(test_encode_ops),
+    cmocka_unit_test(test_model_meta_ops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
