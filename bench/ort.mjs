@@ -13,9 +13,10 @@
 // ReduceLogSum and ReduceProd get the same positive values near 1 so their
 // results stay finite.  ArgMax/ArgMin reduce the last reduced axis of the
 // case (A: axis 0), as bench/bench does.  Reported: median seconds of --runs
-// runs after a warm-up, and the input read rate in GB/s, per intra-op thread
-// count (--threads 1,2: intraOpNumThreads 1 and 2).  --json: one object per
-// line, first {"ort_version":...}, then one per op x case x threads.
+// runs (3 once they took 2 s) after a warm-up, and the input read rate in
+// GB/s, per intra-op thread count (--threads 1,2: intraOpNumThreads 1 and
+// 2).  --json: one object per line, first {"ort_version":...}, then one per
+// op x case x threads.
 import { createRequire } from 'node:module';
 import process from 'node:process';
 
@@ -189,11 +190,14 @@ for (const op of OPS) {
       });
       const feed = { x: new ort.Tensor('float32', values, c.dims) };
       await sess.run(feed);                     // warm-up
+      // As bench/bench: a slow figure stops after 3 runs once they took 2 s.
       const times = [];
-      for (let r = 0; r < opt.runs; r++) {
+      let spent = 0;
+      while (times.length < opt.runs && !(times.length >= 3 && spent >= 2)) {
         const t0 = process.hrtime.bigint();
         await sess.run(feed);
         times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+        spent += times[times.length - 1];
       }
       await sess.release();
       const sec = median(times);
@@ -202,7 +206,7 @@ for (const op of OPS) {
         console.log(JSON.stringify({ engine: 'onnxruntime', op, case: c.name,
           dtype: 'float32', axes: ARG.has(op) ? `axis ${axes[0]}` : JSON.stringify(axes),
           threads: t, median_ms: Number((sec * 1e3).toFixed(3)),
-          gbs: Number(gbs.toFixed(2)) }));
+          gbs: Number(gbs.toFixed(2)), runs: times.length }));
       } else {
         console.log(`${op.padEnd(16)} ${c.name.padEnd(4)} ${String(t).padStart(7)} ${sec.toFixed(4).padStart(9)} ${gbs.toFixed(2).padStart(7)}`);
       }
