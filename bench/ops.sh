@@ -45,20 +45,23 @@ note() { if [ "$json" -eq 0 ]; then printf '%s\n' "$*"; else printf '%s\n' "$*" 
   echo "ops.sh: bench/bench failed" >&2; cat "$tmp/reduced.jsonl" >&2; exit 1; }
 note "# libreduce: bench/bench --threads $threads$flags done"
 
-installed() {
-  node -e 'const p=require(process.argv[1]); process.exit(p.version===process.argv[2]?0:1)' \
-    "$ortdir/node_modules/onnxruntime-node/package.json" "$ORT_VERSION" 2>/dev/null
-}
+# As scripts/bootstrap.sh's npm tools: DIR/node_modules holds exactly the
+# pinned package, recorded in DIR/.pkgs.
+pkg=onnxruntime-node@$ORT_VERSION
 ort=1
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  note "# ONNX Runtime skipped: node and npm are needed"; ort=0
-elif ! installed; then
-  note "# installing onnxruntime-node@$ORT_VERSION into $ortdir"
+  note "# ONNX Runtime skipped: node and npm are needed (Debian packages nodejs, npm)"; ort=0
+elif [ "$(cat "$ortdir/.pkgs" 2>/dev/null)" != "$pkg" ]; then
+  note "# installing $pkg into $ortdir"
+  rm -rf "$ortdir"
   mkdir -p "$ortdir"
-  if ! npm install --prefix "$ortdir" --no-save --no-audit --no-fund --ignore-scripts \
-      "onnxruntime-node@$ORT_VERSION" >"$tmp/npm.log" 2>&1 || ! installed; then
+  echo '{"private":true}' >"$ortdir/package.json"
+  if (cd "$ortdir" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error \
+      "$pkg") >"$tmp/npm.log" 2>&1; then
+    echo "$pkg" >"$ortdir/.pkgs"
+  else
     cat "$tmp/npm.log" >&2
-    note "# ONNX Runtime skipped: npm install onnxruntime-node@$ORT_VERSION failed"; ort=0
+    note "# ONNX Runtime skipped: npm install $pkg failed"; ort=0
   fi
 fi
 : >"$tmp/ort.jsonl"
