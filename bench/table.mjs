@@ -8,7 +8,7 @@
 // with libreduce's GB/s, % of the probe and target, ONNX Runtime's GB/s, the
 // ratio and whether libreduce is faster; the other dtypes (no ONNX Runtime
 // figure) follow, then a summary.  --json: one object per line, the compare
-// rows and a summary ({"compare":true,...}, {"summary":true,...}).
+// rows and a summary ({"compare":true,...}, {"compare_summary":true,...}).
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
 
@@ -36,7 +36,7 @@ const others = reduced.filter((o) => o.op && o.dtype !== 'float32');
 const probes = reduced.filter((o) => o.probe);
 const withTarget = rows.filter((r) => r.target_pct);
 const summary = {
-  summary: true,
+  compare_summary: true,
   probe_isa: probes[0]?.isa ?? null,
   ort_version: ortInfo?.ort_version ?? null,
   rows: rows.length,
