@@ -6,8 +6,8 @@
  * A-F; ReduceL2 and ReduceSumSquare also on other dtypes for cases A and C)
  * it times rd_exec_* on one thread and on all threads, takes the median of
  * --runs runs after a warm-up, and reports the input read rate in GB/s and as
- * a percentage of a read-bandwidth probe measured by this program in the same
- * run: a plain multi-accumulator sum of squares over an equally large buffer
+ * a percentage of a read-bandwidth probe run alternately with the figure's
+ * runs, over as many bytes on as many threads: a plain multi-accumulator sum of squares over an equally large buffer
  * in the widest vectors the CPU has, which is the physical limit for a
  * reduction that reads its input once.  Each float32 row is marked against
  * its target: 85% of the probe, 40% for ReduceProd and ReduceLogSumExp.
@@ -220,33 +220,6 @@ static double probe_once(const float *p, size_t n, int threads)
   return dt;
 }
 
-/* Median probe rate in GB/s for `bytes` on `threads`, measured on first use
- * (a warm-up, then `runs` timed runs in scratch `t`) and cached. */
-static double probe_gbs(const float *buf, uint64_t bytes, int threads, int runs,
-                        double *t, int json)
-{
-  static struct probe_entry { uint64_t bytes; int threads; double gbs; } cache[16];
-  static int ncache;
-  for (int i = 0; i < ncache; i++)
-    if (cache[i].bytes == bytes && cache[i].threads == threads)
-      return cache[i].gbs;
-  size_t n = (size_t)(bytes / sizeof(float));
-  probe_once(buf, n, threads);
-  for (int r = 0; r < runs; r++)
-    t[r] = probe_once(buf, n, threads);
-  double gbs = (double)bytes / median(t, runs) / 1e9;
-  if (ncache < 16)
-    cache[ncache++] = (struct probe_entry){bytes, threads, gbs};
-  if (json)
-    printf("{\"probe\":true,\"isa\":\"%s\",\"bytes\":%llu,\"threads\":%d,\"gbs\":%.2f}\n",
-           probe_isa, (unsigned long long)bytes, threads, gbs);
-  else
-    printf("# read-bandwidth probe (%s, 4 x 16-float accumulators) over %llu MiB on %d "
-           "thread%s: %.2f GB/s\n", probe_isa, (unsigned long long)(bytes >> 20), threads,
-           threads > 1 ? "s" : "", gbs);
-  return gbs;
-}
-
 /* ---- running a plan on N threads ------------------------------------- */
 
 struct worker {
@@ -326,7 +299,7 @@ struct bench_ctx {
   int threads[2];        /* 1 and the 'all threads' count */
   void *in, *out;
   float *probe_buf;
-  double *t;             /* runs scratch */
+  double *t, *tp;        /* runs scratch: the plan's, the probe's */
   int filled_dtype, filled_positive;
   uint64_t filled_count;
   int targets, targets_met;
@@ -384,22 +357,27 @@ static int bench_row(struct bench_ctx *cx, int op, const struct bench_case *bc)
   for (int m = 0; m < 2; m++) {
     int thr = cx->threads[m];
     double dt;
-    if (run_plan(&plan, cx->in, cx->out, thr, &dt) != 0) {  /* warm-up */
+    size_t probe_n = (size_t)(plan.in_bytes / sizeof(float));
+    probe_once(cx->probe_buf, probe_n, thr);                 /* warm-ups */
+    if (run_plan(&plan, cx->in, cx->out, thr, &dt) != 0) {
       fprintf(stderr, "bench: %s case %s %s failed\n", rd_op_name(op), bc->name,
               rd_dtype_name(bc->dtype));
       return 1;
     }
-    /* Slow figures stop after MIN_RUNS once they took SLOW_S seconds, so
-     * that every operator on every case fits in a few minutes. */
+    /* The probe runs alternately with the plan, on the same byte count and
+     * threads, so both see the same load of a shared machine.  Slow figures
+     * stop after MIN_RUNS once they took SLOW_S seconds, so that every
+     * operator on every case fits in a few minutes. */
     int done = 0;
     double spent = 0;
     while (done < cx->runs && !(done >= MIN_RUNS && spent >= SLOW_S)) {
+      cx->tp[done] = probe_once(cx->probe_buf, probe_n, thr);
       run_plan(&plan, cx->in, cx->out, thr, &cx->t[done]);
       spent += cx->t[done++];
     }
     double med = median(cx->t, done);
     double gbs = (double)plan.in_bytes / med / 1e9;
-    double probe = probe_gbs(cx->probe_buf, plan.in_bytes, thr, cx->runs, cx->t, cx->json);
+    double probe = (double)plan.in_bytes / median(cx->tp, done) / 1e9;
     double pct = 100.0 * gbs / probe;
     int met = pct >= target;
     if (target) {
@@ -510,18 +488,22 @@ int main(int argc, char **argv)
   cx.out = aligned_alloc(64, 64 * MIB);
   /* The probe reads a buffer of its own, as large as the case's input (the
    * float16 and float64 cases differ from the 256 MiB float32 ones), so each
-   * case is compared with reading the same number of bytes.  Each size is
-   * measured once per thread count, when a case first needs it. */
+   * case is compared with reading the same number of bytes. */
   cx.probe_buf = aligned_alloc(64, cap);
   cx.t = calloc((size_t)runs, sizeof(double));
-  if (!cx.in || !cx.out || !cx.probe_buf || !cx.t) {
+  cx.tp = calloc((size_t)runs, sizeof(double));
+  if (!cx.in || !cx.out || !cx.probe_buf || !cx.t || !cx.tp) {
     fprintf(stderr, "bench: cannot allocate %zu bytes\n", 2 * cap + 64 * MIB);
     return 1;
   }
   memset(cx.out, 0, 64 * MIB);
   fill(cx.probe_buf, RD_FLOAT32, cap / sizeof(float), 0);
 
-  if (!json) {
+  if (json)
+    printf("{\"probe\":true,\"isa\":\"%s\",\"accumulators\":\"4 x 16 floats\"}\n", probe_isa);
+  else {
+    printf("# read-bandwidth probe: %s, 4 x 16-float accumulators, run alternately with each "
+           "figure's runs over as many bytes on as many threads\n", probe_isa);
     printf("# ArgMax/ArgMin reduce one axis: the last reduced axis of the case (A: axis 0); "
            "ReduceProd/ReduceLogSum read positive data near 1\n");
     printf("%-4s %-9s %-16s %-18s %-9s %6s %9s %8s %6s %5s %8s  %s\n", "case", "dtype", "shape",
@@ -550,6 +532,7 @@ int main(int argc, char **argv)
            "ReduceLogSumExp: >= 40%%) on 1 and on %d threads: %d of %d met\n",
            threads, cx.targets_met, cx.targets);
   free(cx.t);
+  free(cx.tp);
   free(cx.probe_buf);
   free(cx.in);
   free(cx.out);

@@ -61,7 +61,8 @@ const fmt = (v, w, d = 2) => (v === null || v === undefined ? '-' : v.toFixed(d)
 console.log(`# side by side: libreduce (bench/bench) and onnxruntime-node ${summary.ort_version ?? '(not run)'} `
   + '(CPU EP, intraOpNumThreads = threads), same float32 inputs, medians');
 for (const p of probes) {
-  console.log(`# probe (${p.isa}) ${p.bytes / 2 ** 20} MiB, ${p.threads} thread${p.threads > 1 ? 's' : ''}: ${p.gbs.toFixed(2)} GB/s`);
+  console.log(`# read-bandwidth probe: ${p.isa}, ${p.accumulators} accumulators, run alternately `
+    + "with each figure's runs (%probe: that figure's probe)");
 }
 console.log(`${'op'.padEnd(15)} case thr ${'GB/s'.padStart(7)} ${'%probe'.padStart(6)} ${'target'.padEnd(11)} `
   + `${'ORT GB/s'.padStart(8)} ${'ratio'.padStart(6)} faster`);
