@@ -7,9 +7,9 @@
  * it times rd_exec_* on one thread and on all threads, takes the median of
  * --runs runs after a warm-up, and reports the input read rate in GB/s and as
  * a percentage of a read-bandwidth probe run alternately with the figure's
- * runs, over as many bytes on as many threads: a plain multi-accumulator sum of squares over an equally large buffer
- * in the widest vectors the CPU has, which is the physical limit for a
- * reduction that reads its input once.  Each float32 row is marked against
+ * runs, over as many bytes on as many threads: a plain multi-accumulator sum
+ * of squares in the widest vectors the CPU has, which is the physical limit
+ * for a reduction that reads its input once.  Each float32 row is marked against
  * its target: 85% of the probe, 40% for ReduceProd and ReduceLogSumExp.
  *
  * ArgMax and ArgMin reduce one axis: the last reduced axis of the case (case
