@@ -36,13 +36,14 @@
   X(API_E_DRAINING,        -118, "DRAINING",               503)         \
   X(API_E_INTERNAL,        -119, "INTERNAL",               500)         \
   X(API_E_BAD_NPY,         -120, "BAD_NPY",                400)         \
-  X(API_E_UNAUTHORIZED,    -121, "UNAUTHORIZED",           401)
+  X(API_E_UNAUTHORIZED,    -121, "UNAUTHORIZED",           401)         \
+  X(API_E_BAD_ENCODING,    -122, "BAD_ENCODING",           400)
 
 enum api_errcode {
 #define API__ENUM(sym, val, name, status) sym = val,
   API_ERROR_MAP(API__ENUM)
 #undef API__ENUM
-  API_E__LAST = -122
+  API_E__LAST = -123
 };
 
 /* Wire name for a library or API code ("AXIS_OUT_OF_RANGE"); "OK" for 0;

@@ -9,8 +9,9 @@ api_libapi_a_SOURCES = \
 	api/binary.h api/binary.c \
 	api/v2.h api/v2.c \
 	api/prefix.h api/prefix.c \
-	api/proto.h api/proto.c
-api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+	api/proto.h api/proto.c \
+	api/encoding.h api/encoding.c
+api_libapi_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ZLIB_CFLAGS)
 # api/ sees lib/ and itself (Makefile.am, layering).
 api_libapi_a_CPPFLAGS = $(API_CPPFLAGS)
 
@@ -52,3 +53,10 @@ UNIT_TESTS += tests/unit/test_proto
 tests_unit_test_proto_SOURCES = tests/unit/test_proto.c
 tests_unit_test_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_proto_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The content-coding decoder and encoder (zlib).
+check_PROGRAMS += tests/unit/test_encoding
+UNIT_TESTS += tests/unit/test_encoding
+tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
+tests_unit_test_encoding_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS)
+tests_unit_test_encoding_LDADD = api/libapi.a lib/libreduce.a $(ZLIB_LIBS) $(CMOCKA_LIBS) -lm

@@ -55,8 +55,17 @@ static const struct conf_opt options[] = {
     F(inline_max), "BYTES",
     "JSON bodies up to this size are computed on the I/O thread, without a "
     "pool hand-off (0: every request goes to the pool)" },
-  { "max-pending", "REDUCED_MAX_PENDING", CT_UINT, 1, 1000000, "64", NULL,
-    F(max_pending), "N", "requests admitted to the pool at once; more get 503" },
+  { "max-pending", "REDUCED_MAX_PENDING", CT_UINT, 1, 1000000, "4096", NULL,
+    F(max_pending), "N", "reduce requests admitted or waiting for admission "
+    "at once; more get 503" },
+  { "max-inflight-bytes", "REDUCED_MAX_INFLIGHT_BYTES", CT_UINT, 1,
+    UINT64_C(1) << 48, "1073741824", NULL, F(max_inflight_bytes), "BYTES",
+    "memory admitted requests may hold at once (bodies, stream buffers, "
+    "decoded input, outputs); a request that does not fit waits, its body "
+    "unread" },
+  { "queue-timeout", "REDUCED_QUEUE_TIMEOUT", CT_UINT, 0, 3600, "10", NULL,
+    F(queue_timeout), "SECONDS", "longest wait for admission; then 503 with "
+    "Retry-After" },
   { "max-connections", "REDUCED_MAX_CONNECTIONS", CT_UINT, 1, 1000000, "1024",
     NULL, F(max_connections), "N", "open connections" },
   { "timeout", "REDUCED_TIMEOUT", CT_UINT, 1, 86400, "30", NULL,

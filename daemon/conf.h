@@ -21,7 +21,9 @@ struct conf {
   uint64_t max_body;         /* largest request body, bytes */
   uint64_t buffer_max;       /* binary bodies above this stream; 0: all */
   uint64_t inline_max;       /* JSON bodies up to this run inline; 0: none */
-  uint64_t max_pending;      /* reduce requests admitted at once */
+  uint64_t max_pending;      /* reduce requests admitted + waiting */
+  uint64_t max_inflight_bytes; /* memory of admitted requests, bytes */
+  uint64_t queue_timeout;    /* longest wait for admission, seconds */
   uint64_t max_connections;  /* open connections (MHD limit) */
   uint64_t timeout;          /* idle connection timeout, seconds */
   uint64_t grace;            /* shutdown wait for in-flight work, seconds */

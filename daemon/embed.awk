@@ -15,17 +15,24 @@ BEGIN {
 }
 {
   line = $0
+  len = length(line)
   out = ""
-  for (i = 1; i <= length(line); i++) {
+  for (i = 1; i <= len; i++) {
     c = substr(line, i, 1)
     o = ord[c]
     if (o < 32 || o > 126 || c == "\\" || c == "\"" || c == "?")
       out = out sprintf("\\%03o", o)
     else
       out = out c
+    # Long lines (minified JavaScript) as several literals: appending to
+    # one ever longer string would take quadratic time.
+    if (length(out) >= 100) {
+      printf "  \"%s\"\n", out
+      out = ""
+    }
   }
   printf "  \"%s\\n\"\n", out
-  n += length(line) + 1
+  n += len + 1
 }
 END {
   if (n == 0) printf "  \"\"\n"

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "encoding.h"
 #include "openapi.h"
+#include "pages.h"
 #include "post.h"
 #include "http.h"
 
@@ -73,6 +75,37 @@ is_get(const char *method)
 {
   return strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
          strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+/* A static page (pages.h), not in routes[]: pages are not API routes
+ * (api/openapi.yaml does not list them; their metrics route is "none").
+ * 304 when If-None-Match has its ETag; gzip when accepted. */
+static enum MHD_Result
+page_answer(struct req *r, const char *url, const char *method)
+{
+  struct page *p = pages_find(url);
+  const char *hint = pages_missing_hint(url), *body;
+  size_t len;
+  int gz;
+
+  if (p == NULL)
+    return req_respond_error(r, NULL, API_E_NOT_FOUND, "no such path: "
+                             "%.200s%s%s", r->path, hint ? "; " : "",
+                             hint ? hint : "");
+  if (!is_get(method))
+    return refuse_method(r, "GET, HEAD");
+  r->page = p;
+  r->ctype = p->ctype;
+  if (pages_not_modified(p, MHD_lookup_connection_value(
+                           r->conn, MHD_HEADER_KIND,
+                           MHD_HTTP_HEADER_IF_NONE_MATCH))) {
+    return req_respond_as(r, MHD_HTTP_NOT_MODIFIED, "", 0, 0, NULL, NULL);
+  }
+  pages_body(p, api_accept_gzip(MHD_lookup_connection_value(
+                 r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING)),
+             &body, &len, &gz);
+  r->encoded = gz;
+  return req_respond_as(r, MHD_HTTP_OK, body, len, 0, NULL, NULL);
 }
 
 /* The readiness probes of both APIs. */
@@ -185,8 +218,7 @@ http_dispatch(struct server *s, struct req *r, const char *url,
     }
   }
   if (rt == NULL)
-    return req_respond_error(r, NULL, API_E_NOT_FOUND, "no such path: %.200s",
-                             r->path);
+    return page_answer(r, url, method);
   r->route = (unsigned)(rt - routes);
 
   if (rt->kind == RT_REDUCE) {

@@ -22,7 +22,7 @@
 
 static struct conf conf;
 static struct server server;
-static uv_signal_t sig_term, sig_int;
+static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t grace_timer;
 static int draining;
 
@@ -33,6 +33,7 @@ close_all(void)
   server_close(&server);
   uv_close((uv_handle_t *)&sig_term, NULL);
   uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&sig_hup, NULL);
   uv_close((uv_handle_t *)&grace_timer, NULL);
 }
 
@@ -71,6 +72,15 @@ signal_cb(uv_signal_t *h, int signum)
   /* Arm the deadline first: server_drain() may call idle_cb() at once. */
   uv_timer_start(&grace_timer, grace_cb, conf.grace * 1000, 0);
   server_drain(&server, idle_cb, NULL);
+}
+
+/* Loop thread: SIGHUP re-reads the secrets (server_reload). */
+static void
+hup_cb(uv_signal_t *h, int signum)
+{
+  (void)h;
+  LOG_INFO("received %s: re-reading the secrets", strsignal(signum));
+  server_reload(&server);
 }
 
 /* Room for --max-connections sockets plus a few descriptors of our own. */
@@ -122,6 +132,8 @@ main(int argc, char **argv)
   uv_timer_init(loop, &grace_timer);
   uv_signal_start(&sig_term, signal_cb, SIGTERM);
   uv_signal_start(&sig_int, signal_cb, SIGINT);
+  uv_signal_init(loop, &sig_hup);
+  uv_signal_start(&sig_hup, hup_cb, SIGHUP);
 
   LOG_DEBUG("threads=%llu max-body=%llu max-pending=%llu "
             "max-connections=%llu timeout=%llu grace=%llu",

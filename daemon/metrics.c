@@ -67,6 +67,8 @@ static const struct bucket_def size_buckets[] = {
   { 67108864, "67108864" }
 };
 
+#define NDUR (sizeof dur_buckets / sizeof dur_buckets[0])
+
 /* One histogram family, by route.  bucket[r][nb] is the +Inf overflow. */
 struct hist {
   atomic_uint_least64_t bucket[NROUTE][MAX_BUCKETS + 1];
@@ -84,6 +86,10 @@ struct metrics {
   atomic_uint_least64_t bytes_in, bytes_out;
   atomic_long inflight, queued;
   struct hist duration, req_size, resp_size;
+  /* Admission (admit.c) and reload (server.c). */
+  atomic_long waiting;
+  atomic_uint_least64_t inflight_bytes, reload_failures;
+  atomic_uint_least64_t qwait[MAX_BUCKETS + 1], qwait_sum;
 };
 
 struct metrics *
@@ -127,6 +133,31 @@ void
 metrics_queued_add(struct metrics *m, int delta)
 {
   atomic_fetch_add_explicit(&m->queued, delta, memory_order_relaxed);
+}
+
+void
+metrics_admit_set(struct metrics *m, long waiting, uint64_t inflight_bytes)
+{
+  atomic_store_explicit(&m->waiting, waiting, memory_order_relaxed);
+  atomic_store_explicit(&m->inflight_bytes, inflight_bytes,
+                        memory_order_relaxed);
+}
+
+void
+metrics_queue_wait(struct metrics *m, uint64_t ns)
+{
+  size_t i = 0;
+
+  while (i < NDUR && ns > dur_buckets[i].bound)
+    i++;
+  atomic_fetch_add_explicit(&m->qwait[i], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&m->qwait_sum, ns, memory_order_relaxed);
+}
+
+void
+metrics_reload_failure(struct metrics *m)
+{
+  atomic_fetch_add_explicit(&m->reload_failures, 1, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------ */
@@ -180,7 +211,6 @@ hist_observe(struct hist *h, const struct bucket_def *defs, size_t nb,
   atomic_fetch_add_explicit(&h->sum[r], v, memory_order_relaxed);
 }
 
-#define NDUR (sizeof dur_buckets / sizeof dur_buckets[0])
 #define NSIZE (sizeof size_buckets / sizeof size_buckets[0])
 _Static_assert(NDUR <= MAX_BUCKETS && NSIZE <= MAX_BUCKETS, "MAX_BUCKETS");
 
@@ -372,6 +402,25 @@ render_hist(const struct metrics *m, struct out *o, const struct hist *h,
   }
 }
 
+/* The queue wait histogram, without labels. */
+static void
+render_qwait(const struct metrics *m, struct out *o)
+{
+  uint64_t cum = 0, sum = load(&m->qwait_sum);
+
+  out_family(o, "reduced_queue_wait_seconds", "histogram",
+             "Time admitted requests waited for admission.");
+  for (size_t i = 0; i <= NDUR; i++) {
+    cum += load(&m->qwait[i]);
+    outf(o, "reduced_queue_wait_seconds_bucket{le=\"%s\"} %llu\n",
+         i < NDUR ? dur_buckets[i].le : "+Inf", (unsigned long long)cum);
+  }
+  outf(o, "reduced_queue_wait_seconds_sum ");
+  out_seconds(o, sum / 1000000000u, sum % 1000000000u);
+  outf(o, "\nreduced_queue_wait_seconds_count %llu\n",
+       (unsigned long long)cum);
+}
+
 int
 metrics_render(const struct metrics *m, struct api_buf *b)
 {
@@ -408,12 +457,27 @@ metrics_render(const struct metrics *m, struct api_buf *b)
              "Admitted requests waiting for a worker thread.");
   v = atomic_load_explicit(&m->queued, memory_order_relaxed);
   outf(&o, "reduced_requests_queued %ld\n", v);
+  out_family(&o, "reduced_requests_waiting", "gauge",
+             "Requests waiting for admission (--max-inflight-bytes), their "
+             "connections suspended before the body.");
+  v = atomic_load_explicit(&m->waiting, memory_order_relaxed);
+  outf(&o, "reduced_requests_waiting %ld\n", v);
+  out_family(&o, "reduced_inflight_bytes", "gauge",
+             "Memory admitted requests hold or are planned to need, bytes.");
+  outf(&o, "reduced_inflight_bytes %llu\n",
+       (unsigned long long)load(&m->inflight_bytes));
+  render_qwait(m, &o);
+  out_family(&o, "reduced_reload_failures_total", "counter",
+             "SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that "
+             "kept the old secrets.");
+  outf(&o, "reduced_reload_failures_total %llu\n",
+       (unsigned long long)load(&m->reload_failures));
   out_family(&o, "reduced_worker_threads", "gauge",
              "Size of the worker thread pool (--threads).");
   outf(&o, "reduced_worker_threads %u\n", m->threads);
   out_family(&o, "reduced_max_pending", "gauge",
-             "Requests admitted to the pool at once before 503 "
-             "(--max-pending).");
+             "Requests admitted or waiting for admission at once before "
+             "503 (--max-pending).");
   outf(&o, "reduced_max_pending %llu\n", (unsigned long long)m->max_pending);
 
   out_family(&o, "process_start_time_seconds", "gauge",

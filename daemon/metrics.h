@@ -74,6 +74,16 @@ void metrics_inflight_add(struct metrics *m, int delta);
  * the pool, -1 when a pool thread takes it up (or queueing failed). */
 void metrics_queued_add(struct metrics *m, int delta);
 
+/* reduced_requests_waiting and reduced_inflight_bytes (admit.c). */
+void metrics_admit_set(struct metrics *m, long waiting,
+                       uint64_t inflight_bytes);
+
+/* One admission's wait, in reduced_queue_wait_seconds. */
+void metrics_queue_wait(struct metrics *m, uint64_t ns);
+
+/* reduced_reload_failures_total += 1. */
+void metrics_reload_failure(struct metrics *m);
+
 /* Counts one finished request in the counters and histograms. */
 void metrics_observe(struct metrics *m, const struct metrics_obs *o);
 

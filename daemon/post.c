@@ -35,8 +35,23 @@
 /* First allocation for a chunked body; it doubles up to --max-body. */
 #define POST_CHUNKED_START (64 * 1024)
 /* Each of a stream's two buffers: bounds a streamed request's memory (with
- * the output) and sets how much work one feed hands to the pool. */
-#define POST_STREAM_BUF (4u << 20)
+ * the output) and sets how much work one feed hands to the pool.  A
+ * sixteenth of the tensor, in 64 KiB steps, between these bounds: a 16 MiB
+ * tensor streams through 2 x 1 MiB, so that 1,000 of them fit in the
+ * default --max-inflight-bytes at once (fewer wait), while feeds stay
+ * large enough that the pool hand-off costs nothing. */
+#define POST_STREAM_BUF_MIN (256u * 1024)
+#define POST_STREAM_BUF_MAX (4u << 20)
+
+static size_t
+stream_buf(uint64_t tensor_bytes)
+{
+  uint64_t b = tensor_bytes / 16 / (64 * 1024) * (64 * 1024);
+
+  return b < POST_STREAM_BUF_MIN   ? POST_STREAM_BUF_MIN
+         : b > POST_STREAM_BUF_MAX ? POST_STREAM_BUF_MAX
+                                   : (size_t)b;
+}
 /* /v2 infer: a JSON header up to this size is parsed on the loop thread as
  * soon as it has arrived, so that the data blob after it can stream; a
  * larger header means the whole body is buffered and decoded on the pool. */
@@ -125,40 +140,167 @@ body_length(struct server *s, struct req *r, int *chunked,
   return 0;
 }
 
-/* Not while draining (503 DRAINING), nor beyond --max-pending. */
+/* Content-Encoding: identity, or gzip / deflate decoded as the body
+ * streams (zbody.h), its decoded length unknown until the end: read as if
+ * chunked.  Another coding is 415 naming it. */
 static int
-admission(struct server *s, struct req *r, enum MHD_Result *res)
+body_coding(struct server *s, struct req *r, int *chunked,
+            enum MHD_Result *res)
 {
-  const struct conf *c = s->conf;
+  enum api_coding coding;
+  struct rd_error err;
 
-  if (s->draining) {
-    *res = req_respond_error(r, NULL, API_E_DRAINING,
-                             "the server is shutting down");
+  memset(&err, 0, sizeof err);
+  if (api_coding_parse(MHD_lookup_connection_value(
+                         r->conn, MHD_HEADER_KIND,
+                         MHD_HTTP_HEADER_CONTENT_ENCODING),
+                       &coding, &err) != 0) {
+    *res = req_respond_rd_error(r, &err);
     return 1;
   }
-  if (s->pending >= c->max_pending) {
-    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
-                             "%zu requests are already in progress "
-                             "(--max-pending %llu); retry later", s->pending,
-                             (unsigned long long)c->max_pending);
+  if (coding == API_CODING_IDENTITY)
+    return 0;
+  if (zbody_open(r, coding, s->conf->max_body) != 0) {
+    *res = req_respond_error(r, NULL, API_E_OVERLOADED, "cannot allocate "
+                             "the %s decoder; retry later",
+                             api_coding_name(coding));
     return 1;
   }
+  *chunked = 1;
+  r->expect_len = UINT64_MAX;
   return 0;
 }
 
-/* Counts the admitted request in --max-pending; it reads from now on. */
-static void
-admit(struct server *s, struct req *r)
+/* What a request is planned to hold while admitted (admit.h): a buffered
+ * binary tensor and its output; a stream's two buffers and its output; a
+ * JSON body and what decoding it may take (8-byte elements, each at least
+ * "0," in the body).  A .npy or /v2 binary body is counted from its
+ * Content-Length until its header is read (then plan_ready() resizes).
+ * POST_REQ_BYTES stands for the context and the answer. */
+#define POST_REQ_BYTES (16u * 1024)
+#define POST_JSON_FACTOR 5u
+
+static uint64_t
+json_bytes(uint64_t body)
 {
-  r->admitted = 1;
-  s->pending++;
+  return POST_REQ_BYTES + body * POST_JSON_FACTOR;
+}
+
+static uint64_t
+planned_bytes(struct server *s, const struct rd_plan *p, int fortran)
+{
+  if (fortran)   /* and its C-order copy (job.c) */
+    return POST_REQ_BYTES + 2u * p->in_bytes + p->out_bytes;
+  if (p->in_bytes <= s->conf->buffer_max)
+    return POST_REQ_BYTES + p->in_bytes + p->out_bytes;
+  return POST_REQ_BYTES + 2u * stream_buf(p->in_bytes) + p->out_bytes;
+}
+
+/* The first estimate, before the body: exact for raw bodies and JSON with
+ * a Content-Length; chunked JSON starts at its first buffer and grows. */
+static uint64_t
+declared_bytes(struct server *s, struct req *r)
+{
+  uint64_t len = r->expect_len;
+  int chunked = len == UINT64_MAX;
+
+  if (r->prefix_first) {
+    if (chunked || len > s->conf->buffer_max)
+      return POST_REQ_BYTES +
+             2u * stream_buf(chunked ? s->conf->max_body : len);
+    return POST_REQ_BYTES + len;
+  }
+  if (r->job.in_fmt == API_FMT_RAW)
+    return planned_bytes(s, &r->job.lplan, 0);
+  if (chunked)
+    return json_bytes(s->conf->max_body < POST_CHUNKED_START
+                      ? s->conf->max_body : POST_CHUNKED_START);
+  return json_bytes(len);
+}
+
+static void admitted_cb(struct admit_ticket *t, enum admit_outcome how);
+static int begin_body(struct server *s, struct req *r, struct rd_error *err);
+
+/* Not while draining (503 DRAINING), nor beyond --max-pending (503), nor
+ * above --max-inflight-bytes (413).  A request that does not fit yet
+ * waits: its connection is suspended before the body (QUEUED), and
+ * admitted_cb() goes on.  Otherwise the body's buffer or stream is set up
+ * at once.  Returns the handler's result. */
+static enum MHD_Result
+admission(struct server *s, struct req *r)
+{
+  const struct conf *c = s->conf;
+  struct rd_error err;
+  uint64_t bytes;
+
+  if (s->draining)
+    return req_respond_error(r, NULL, API_E_DRAINING,
+                             "the server is shutting down");
+  bytes = declared_bytes(s, r);
+  switch (admit_request(&s->admit, &r->ticket, bytes, admitted_cb, r)) {
+  case ADMIT_E_TOO_LARGE:
+    return req_respond_error(r, NULL, API_E_BODY_TOO_LARGE,
+                             "the request needs %llu bytes of memory, above "
+                             "--max-inflight-bytes %llu",
+                             (unsigned long long)bytes,
+                             (unsigned long long)c->max_inflight_bytes);
+  case ADMIT_E_FULL:
+    return req_respond_error(r, NULL, API_E_OVERLOADED,
+                             "%zu requests are already admitted or waiting "
+                             "(--max-pending %llu); retry later",
+                             s->admit.admitted + s->admit.waiting,
+                             (unsigned long long)c->max_pending);
+  case ADMIT_WAIT:
+    LOG_DEBUG("request id=%s: waits for %llu bytes (%zu waiting)", r->id,
+              (unsigned long long)bytes, s->admit.waiting);
+    req_set_state(r, REQ_QUEUED);
+    /* Suspended at the first call of a body: MHD repeats that call after
+     * the resume (server.c skips it, or answers there). */
+    r->recall = r->expect_len != 0;
+    MHD_suspend_connection(r->conn);
+    req_watch_start(r);   /* a client closing while it waits */
+    return MHD_YES;
+  case ADMIT_NOW:
+    break;
+  }
+  memset(&err, 0, sizeof err);
+  if (begin_body(s, r, &err) != 0)
+    return req_respond_rd_error(r, &err);
+  req_watch_start(r);   /* a client closing mid-body or while it runs */
+  return MHD_YES;
+}
+
+/* Loop thread (admit.c's timer or idle callback): a QUEUED request was
+ * admitted, timed out, or (watch) lost its client.  Sets up its body, or
+ * the 503 answered at the final call, and resumes the connection. */
+static void
+admitted_cb(struct admit_ticket *t, enum admit_outcome how)
+{
+  struct req *r = t->arg;
+  struct server *s = r->srv;
+  struct rd_error err;
+
+  assert(r->state == REQ_QUEUED);
+  memset(&err, 0, sizeof err);
+  if (how == ADMIT_TIMEOUT) {
+    api_fail(&err, API_E_OVERLOADED, "waited %.1f s for admission "
+             "(--queue-timeout %llu, --max-inflight-bytes %llu); retry "
+             "later", admit_waited(t),
+             (unsigned long long)s->conf->queue_timeout,
+             (unsigned long long)s->conf->max_inflight_bytes);
+    discard(r, &err);
+  } else if (begin_body(s, r, &err) != 0) {
+    discard(r, &err);
+  }
+  MHD_resume_connection(r->conn);
+  server_run(s);   /* required in external mode after a resume */
 }
 
 /* The buffer of a JSON body: allocated once when the length is known;
  * chunked grows geometrically from POST_CHUNKED_START.  BODY. */
 static int
 body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
-           enum MHD_Result *res)
+           struct rd_error *err)
 {
   const struct conf *c = s->conf;
 
@@ -166,12 +308,9 @@ body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
                                    ? c->max_body : POST_CHUNKED_START)
                         : (size_t)len;
   r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
-  if (r->body == NULL) {
-    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
-                             "cannot allocate %zu bytes for the body; retry "
-                             "later", r->body_cap);
-    return 1;
-  }
+  if (r->body == NULL)
+    return api_fail(err, API_E_OVERLOADED, "cannot allocate %zu bytes for "
+                    "the body; retry later", r->body_cap);
   r->job.in_fmt = API_FMT_JSON;
   req_set_state(r, REQ_BODY);
   return 0;
@@ -192,7 +331,16 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
                                             err)) != 0 ||
       (rc = api_prefix_check_length(&r->prefix, p, err)) != 0)
     return rc;
-  if (p->in_bytes <= c->buffer_max) {
+  /* Now the exact need (a raw body was admitted with it already). */
+  admit_resize(&s->admit, &r->ticket,
+               planned_bytes(s, p, r->job.fortran));
+  /* Fortran order is transposed to C order before reducing (job.c), so
+   * that the sum runs in the same order as for C order: the whole tensor
+   * is buffered, also above --buffer-max. */
+  if (r->job.fortran && p->in_bytes > c->buffer_max)
+    LOG_DEBUG("request id=%s: Fortran order: buffering %llu tensor bytes "
+              "to reorder them", r->id, (unsigned long long)p->in_bytes);
+  if (p->in_bytes <= c->buffer_max || r->job.fortran) {
     r->body_cap = (size_t)p->in_bytes;
     r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
     if (r->body == NULL)
@@ -203,7 +351,8 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
   }
   LOG_DEBUG("request id=%s: streaming %llu tensor bytes", r->id,
             (unsigned long long)p->in_bytes);
-  if (job_stream_open(&r->job, s->loop, POST_STREAM_BUF, stream_wake_cb) != 0)
+  if (job_stream_open(&r->job, s->loop, stream_buf(p->in_bytes),
+                      stream_wake_cb) != 0)
     return api_fail(err, API_E_OVERLOADED, "cannot allocate the stream "
                     "buffers and the output; retry later");
   req_set_state(r, REQ_STREAMING);
@@ -261,24 +410,13 @@ post_begin_v1(struct server *s, struct req *r)
                                                    MHD_HTTP_HEADER_ACCEPT),
                        fmt, &r->job.call.accept, &err) != 0)
     return req_respond_rd_error(r, &err);
-  if (body_length(s, r, &chunked, &len, &res) != 0)
+  if (body_length(s, r, &chunked, &len, &res) != 0 ||
+      body_coding(s, r, &chunked, &res) != 0)
     return res;
   if (fmt != API_FMT_JSON && binary_begin(r, &err) != 0)
     return req_respond_rd_error(r, &err);
-  if (admission(s, r, &res) != 0)
-    return res;
-
-  if (fmt == API_FMT_RAW) {
-    if (plan_ready(s, r, &err) != 0)
-      return req_respond_rd_error(r, &err);
-  } else if (fmt == API_FMT_JSON) {
-    if (body_alloc(s, r, chunked, len, &res) != 0)
-      return res;
-  } else {
-    req_set_state(r, REQ_PREFIX);   /* planned once the header is here */
-  }
-  admit(s, r);
-  return MHD_YES;
+  r->prefix_first = fmt == API_FMT_NPY;
+  return admission(s, r);
 }
 
 /* Inference-Header-Content-Length: absent (SIZE_MAX), or within the body
@@ -322,50 +460,59 @@ v2_header_length(struct server *s, struct req *r, const char *ih,
 
 /* The checks of post_begin_v1, plus the binary extension's
  * Inference-Header-Content-Length.  The body's Content-Type is not
- * consulted (tritonclient sends none); a Content-Encoding other than
- * identity is 415. */
+ * consulted (tritonclient sends none); Content-Encoding as on /v1
+ * (body_coding). */
 enum MHD_Result
 post_begin_v2(struct server *s, struct req *r)
 {
   struct api_call *call = &r->job.call;
-  const char *ce, *ih;
+  const char *ih;
   uint64_t len = 0;
   enum MHD_Result res;
-  struct rd_error err;
   size_t hl;
   int chunked;
 
-  ce = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                   MHD_HTTP_HEADER_CONTENT_ENCODING);
-  if (ce != NULL && strcasecmp(ce, "identity") != 0)
-    return req_respond_error(r, NULL, API_E_MEDIA_TYPE, "Content-Encoding "
-                             "'%.64s' is not supported; send the body "
-                             "uncompressed", ce);
   ih = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                    "Inference-Header-Content-Length");
   /* Like /v1's Content-Type: the body format is known from here on. */
   r->format = ih != NULL ? METRICS_FMT_BINARY : METRICS_FMT_JSON;
   if (body_length(s, r, &chunked, &len, &res) != 0 ||
-      v2_header_length(s, r, ih, chunked, len, &hl, &res) != 0 ||
-      admission(s, r, &res) != 0)
+      body_coding(s, r, &chunked, &res) != 0 ||
+      v2_header_length(s, r, ih, chunked, len, &hl, &res) != 0)
     return res;
 
   call->header_len = hl;
   call->v2info.op = r->v2rt.op;
   call->v2info.version = r->v2rt.version;
-  memset(&err, 0, sizeof err);
-  if (hl != SIZE_MAX && hl <= POST_V2_HEADER_MAX && (chunked || hl < len)) {
-    /* Blobs follow: read the header first, maybe stream the data. */
+  /* Blobs follow: read the header first, maybe stream the data. */
+  r->prefix_first = hl != SIZE_MAX && hl <= POST_V2_HEADER_MAX &&
+                    (chunked || hl < len);
+  return admission(s, r);
+}
+
+/* Admitted: the body's buffer (BODY, DATA), stream (STREAMING) or prefix
+ * decoder (PREFIX).  0, or an error to answer. */
+static int
+begin_body(struct server *s, struct req *r, struct rd_error *err)
+{
+  struct api_call *call = &r->job.call;
+  int chunked = r->expect_len == UINT64_MAX;
+
+  if (r->prefix_first && call->proto != &api_proto_v1) {
     r->job.in_fmt = API_FMT_RAW;
-    if (api_prefix_init_v2(&r->prefix, hl, r->expect_len, &call->v2info,
-                           &err) != 0)
-      return req_respond_rd_error(r, &err);
+    if (api_prefix_init_v2(&r->prefix, call->header_len, r->expect_len,
+                           &call->v2info, err) != 0)
+      return -1;
     req_set_state(r, REQ_PREFIX);
-  } else if (body_alloc(s, r, chunked, len, &res) != 0) {
-    return res;
+    return 0;
   }
-  admit(s, r);
-  return MHD_YES;
+  if (r->prefix_first) {
+    req_set_state(r, REQ_PREFIX);   /* planned once the header is here */
+    return 0;
+  }
+  if (r->job.in_fmt == API_FMT_RAW)
+    return plan_ready(s, r, err);
+  return body_alloc(s, r, chunked, chunked ? 0 : r->expect_len, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -397,6 +544,7 @@ body_append(struct server *s, struct req *r, const char *data, size_t n)
     }
     r->body = p;
     r->body_cap = cap;
+    admit_resize(&s->admit, &r->ticket, json_bytes(cap));   /* chunked */
   }
   memcpy(r->body + r->body_len, data, n);
   r->body_len += n;
@@ -429,6 +577,7 @@ body_from_prefix(struct server *s, struct req *r)
   memcpy(r->body, hdr, hl);
   r->body_len = hl;
   r->body_cap = cap;
+  admit_resize(&s->admit, &r->ticket, json_bytes(cap));
   r->job.in_fmt = API_FMT_JSON;
   req_set_state(r, REQ_BODY);
 }
@@ -491,9 +640,9 @@ data_upload(struct req *r, const char *data, size_t left, size_t *n)
   }
 }
 
-void
-post_upload(struct server *s, struct req *r, const char *data,
-            size_t *n)
+/* The plain (decoded) body's bytes. */
+static void
+plain_upload(struct server *s, struct req *r, const char *data, size_t *n)
 {
   size_t left = *n, taken;
 
@@ -521,6 +670,16 @@ post_upload(struct server *s, struct req *r, const char *data,
     r->in_bytes += left;
     r->data_bytes += left;
   }
+}
+
+void
+post_upload(struct server *s, struct req *r, const char *data,
+            size_t *n)
+{
+  if (r->zbody != NULL)
+    zbody_upload(s, r, data, n, plain_upload, discard);
+  else
+    plain_upload(s, r, data, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -636,6 +795,9 @@ post_submit(struct server *s, struct req *r)
   struct rd_error err;
 
   assert(req_reading(r));
+  /* A compressed body: the decoded bytes still pending, and its end. */
+  if (r->zbody != NULL && zbody_finish(s, r, plain_upload, discard))
+    return MHD_YES;   /* PAUSED: the final call comes again */
   memset(&err, 0, sizeof err);
   switch (r->state) {
   case REQ_BODY:

@@ -13,6 +13,11 @@
  *   NEW --first call--> HEADERS, routed at once if a body follows, else
  *          at the final call (keep-alive: see server.c), then:
  *   HEADERS --refused, or a GET answered--> ANSWERED
+ *   HEADERS --POST that does not fit yet (admit.h)--> QUEUED (suspended
+ *          before its body, its socket watched for a close)
+ *   QUEUED --admitted, resumed--> PREFIX | BODY | DATA | STREAMING
+ *   QUEUED --waited --queue-timeout (503), client closed, or no memory for
+ *          the body, resumed--> DISCARDING
  *   HEADERS --admitted POST--> PREFIX   .npy, /v2 with blobs: the header
  *                          --> BODY     JSON: the whole body is buffered
  *                          --> DATA     raw, <= --buffer-max: tensor bytes
@@ -30,8 +35,9 @@
  *          (the job's callback frees it)
  *   otherwise MHD completes --> freed by completed_cb in server.c
  *
- * Not states: `admitted` is a --max-pending slot the request holds from
- * admission to completion (answered or not); `query_lost` is an
+ * Not states: `ticket` is the request's admission (admit.h): WAITING in
+ * QUEUED, then ADMITTED, holding a --max-pending slot and its planned
+ * bytes from admission to completion (answered or not); `query_lost` is an
  * allocation failure of uri_log_cb, answered only by routes that read the
  * query string.
  */
@@ -43,8 +49,11 @@
 
 #include <microhttpd.h>
 
+#include "admit.h"
 #include "server.h"
 #include "job.h"
+#include "pages.h"
+#include "zbody.h"
 #include "prefix.h"
 #include "v2.h"
 
@@ -58,6 +67,7 @@ enum req_state {
   REQ_NEW,          /* made by uri_log_cb; the handler has not run */
   REQ_HEADERS,      /* headers read, not routed yet (no body: until the
                      * final call), or a queued answer failed */
+  REQ_QUEUED,       /* suspended before the body, waiting for admission */
   REQ_PREFIX,       /* binary body: bytes go to the prefix decoder */
   REQ_BODY,         /* the whole body is copied into r->body (JSON) */
   REQ_DATA,         /* tensor bytes are copied into r->body (planned) */
@@ -79,7 +89,12 @@ struct req {
   struct server *srv;
   struct MHD_Connection *conn;
   enum req_state state;
-  int admitted;                    /* holds a --max-pending slot */
+  struct admit_ticket ticket;      /* admission: waiting, or admitted */
+  struct req_watch *watch;         /* admitted or QUEUED: the socket's
+                                    * close is watched (req_watch_start) */
+  int recall;                      /* resumed from QUEUED: MHD repeats the
+                                    * first call (upload size 0) */
+  int prefix_first;                /* .npy, /v2 blobs: a header to read */
   int status;                      /* queued status; 0 = none */
   size_t out_bytes;                /* queued body length */
   uint64_t in_bytes;               /* body bytes received, kept or not */
@@ -100,6 +115,10 @@ struct req {
   unsigned route;                  /* index in the route table, or
                                     * METRICS_ROUTE_NONE */
   int format;                      /* enum metrics_format of the body */
+  struct zbody *zbody;             /* Content-Encoding gzip / deflate: the
+                                    * body's decoder (zbody.h), else NULL */
+  struct page *page;               /* a static page (pages.h): its headers */
+  int encoded;                     /* the body given is gzip already */
 };
 
 /* Moves `r` to `to`, asserting the edge is in the diagram above. */
@@ -114,11 +133,28 @@ int req_parse_length(const char *s, uint64_t *out);
 /* 1 if the request's Transfer-Encoding is chunked. */
 int req_is_chunked(struct MHD_Connection *conn);
 
+/* Every connection's socket is watched for the client's close
+ * (EPOLLRDHUP) from its start to its close: MHD misses it while a request
+ * is suspended, and also when it comes with the last bytes MHD read.  On
+ * a close: a QUEUED request leaves the queue and is resumed to
+ * DISCARDING; otherwise the socket is shut down, so that MHD's next read
+ * or write fails and it closes the connection.  req_conn_open/close are
+ * MHD's connection notifications (server.c; the result is the socket
+ * context); req_watch_start/stop tie an admitted or QUEUED request to its
+ * connection's watch (stop is safe when not started). */
+void *req_conn_open(struct server *s, struct MHD_Connection *conn);
+void req_conn_close(void *watch);
+void req_watch_start(struct req *r);
+void req_watch_stop(struct req *r);
+
 /* Frees a context (no pool work may hold it). */
 void req_free(struct req *r);
 
 /* Queues `body` with the headers every response carries, and for a 200 of
- * a job (`result`, else NULL) its format's headers.  `must_free`: `body`
+ * a job (`result`, else NULL) its format's headers.  A body of
+ * API_GZIP_MIN bytes or more goes out gzipped when Accept-Encoding allows
+ * it (unless r->encoded: it is already); every answer has Vary:
+ * Accept-Encoding.  `must_free`: `body`
  * is malloc'ed and now belongs to MHD (or is freed here).  ANSWERED. */
 enum MHD_Result req_respond_as(struct req *r, int status, const char *body,
                                size_t len, int must_free, const char *allow,

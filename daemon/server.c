@@ -13,6 +13,7 @@
  */
 #include "config.h"   /* autoconf */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -23,6 +24,7 @@
 #include <strings.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@
 #include "api.h"
 #include "server.h"
 #include "log.h"
+#include "pages.h"
 #include "metrics.h"
 #include "post.h"
 #include "proto.h"
@@ -144,7 +147,10 @@ first_call(struct server *s, struct req *r, struct MHD_Connection *conn,
   s->inflight++;
   metrics_inflight_add(s->metrics, 1);
   req_set_state(r, REQ_HEADERS);
-  if (!auth_allows(&s->auth, url,
+  /* The static pages are public (pages.h); the API calls they make carry
+   * the key the user typed. */
+  if (pages_find(url) == NULL &&
+      !auth_allows(&s->auth, url,
                    MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_AUTHORIZATION)))
     return req_respond_error(r, NULL, API_E_UNAUTHORIZED,
@@ -191,6 +197,15 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
   case REQ_DATA:
   case REQ_STREAMING:
   case REQ_DISCARDING:
+    if (r->recall) {
+      /* The first call again, after waiting in the queue (QUEUED): the
+       * body follows, unless the wait ended in an error, answered now so
+       * that the body is never read (MHD then closes the connection). */
+      r->recall = 0;
+      assert(*upload_data_size == 0);
+      if (r->state != REQ_DISCARDING)
+        return MHD_YES;
+    }
     if (*upload_data_size == 0)
       return post_submit(s, r);
     post_upload(s, r, upload_data, upload_data_size);
@@ -220,6 +235,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r == NULL)
     return;
   *con_cls = NULL;
+  req_watch_stop(r);   /* before MHD closes the socket */
   if (r->state == REQ_NEW) {
     /* Refused by MHD before the handler ran (its own error page): never
      * counted in flight, never logged. */
@@ -247,8 +263,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
            (double)ns / 1e6);
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
     LOG_DEBUG("request id=%s ended early (MHD reason %d)", r->id, (int)toe);
-  if (r->admitted)
-    s->pending--;
+  admit_release(&s->admit, &r->ticket);
   s->inflight--;
   if (r->state == REQ_RUNNING || job_busy(&r->job)) {
     /* A pool work still uses it (a client gone mid-stream): the job's
@@ -257,6 +272,20 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
     return;
   }
   req_free(r);
+}
+
+/* Loop thread (inside MHD_run): a connection starts or closes; its
+ * socket is watched for the client's close meanwhile (req.h). */
+static void
+notify_conn_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+               enum MHD_ConnectionNotificationCode toe)
+{
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    *socket_context = req_conn_open(cls, conn);
+  } else {
+    req_conn_close(*socket_context);
+    *socket_context = NULL;
+  }
 }
 
 /* Loop thread (inside MHD_run), before the headers are parsed: the only
@@ -305,6 +334,45 @@ mhd_log_cb(void *cls, const char *fmt, va_list ap)
 
 static void timer_cb(uv_timer_t *t);
 
+/* A daemon replaced by a reload of the TLS files (server_reload): it no
+ * longer listens, and serves the connections it has (keep-alive ones
+ * included, with the old certificate) until the last one closes.  Its
+ * epoll fd is in s->epfd next to the current daemon's. */
+struct server_old {
+  struct MHD_Daemon *mhd;
+  int epoll_fd;
+  struct server_old *next;
+};
+
+/* Stops a retired daemon without connections.  1 if it was stopped. */
+static int
+old_stop_if_idle(struct server *s, struct server_old *o)
+{
+  const union MHD_DaemonInfo *info;
+  struct server_old **pp;
+
+  info = MHD_get_daemon_info(o->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  if (info == NULL || info->num_connections > 0)
+    return 0;
+  for (pp = &s->old; *pp != o; pp = &(*pp)->next)
+    ;
+  *pp = o->next;
+  epoll_ctl(s->epfd, EPOLL_CTL_DEL, o->epoll_fd, NULL);
+  MHD_stop_daemon(o->mhd);
+  free(o);
+  LOG_INFO("reload: the daemon of the old certificate closed its last "
+           "connection");
+  return 1;
+}
+
+/* Runs a retired daemon; 1 if it is gone. */
+static int
+old_run(struct server *s, struct server_old *o)
+{
+  MHD_run(o->mhd);
+  return old_stop_if_idle(s, o);
+}
+
 /* Runs MHD, re-arms the timer, and tells a draining owner when idle
  * (server.h).  Nothing may touch `s` after the idle callback. */
 void
@@ -312,6 +380,7 @@ server_run(struct server *s)
 {
   const union MHD_DaemonInfo *info;
   MHD_UNSIGNED_LONG_LONG ms;
+  int have;
 
   if (s->closed)
     return;
@@ -327,7 +396,17 @@ server_run(struct server *s)
       MHD_run(s->mhd);
     s->at_limit = now >= s->conf->max_connections;
   }
-  if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
+  have = MHD_get_timeout(s->mhd, &ms) == MHD_YES;
+  for (struct server_old *o = s->old, *next; o != NULL; o = next) {
+    MHD_UNSIGNED_LONG_LONG oms;
+    next = o->next;
+    if (old_run(s, o) == 0 && MHD_get_timeout(o->mhd, &oms) == MHD_YES &&
+        (!have || oms < ms)) {
+      ms = oms;
+      have = 1;
+    }
+  }
+  if (have)
     uv_timer_start(&s->timer, timer_cb, (uint64_t)ms, 0);
   else
     uv_timer_stop(&s->timer);
@@ -454,12 +533,15 @@ bodies_build(struct server *s)
   return 0;
 }
 
-/* Binds conf->host:conf->port and starts MHD in external epoll mode. */
-static int
-mhd_start(struct server *s, const struct conf *c)
+/* Starts MHD in external epoll mode on conf->host:conf->port, or on
+ * `listen_fd` (>= 0: a reload's copy of the listen socket), with the TLS
+ * PEM texts `cert`/`key` (NULL: plain HTTP).  NULL after logging why. */
+static struct MHD_Daemon *
+mhd_open(struct server *s, const struct conf *c, const char *cert,
+         const char *key, int listen_fd)
 {
   struct addrinfo hints, *ai = NULL;
-  const char *cert = s->auth.tls_cert;
+  struct MHD_Daemon *d;
   unsigned int flags;
   char portstr[8];
   int rc;
@@ -472,7 +554,7 @@ mhd_start(struct server *s, const struct conf *c)
   rc = getaddrinfo(c->host, portstr, &hints, &ai);
   if (rc != 0) {
     LOG_ERROR("--listen %s: %s", c->listen, gai_strerror(rc));
-    return -1;
+    return NULL;
   }
 
   flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -481,29 +563,55 @@ mhd_start(struct server *s, const struct conf *c)
   if (cert != NULL)
     flags |= MHD_USE_TLS;
   /* Options that may be absent go last, each ending the list when unused
-   * (MHD stops at the first MHD_OPTION_END). */
-  s->mhd = MHD_start_daemon(
-    flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
-    MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
-    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
-    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,
-    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,
-    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
-    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,
-    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
-    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
-    MHD_OPTION_HTTPS_MEM_KEY, s->auth.tls_key,
-    MHD_OPTION_END);
+   * (MHD stops at the first MHD_OPTION_END).  A listen socket given
+   * replaces the address. */
+#define SERVER_MHD_OPTIONS                                                  \
+    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,          \
+    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,   \
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,                \
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,         \
+    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,                           \
+    MHD_OPTION_NOTIFY_CONNECTION, notify_conn_cb, s,                        \
+    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,                             \
+    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,                              \
+    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,        \
+    MHD_OPTION_HTTPS_MEM_KEY, key,                                          \
+    MHD_OPTION_END
+  if (listen_fd >= 0)
+    d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
+                         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
+                         SERVER_MHD_OPTIONS);
+  else
+    d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
+                         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                         SERVER_MHD_OPTIONS);
+#undef SERVER_MHD_OPTIONS
   freeaddrinfo(ai);
-  if (s->mhd == NULL) {
+  if (d == NULL && listen_fd < 0)
     LOG_ERROR("cannot listen on %s (address in use or not available%s?)",
               c->listen, cert != NULL ? ", or a bad TLS certificate "
               "or key" : "");
-    return -1;
-  }
-  return 0;
+  return d;
+}
+
+static int
+mhd_start(struct server *s, const struct conf *c)
+{
+  s->mhd = mhd_open(s, c, s->auth.tls_cert, s->auth.tls_key, -1);
+  return s->mhd != NULL ? 0 : -1;
+}
+
+static int
+epoll_add(int epfd, int fd)
+{
+  struct epoll_event ev;
+
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* Reads the bound port and watches MHD's epoll fd from the loop.  0; -1
@@ -523,7 +631,15 @@ mhd_watch(struct server *s, uv_loop_t *loop)
     LOG_ERROR("cannot read the bound port or the epoll fd from MHD");
     return -1;
   }
-  rc = uv_poll_init(loop, &s->poll, fd);
+  /* libuv watches an epoll set of our own that holds MHD's epoll fd (and,
+   * after a TLS reload, the old daemon's until it is done): a reload
+   * changes that set, never the libuv handle. */
+  s->epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (s->epfd < 0 || epoll_add(s->epfd, fd) != 0) {
+    LOG_ERROR("cannot create an epoll set: %s", strerror(errno));
+    return -1;
+  }
+  rc = uv_poll_init(loop, &s->poll, s->epfd);
   if (rc != 0) {
     LOG_ERROR("cannot watch the MHD epoll fd: %s", uv_strerror(rc));
     return -1;
@@ -544,12 +660,21 @@ server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
   int rc;
 
   memset(s, 0, sizeof *s);
+  s->epfd = -1;
   s->conf = c;
   s->loop = loop;
   seed_ids(s);
 
   if ((rc = secrets_load(s, c)) != 0 || (rc = bodies_build(s)) != 0 ||
-      (rc = metrics_setup(s)) != 0 || (rc = mhd_start(s, c)) != 0)
+      (rc = metrics_setup(s)) != 0)
+    goto fail;
+  if ((rc = admit_init(&s->admit, loop, s->metrics, c->max_inflight_bytes,
+                       c->max_pending, c->queue_timeout)) != 0) {
+    LOG_ERROR("cannot start the admission queue: %s", uv_strerror(rc));
+    rc = -1;
+    goto fail;
+  }
+  if ((rc = mhd_start(s, c)) != 0)
     goto fail;
   rc = mhd_watch(s, loop);
   if (rc == -2)
@@ -570,6 +695,10 @@ server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
   return 0;
 
 fail:
+  if (s->epfd >= 0)
+    close(s->epfd);
+  s->epfd = -1;
+  admit_close(&s->admit);
   free(s->ops_body);
   s->ops_body = NULL;
   auth_free(&s->auth);
@@ -577,6 +706,122 @@ fail:
   s->metrics = NULL;
   s->closed = 1;   /* nothing left for server_close() */
   return rc;
+}
+
+/* SIGHUP, --api-key-file: the new keys replace the old ones, or nothing
+ * changes. */
+static void
+reload_keys(struct server *s, const char *path)
+{
+  struct auth na;
+  char *cert = s->auth.tls_cert, *key = s->auth.tls_key;
+
+  memset(&na, 0, sizeof na);
+  if (auth_load_keys(&na, path) != 0) {
+    auth_free(&na);
+    LOG_ERROR("reload: --api-key-file %s is missing or invalid (see above): "
+              "keeping the old keys", path);
+    metrics_reload_failure(s->metrics);
+    return;
+  }
+  s->auth.tls_cert = s->auth.tls_key = NULL;
+  auth_free(&s->auth);   /* wipes the old keys */
+  s->auth = na;
+  s->auth.tls_cert = cert;
+  s->auth.tls_key = key;
+  LOG_INFO("reload: %zu API key(s) from %s", na.nkeys, path);
+}
+
+/* SIGHUP, --tls-cert/--tls-key.  libmicrohttpd 0.9.75 cannot change the
+ * certificate of a running daemon, so a new daemon is started on a copy
+ * of the listen socket with the new PEM texts (which validates them), the
+ * old one stops listening and is retired: it serves the connections it
+ * has until they close (server_old).  New connections get the new
+ * certificate; none is dropped. */
+static void
+reload_tls(struct server *s, const char *cert, const char *key)
+{
+  const union MHD_DaemonInfo *info;
+  struct server_old *o = NULL;
+  struct MHD_Daemon *d = NULL;
+  struct auth na;
+  int fd = -1, efd, lfd;
+
+  memset(&na, 0, sizeof na);
+  if (auth_load_tls(&na, cert, key) != 0) {
+    LOG_ERROR("reload: --tls-cert %s or --tls-key %s is missing or invalid "
+              "(see above): keeping the old certificate", cert, key);
+    goto fail;
+  }
+  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+  if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET ||
+      (fd = fcntl(info->listen_fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
+      (o = calloc(1, sizeof *o)) == NULL) {
+    LOG_ERROR("reload: cannot copy the listen socket: %s", strerror(errno));
+    goto fail;
+  }
+  d = mhd_open(s, s->conf, na.tls_cert, na.tls_key, fd);
+  if (d == NULL) {
+    LOG_ERROR("reload: libmicrohttpd refused --tls-cert %s with --tls-key "
+              "%s (not a certificate and its key?): keeping the old "
+              "certificate", cert, key);
+    goto fail;
+  }
+  fd = -1;   /* the new daemon's now */
+  info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+  efd = info != NULL ? info->epoll_fd : -1;
+  if (efd < 0 || epoll_add(s->epfd, efd) != 0) {
+    LOG_ERROR("reload: cannot watch the new daemon: %s", strerror(errno));
+    MHD_stop_daemon(d);   /* closes the copy; the old daemon goes on */
+    goto fail;
+  }
+  /* Retire the old daemon: it stops listening (its listen fd is ours to
+   * close; the new daemon has its own copy). */
+  o->mhd = s->mhd;
+  info = MHD_get_daemon_info(o->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+  o->epoll_fd = info != NULL ? info->epoll_fd : -1;
+  lfd = (int)MHD_quiesce_daemon(o->mhd);
+  if (lfd >= 0)
+    close(lfd);
+  o->next = s->old;
+  s->old = o;
+  s->mhd = d;
+  s->at_limit = 0;
+  /* Wipe the old PEM texts (MHD copied them), keep the new ones. */
+  free(s->auth.tls_cert);
+  s->auth.tls_cert = na.tls_cert;
+  if (s->auth.tls_key != NULL)
+    explicit_bzero(s->auth.tls_key, strlen(s->auth.tls_key));
+  free(s->auth.tls_key);
+  s->auth.tls_key = na.tls_key;
+  LOG_INFO("reload: new certificate from %s; the old one serves its "
+           "connections until they close", cert);
+  return;
+
+fail:
+  if (fd >= 0)
+    close(fd);
+  free(o);
+  auth_free(&na);
+  metrics_reload_failure(s->metrics);
+}
+
+void
+server_reload(struct server *s)
+{
+  const struct conf *c = s->conf;
+
+  if (s->closed || s->draining)
+    return;
+  if (c->api_key_file == NULL && c->tls_cert == NULL) {
+    LOG_INFO("reload: no --api-key-file nor --tls-cert: nothing to re-read");
+    return;
+  }
+  if (c->api_key_file != NULL)
+    reload_keys(s, c->api_key_file);
+  if (c->tls_cert != NULL)
+    reload_tls(s, c->tls_cert, c->tls_key);
+  server_run(s);
 }
 
 /* Loop thread, at the start of draining: connections the kernel already
@@ -636,10 +881,22 @@ server_close(struct server *s)
     uv_close((uv_handle_t *)&s->timer, NULL);
     s->handles = 0;
   }
+  while (s->old != NULL) {
+    struct server_old *o = s->old;
+    s->old = o->next;
+    MHD_stop_daemon(o->mhd);
+    free(o);
+  }
   if (s->mhd != NULL) {
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
   }
+  if (s->epfd >= 0) {
+    close(s->epfd);
+    s->epfd = -1;
+  }
+  admit_close(&s->admit);   /* after MHD_stop_daemon: completions release */
+  pages_free();
   free(s->ops_body);
   s->ops_body = NULL;
   auth_free(&s->auth);

@@ -16,11 +16,13 @@
 
 #include <uv.h>
 
+#include "admit.h"
 #include "auth.h"
 #include "conf.h"
 
 struct MHD_Daemon;
 struct metrics;
+struct server_old;
 
 /* Called on the loop thread, once, when a draining server has no request
  * left in flight.  Outside any MHD call, so it may call server_close(). */
@@ -30,11 +32,13 @@ struct server {
   const struct conf *conf;
   uv_loop_t *loop;
   struct MHD_Daemon *mhd;
-  uv_poll_t poll;            /* MHD's epoll fd */
+  int epfd;                  /* epoll set of the MHD daemons' epoll fds */
+  uv_poll_t poll;            /* epfd */
+  struct server_old *old;    /* daemons retired by a TLS reload */
   uv_timer_t timer;          /* re-armed from MHD_get_timeout() */
   uint16_t port;             /* bound port */
   size_t inflight;           /* requests between first call and completion */
-  size_t pending;            /* reduce requests admitted (<= max_pending) */
+  struct admit admit;        /* --max-inflight-bytes, --max-pending */
   int draining;
   int closed;
   int handles;               /* poll and timer initialised */
@@ -66,6 +70,14 @@ void server_drain(struct server *s, server_idle_cb idle_cb, void *arg);
  * (nothing may touch `s` after the idle callback).  The poll and timer
  * handles call it; so must whoever resumes a connection (external mode). */
 void server_run(struct server *s);
+
+/* SIGHUP: re-reads --api-key-file and --tls-cert/--tls-key.  New
+ * requests check the new keys; with TLS a new MHD daemon takes over the
+ * listen socket with the new certificate while the old one serves its
+ * connections until they close (none is dropped).  A missing or invalid
+ * file keeps the old secrets, logs an error naming it and counts
+ * reduced_reload_failures_total.  Loop thread, outside MHD. */
+void server_reload(struct server *s);
 
 /* Stops MHD (no connection may be suspended: call once idle) and closes the
  * libuv handles; memory is released when uv_run() returns. */

@@ -92,6 +92,12 @@ if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mkdir -p "$context"
   (cd "$top" && git ls-files -z --cached | tar --null --ignore-failed-read -T - -cf -) |
     tar -C "$context" -xf -
+  # Swagger UI for /docs: not tracked (scripts/bootstrap.sh installs the
+  # pinned npm package), embedded by the build stage's make.
+  if [ -d "$top/web/npm/node_modules/swagger-ui-dist" ]; then
+    mkdir -p "$context/web/npm/node_modules"
+    cp -R "$top/web/npm/node_modules/swagger-ui-dist" "$context/web/npm/node_modules/"
+  fi
 fi
 
 start=$(date +%s)

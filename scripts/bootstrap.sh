@@ -10,6 +10,8 @@
 #                     bench and check-deploy (one apt-get install of what is
 #                     missing)
 #   npm tools         pinned npm packages into the build tree:
+#                     web/npm (swagger-ui-dist: /docs, embedded by make),
+#                     tests/browser-tools (playwright-core: t_pages.sh),
 #                     tests/openapi-tools (t_openapi.sh) and
 #                     build-deploy/node (make check-deploy)
 #   build             autoreconf (no configure yet), ./configure (no Makefile
@@ -24,13 +26,15 @@ cd "$(dirname "$0")/.."
 # ---- step: Debian packages, by the target that needs them
 # build: the daemon and the test programs
 PKGS_BUILD="build-essential autoconf automake libtool autoconf-archive pkg-config
-libmicrohttpd-dev libjansson-dev libuv1-dev libcmocka-dev libcurl4-openssl-dev"
+libmicrohttpd-dev libjansson-dev libuv1-dev libcmocka-dev libcurl4-openssl-dev
+zlib1g-dev"
 # make check: curl (every integration script), python3-numpy (t_binary.sh:
 # real .npy files, np.load with /usr/bin/python3), openssl (t_security.sh's
 # test certificate), nodejs and npm (t_openapi.sh), prometheus (promtool,
-# t_metrics.sh), coreutils (timeout: tests/run-test.sh)
+# t_metrics.sh), coreutils (timeout: tests/run-test.sh), chromium
+# (t_pages.sh: the playground and /docs in a real headless browser)
 PKGS_CHECK="curl ca-certificates python3-numpy openssl prometheus coreutils
-perl"
+perl chromium"
 # node and npm: Debian's nodejs and npm, unless the commands are there already
 # (a NodeSource nodejs bundles npm and conflicts with Debian's npm package).
 PKGS_NODE="nodejs npm"
@@ -89,6 +93,14 @@ npm_tools() {
     { echo "bootstrap: (step: npm tools) npm install into $_dir failed" >&2; exit 1; }
   echo "$*" >"$_dir/.pkgs"
 }
+# daemon/pages: Swagger UI's bundle, CSS and licences, embedded at build
+# time for /docs (./configure --disable-docs-ui does without).  Its
+# dependency @scarf/scarf has an install-time analytics script, which
+# --ignore-scripts keeps from running.
+npm_tools web/npm swagger-ui-dist@5.35.0
+# tests/integration/t_pages.sh: drives Debian's chromium (no browser
+# download: playwright-core has none).
+npm_tools tests/browser-tools playwright-core@1.65.1
 # tests/integration/t_openapi.sh: Redocly's linter, YAML, JSON Schema.
 npm_tools tests/openapi-tools @redocly/cli@1.34.20 js-yaml@4.1.0 ajv@8.17.1
 # deploy/check-deploy.sh: kubernetes-models 4.x (5.x wants node >= 22,

@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 # Generated: daemon/openapi_yaml.c (api/openapi.yaml as a C string).
 # Vendored: none today; add paths here (extended regular expression).
-EXCLUDE='^daemon/openapi_yaml\.c$|/corpus/|^tests/openapi-tools/'
+EXCLUDE='^daemon/openapi_yaml\.c$|^daemon/pages_(web|docs)\.c$|^tests/browser-tools/|^web/npm/|/corpus/|^tests/openapi-tools/'
 
 check=no
 [ "${1:-}" = --check ] && { check=yes; shift; }

@@ -16,6 +16,7 @@
 # (The slowest first: under -j the harness starts them in this order.)
 INTEGRATION_TESTS = \
 	tests/integration/t_openapi.sh \
+	tests/integration/t_pages.sh \
 	tests/integration/t_concurrency.sh \
 	tests/integration/t_reduce.sh \
 	tests/integration/t_binary.sh \
@@ -29,8 +30,13 @@ INTEGRATION_TESTS = \
 	tests/integration/t_readme.sh \
 	tests/integration/t_security.sh \
 	tests/integration/t_limits.sh \
+	tests/integration/t_compress.sh \
 	tests/integration/t_client.sh \
-	tests/integration/t_ops.sh
+	tests/integration/t_ops.sh \
+	tests/integration/t_queue.sh \
+	tests/integration/t_samebits.sh \
+	tests/integration/t_reload.sh \
+	tests/integration/t_hostile.sh
 
 TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)
 
@@ -38,8 +44,9 @@ EXTRA_DIST += $(INTEGRATION_TESTS) \
 	tests/run-test.sh tests/summary.sh \
 	tests/integration/README.md tests/integration/run.sh tests/integration/lib.sh \
 	tests/integration/npytool.py tests/integration/promcheck.awk \
-	tests/integration/openapi-tool.cjs \
+	tests/integration/openapi-tool.cjs tests/integration/pages.cjs \
 	tests/integration/client_test.py clients/python/reduced_client.py \
+	tests/integration/samebits.py tests/integration/hostile.py \
 	clients/python/README.md \
 	tests/conformance/run.sh tests/conformance/onnx-node \
 	tests/conformance/onnx-node-family

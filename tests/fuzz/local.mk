@@ -30,6 +30,14 @@ tests_fuzz_replay_prefix_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_prefix.c
 tests_fuzz_replay_prefix_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_replay_prefix_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
 
+# fuzz_inflate.c: api/encoding.c (gzip / deflate bodies) fed whole and
+# byte by byte through small windows: the answers must agree, and never
+# more than the limit + 1 decoded bytes.
+check_PROGRAMS += tests/fuzz/replay_inflate
+tests_fuzz_replay_inflate_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_inflate.c
+tests_fuzz_replay_inflate_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS)
+tests_fuzz_replay_inflate_LDADD = api/libapi.a lib/libreduce.a $(ZLIB_LIBS) -lm
+
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/replay.sh tests/fuzz/fuzz_json.dict \
 	tests/fuzz/corpus
 

@@ -35,13 +35,15 @@ declare -A SRC=(
   [fuzz_npy]="$API_SRC $LIB_SRC"
   [fuzz_query]="$API_SRC $LIB_SRC"
   [fuzz_prefix]="$API_SRC $LIB_SRC"
+  [fuzz_inflate]="$API_SRC $LIB_SRC"
 )
-TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query fuzz_prefix)
+TARGETS=(fuzz_json fuzz_plan fuzz_npy fuzz_query fuzz_prefix fuzz_inflate)
 
 CFLAGS_FUZZ="-g -O1 -std=c11 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
   -fno-sanitize-recover=undefined -ffp-contract=off -D_GNU_SOURCE
-  -I$top_builddir -I$S/lib -I$S/api -I$S/daemon $(pkg-config --cflags jansson)"
-LIBS_FUZZ="$(pkg-config --libs jansson) -lm"
+  -I$top_builddir -I$S/lib -I$S/api -I$S/daemon $(pkg-config --cflags jansson zlib)"
+# zlib: api/encoding.c (content codings) is one of the api sources.
+LIBS_FUZZ="$(pkg-config --libs jansson zlib) -lm"
 
 mkdir -p "$FUZZ_WORK"
 fuzz_one() {   # target -> $FUZZ_WORK/<t>/{bin,corpus,log,result}

@@ -338,7 +338,11 @@ application/octet-stream|bi_i4.raw|op=ReduceL2&dtype=int64&shape=300,350&axes=0&
 application/octet-stream|bi_f4.raw|op=ReduceL2&dtype=float32&shape=3000000
 application/octet-stream|bi_f4.raw|op=ReduceSumSquare&dtype=float32&shape=1000,3000&axes=0
 EOF
-  check "the streaming daemon streamed every request (log)" eval '[ "$(grep -c "streaming" "$DDIR/log")" = "$n" ]'
+  # Fortran-order bodies (bi_f, bi_h) are buffered whole to be reordered
+  # (issue 13).
+  nf=$(grep -c '^application/x-npy|bi_[fh].npy' "$0")
+  check "the streaming daemon streamed every request but the $nf Fortran ones (log)" eval '[ "$(grep -c "streaming" "$DDIR/log")" = "$((n - nf))" ]'
+  check "  ... and buffered the $nf Fortran ones to reorder them (log)" eval '[ "$(grep -c "Fortran order: buffering" "$DDIR/log")" = "$nf" ]'
   stop_daemon TERM
   check "streaming daemon: no sanitizer report" eval '! grep -q "Sanitizer" "$DDIR/log"'
 

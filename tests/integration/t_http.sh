@@ -37,7 +37,7 @@ for dt in int8 uint8 int16 uint16 bool; do
 done
 
 # ---- 404 and 405
-for p in /nope / /v1 /v1/reduce/x /v1/REDUCE /healthz/x; do
+for p in /nope /v1 /v1/reduce/x /v1/REDUCE /healthz/x; do
   http GET "$p"
   expect_error_body "GET $p -> 404 NOT_FOUND" 404 NOT_FOUND
 done

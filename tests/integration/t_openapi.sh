@@ -177,8 +177,8 @@ v2post /v2/models/ReduceL2/infer '{}' -H 'Inference-Header-Content-Length: x'
 body_ok "POST $V2M/infer Inference-Header-Content-Length x: 400 matches schema V2Error" "$V2M/infer" POST 400
 v2post /v2/models/ReduceSumSquare/infer '{"inputs":[{"name":"data","shape":[1],"datatype":"INT32","data":[50000]}]}'
 body_ok "POST $V2M/infer INT32 overflow: 422 matches schema V2Error" "$V2M/infer" POST 422
-v2post /v2/models/ReduceL2/infer '{}' -H 'Content-Encoding: gzip'
-body_ok "POST $V2M/infer Content-Encoding gzip: 415 matches schema V2Error" "$V2M/infer" POST 415
+v2post /v2/models/ReduceL2/infer '{}' -H 'Content-Encoding: br'
+body_ok "POST $V2M/infer Content-Encoding br: 415 matches schema V2Error" "$V2M/infer" POST 415
 http POST /v2/models/ReduceL2/versions/18/infer -H "Content-Length: 999999999999" --data-binary x
 body_ok "POST $V2MV/infer Content-Length 999999999999: 413 matches schema V2Error" "$V2MV/infer" POST 413
 http GET /v2/models/ReduceL2/infer

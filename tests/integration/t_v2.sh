@@ -281,8 +281,8 @@ http POST $M/ReduceL2/infer -H "Inference-Header-Content-Length: 12x" --data-bin
 expect_v2_error "Inference-Header-Content-Length not a number: 400" 400 INVALID_FIELD
 http POST $M/ReduceL2/infer -H "Inference-Header-Content-Length: 0" --data-binary @"$TMP/req"
 expect_v2_error "Inference-Header-Content-Length 0 (raw request): 400" 400 INVALID_FIELD
-v2 $M/ReduceL2/infer '{"inputs":['"$IN12"']}' -H 'Content-Encoding: gzip'
-expect_v2_error "Content-Encoding gzip: 415" 415 UNSUPPORTED_MEDIA_TYPE
+v2 $M/ReduceL2/infer '{"inputs":['"$IN12"']}' -H 'Content-Encoding: br'
+expect_v2_error "Content-Encoding br: 415" 415 UNSUPPORTED_MEDIA_TYPE
 
 if need_own_daemon "413 and streaming"; then
   start_daemon --max-body 4096 || fail "daemon with --max-body 4096 starts"

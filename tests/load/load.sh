@@ -12,6 +12,9 @@
 #     bandwidth-limited client (netns + tc tbf), a claimed body over
 #     --max-body, shapes claiming huge tensors with tiny bodies
 #   4 shutdown: SIGTERM with 50 requests in flight
+#   5 the admission queue with every default: 200 and 1,000 keep-alive
+#     clients, small JSON and 1-16 MiB raw bodies (queue.sh, bigmix.lua):
+#     no 5xx, every answer exact, p50/p99, peak RSS under the budget + 64 MiB
 # Environment: top_srcdir, top_builddir, LOAD_WORK, LOAD_SECONDS (60).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -303,9 +306,23 @@ check "shutdown: at least as many 200 as were in flight ($s200 >= ${inflight:-?}
 check "shutdown: a new request after SIGTERM is refused cleanly (connection refused, curl 7)" test "$late_rc" = 7
 check "shutdown: exit 0 within the grace period" test "$DRC" = 0
 
+# =============================================================== 5. queue
+echo "# 5. the admission queue, every default: 200 and 1,000 keep-alive clients (queue.sh)"
+LOAD_WORK=$W top_srcdir=$top_srcdir top_builddir=$top_builddir bash "$here/queue.sh" >"$W/queue.txt" 2>&1
+sed 's/^/    /' "$W/queue.txt" | grep -E 'clients=|NOT OK|first wrong'
+qp=$(sed -n 's/^queue: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$W/queue.txt")
+if [ -n "$qp" ]; then
+  PASS=$((PASS + ${qp% *})) FAIL=$((FAIL + ${qp#* }))
+else
+  bad "queue: queue.sh did not finish" "$(tail -n 3 "$W/queue.txt")"
+fi
+while read -r _ line; do
+  c=${line%% *}; SUM[queue${c#clients=}]=$line
+done < <(grep '^QUEUE ' "$W/queue/summary" 2>/dev/null)
+
 # ============================================================== summary
 echo "# summary ($(( $(date +%s) - T0 )) s)"
-for k in load kinds overload disconnects claims slowloris tbf shutdown; do
+for k in load kinds overload disconnects claims slowloris tbf shutdown queue200 queue1000; do
   [ -n "${SUM[$k]:-}" ] && printf '  %-12s %s\n' "$k" "${SUM[$k]}"
 done
 echo "$PASS passed, $FAIL failed"

@@ -10,6 +10,7 @@ SAN_TSAN = $(abs_top_builddir)/san-tsan
 LOAD_SECONDS = 60
 
 EXTRA_DIST += tests/load/sancheck.sh tests/load/load.sh tests/load/mix.lua \
+	tests/load/queue.sh tests/load/bigmix.lua \
 	tests/load/README.md
 
 check-asan:

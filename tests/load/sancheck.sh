@@ -50,7 +50,10 @@ else
 fi
 cd "$bld" || exit 1
 echo "sancheck: $kind build of $src in $bld"
-"$src/configure" --enable-"$kind" >"$SAN_WORK/configure.log" 2>&1 ||
+# The untracked npm trees stay in the calling tree (scripts/bootstrap.sh):
+# Swagger UI for /docs (embedded by make), playwright-core for t_pages.sh.
+"$src/configure" --enable-"$kind" \
+  SWAGGER_UI_DIR="$top_srcdir/web/npm/node_modules/swagger-ui-dist" >"$SAN_WORK/configure.log" 2>&1 ||
   { tail -20 "$SAN_WORK/configure.log"; echo "sancheck: configure failed" >&2; exit 1; }
 make -j"$(nproc)" >"$SAN_WORK/build.log" 2>&1 ||
   { tail -30 "$SAN_WORK/build.log"; echo "sancheck: build failed" >&2; exit 1; }
@@ -62,8 +65,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$R"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$R"
 tools=$top_builddir/tests/openapi-tools
 [ -d "$tools" ] || tools=$top_srcdir/tests/openapi-tools
+browser=$top_builddir/tests/browser-tools
+[ -d "$browser" ] || browser=$top_srcdir/tests/browser-tools
 # SAN_TESTS: a subset (make check TESTS=...), e.g. while working on one test
-REDUCED_OPENAPI_TOOLS=$tools make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
+REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
   ${SAN_TESTS:+TESTS="$SAN_TESTS"} >"$SAN_WORK/check.log" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|XFAIL|ERROR|SKIP|XPASS):' "$SAN_WORK/check.log"

@@ -157,6 +157,7 @@ test_errname_status(void **state)
     { API_E_INTERNAL, "INTERNAL", 500 },
     { API_E_BAD_NPY, "BAD_NPY", 400 },
     { API_E_UNAUTHORIZED, "UNAUTHORIZED", 401 },
+    { API_E_BAD_ENCODING, "BAD_ENCODING", 400 },
     { RD_E_INVALID, "INVALID_ARGUMENT", 400 },
     { RD_E_OP, "UNKNOWN_OP", 400 },
     { RD_E_OPSET, "INVALID_OPSET", 400 },
@@ -180,7 +181,7 @@ test_errname_status(void **state)
     { RD_E_ATTRIBUTE, "ATTRIBUTE_NOT_ALLOWED", 400 },
     { RD_E_ELEMENT, "INVALID_ELEMENT", 400 },
   };
-  static const int unknown[] = { -23, -50, -99, -106, -109, -122, -123,
+  static const int unknown[] = { -23, -50, -99, -106, -109, -123, -124,
                                  -1000, 1, 200 };
   size_t i;
 

@@ -63,7 +63,9 @@ test_defaults(void **state)
   assert_int_equal(c.port, 8080);
   assert_int_equal(c.threads, cpus < 1 ? 1 : cpus);
   assert_int_equal(c.max_body, 67108864);
-  assert_int_equal(c.max_pending, 64);
+  assert_int_equal(c.max_pending, 4096);
+  assert_int_equal(c.max_inflight_bytes, UINT64_C(1073741824));
+  assert_int_equal(c.queue_timeout, 10);
   assert_int_equal(c.max_connections, 1024);
   assert_int_equal(c.timeout, 30);
   assert_int_equal(c.grace, 10);

@@ -24,8 +24,73 @@
 
 static const struct timespec start = { 1700000000, 123000000 };
 
+/* The admission families (all zero, and after test_known_state's
+ * updates: waits of 0 s, 0.3 s and 100 s in the duration buckets). */
+#define QUEUE_ZERO \
+  "# HELP reduced_requests_waiting Requests waiting for admission (--max-inflight-bytes), their connections suspended before the body.\n" \
+  "# TYPE reduced_requests_waiting gauge\n" \
+  "reduced_requests_waiting 0\n" \
+  "# HELP reduced_inflight_bytes Memory admitted requests hold or are planned to need, bytes.\n" \
+  "# TYPE reduced_inflight_bytes gauge\n" \
+  "reduced_inflight_bytes 0\n" \
+  "# HELP reduced_queue_wait_seconds Time admitted requests waited for admission.\n" \
+  "# TYPE reduced_queue_wait_seconds histogram\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0005\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.001\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0025\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.005\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.01\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.025\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.05\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.1\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.25\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.5\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"1\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"2.5\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"5\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"10\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"30\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"60\"} 0\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"+Inf\"} 0\n" \
+  "reduced_queue_wait_seconds_sum 0\n" \
+  "reduced_queue_wait_seconds_count 0\n" \
+  "# HELP reduced_reload_failures_total SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that kept the old secrets.\n" \
+  "# TYPE reduced_reload_failures_total counter\n" \
+  "reduced_reload_failures_total 0\n"
+#define QUEUE_KNOWN \
+  "# HELP reduced_requests_waiting Requests waiting for admission (--max-inflight-bytes), their connections suspended before the body.\n" \
+  "# TYPE reduced_requests_waiting gauge\n" \
+  "reduced_requests_waiting 3\n" \
+  "# HELP reduced_inflight_bytes Memory admitted requests hold or are planned to need, bytes.\n" \
+  "# TYPE reduced_inflight_bytes gauge\n" \
+  "reduced_inflight_bytes 12345\n" \
+  "# HELP reduced_queue_wait_seconds Time admitted requests waited for admission.\n" \
+  "# TYPE reduced_queue_wait_seconds histogram\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0005\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.001\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0025\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.005\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.01\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.025\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.05\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.1\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.25\"} 1\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"0.5\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"1\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"2.5\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"5\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"10\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"30\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"60\"} 2\n" \
+  "reduced_queue_wait_seconds_bucket{le=\"+Inf\"} 3\n" \
+  "reduced_queue_wait_seconds_sum 100.3\n" \
+  "reduced_queue_wait_seconds_count 3\n" \
+  "# HELP reduced_reload_failures_total SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that kept the old secrets.\n" \
+  "# TYPE reduced_reload_failures_total counter\n" \
+  "reduced_reload_failures_total 2\n"
+
 /* The families that do not depend on requests, after the histograms. */
-#define TAIL(in, sent, inflight, queued)                                      \
+#define TAIL(in, sent, inflight, queued, queue)                               \
   "# HELP reduced_bytes_received_total Request body bytes received.\n"        \
   "# TYPE reduced_bytes_received_total counter\n"                             \
   "reduced_bytes_received_total " in "\n"                                     \
@@ -40,12 +105,13 @@ static const struct timespec start = { 1700000000, 123000000 };
   "thread.\n"                                                                 \
   "# TYPE reduced_requests_queued gauge\n"                                    \
   "reduced_requests_queued " queued "\n"                                      \
+  queue                                                                       \
   "# HELP reduced_worker_threads Size of the worker thread pool "             \
   "(--threads).\n"                                                            \
   "# TYPE reduced_worker_threads gauge\n"                                     \
   "reduced_worker_threads 4\n"                                                \
-  "# HELP reduced_max_pending Requests admitted to the pool at once before "  \
-  "503 (--max-pending).\n"                                                    \
+  "# HELP reduced_max_pending Requests admitted or waiting for admission "  \
+  "at once before 503 (--max-pending).\n"                                     \
   "# TYPE reduced_max_pending gauge\n"                                        \
   "reduced_max_pending 64\n"                                                  \
   "# HELP process_start_time_seconds Start time of the process since the "    \
@@ -111,7 +177,7 @@ test_empty(void **state)
   assert_int_equal(metrics_route_add(m, "/v1/reduce"), 0);
   t = render(m);
   /* No request yet: families with HELP/TYPE but no samples. */
-  assert_text(t, REQUESTS_HEAD HIST_HEADS TAIL("0", "0", "0", "0"));
+  assert_text(t, REQUESTS_HEAD HIST_HEADS TAIL("0", "0", "0", "0", QUEUE_ZERO));
   free(t);
   metrics_destroy(m);
 }
@@ -288,7 +354,7 @@ static const char known_text[] =
   "reduced_response_size_bytes_bucket{route=\"none\",le=\"+Inf\"} 2\n"
   "reduced_response_size_bytes_sum{route=\"none\"} 1\n"
   "reduced_response_size_bytes_count{route=\"none\"} 2\n"
-  TAIL("67109134", "70000101", "2", "1");
+  TAIL("67109134", "70000101", "2", "1", QUEUE_KNOWN);
 
 static void
 test_known_state(void **state)
@@ -311,6 +377,12 @@ test_known_state(void **state)
   metrics_queued_add(m, 2);
   metrics_queued_add(m, -2);
   metrics_queued_add(m, 1);
+  metrics_admit_set(m, 3, 12345);
+  metrics_queue_wait(m, 0);
+  metrics_queue_wait(m, 300000000);
+  metrics_queue_wait(m, UINT64_C(100000000000));
+  metrics_reload_failure(m);
+  metrics_reload_failure(m);
   t = render(m);
   assert_text(t, known_text);
   free(t);
