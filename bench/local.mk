@@ -13,9 +13,17 @@ EXTRA_PROGRAMS += bench/openloop
 bench_openloop_SOURCES = bench/openloop.c
 bench_openloop_LDADD = $(PTHREAD_LIBS) -lm
 
-# BENCH_FLAGS: e.g. --json, --runs 9, --case C (daemon.sh reads only --json)
+# BENCH_FLAGS: e.g. --json, --runs 9, --op ReduceSum, --case C (daemon.sh reads
+# only --json).  bench/ops.sh runs bench/bench and, on the same inputs,
+# ONNX Runtime (onnxruntime-node, pinned, installed into bench/ort-node here
+# on first use), and prints the side-by-side table.
 bench: bench/bench bench/sink bench/openloop daemon/reduced
-	./bench/bench $(BENCH_FLAGS)
+	BENCH_FLAGS='$(BENCH_FLAGS)' top_builddir=$(abs_top_builddir) $(srcdir)/bench/ops.sh
 	BENCH_FLAGS='$(BENCH_FLAGS)' top_builddir=$(abs_top_builddir) $(srcdir)/bench/daemon.sh
 .PHONY: bench
-EXTRA_DIST += bench/daemon.sh
+EXTRA_DIST += bench/daemon.sh bench/ops.sh bench/ort.mjs bench/table.mjs
+# The pinned onnxruntime-node that bench/ops.sh installs (~300 MB).
+distclean-local: bench-distclean
+bench-distclean:
+	rm -rf bench/ort-node
+.PHONY: bench-distclean
