@@ -17,7 +17,8 @@
 #include "reduce.h"
 #include "buf.h"
 
-/* clang-format off: the table is aligned by hand. */
+/* The table is aligned by hand. */
+/* clang-format off */
 /* X(symbol, value, wire name, HTTP status) */
 #define API_ERROR_MAP(X)                                                \
   X(API_E_BAD_JSON,        -100, "BAD_JSON",               400)         \
@@ -79,8 +80,8 @@ struct api_request {
   struct rd_params params;
   int64_t shape[RD_MAX_RANK];
   int64_t axes[RD_MAX_RANK];
-  void *data;                /* elements, host byte order; owned (malloc) */
-  size_t data_bytes;         /* = count(shape) * element size */
+  void *data;        /* elements, host byte order; owned (malloc) */
+  size_t data_bytes; /* = count(shape) * element size */
 };
 
 /* Decodes a POST /v1/reduce JSON body (schema: docs/http-api.md) into

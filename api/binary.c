@@ -1,7 +1,7 @@
 /* binary.c - raw and .npy bodies: query-string parameters, the .npy header
  * (read by hand over a tiny fixed grammar: nothing is ever evaluated or
  * unpickled), result encoders and Accept negotiation. */
-#include "config.h"   /* autoconf: WORDS_BIGENDIAN */
+#include "config.h" /* autoconf: WORDS_BIGENDIAN */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,27 +32,23 @@ static const char *const media_types[API_NFORMATS] = {
   NULL, "application/json", "application/octet-stream", "application/x-npy"
 };
 
-const char *
-api_format_media_type(int fmt)
+const char *api_format_media_type(int fmt)
 {
   return fmt > 0 && fmt < API_NFORMATS ? media_types[fmt] : NULL;
 }
 
-static int
-is_blank(char c)
+static int is_blank(char c)
 {
   return c == ' ' || c == '\t';
 }
 
 /* Case-insensitive match of [s, s+n) against `want`. */
-static int
-token_is(const char *s, size_t n, const char *want)
+static int token_is(const char *s, size_t n, const char *want)
 {
   return strlen(want) == n && strncasecmp(s, want, n) == 0;
 }
 
-int
-api_format_of_content_type(const char *ct)
+int api_format_of_content_type(const char *ct)
 {
   const char *end;
   size_t n;
@@ -72,15 +68,13 @@ api_format_of_content_type(const char *ct)
 }
 
 /* A user string for a message: printable ASCII, '"' and '\' as '?', cut. */
-static void
-show(const char *s, char out[SHOW_MAX])
+static void show(const char *s, char out[SHOW_MAX])
 {
   size_t i, n = 0;
 
   for (i = 0; s[i] != '\0' && n < SHOW_CUT; i++) {
     unsigned char c = (unsigned char)s[i];
-    out[n++] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? (char)c
-                                                                   : '?';
+    out[n++] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? (char)c : '?';
   }
   if (s[i] != '\0') {
     memcpy(out + n, "...", 3);
@@ -94,17 +88,25 @@ show(const char *s, char out[SHOW_MAX])
 /* ================================================================== */
 
 enum qparam {
-  QP_OP, QP_OPSET, QP_AXES, QP_KEEPDIMS, QP_NOOP, QP_OVERFLOW, QP_DTYPE,
-  QP_SHAPE, QP_AXIS, QP_SELECT_LAST, QP_N
+  QP_OP,
+  QP_OPSET,
+  QP_AXES,
+  QP_KEEPDIMS,
+  QP_NOOP,
+  QP_OVERFLOW,
+  QP_DTYPE,
+  QP_SHAPE,
+  QP_AXIS,
+  QP_SELECT_LAST,
+  QP_N
 };
 
 static const char *const qnames[QP_N] = {
-  "op", "opset", "axes", "keepdims", "noop_with_empty_axes", "overflow",
-  "dtype", "shape", "axis", "select_last_index"
+  "op",       "opset", "axes",  "keepdims", "noop_with_empty_axes",
+  "overflow", "dtype", "shape", "axis",     "select_last_index"
 };
 
-static int
-hexval(char c)
+static int hexval(char c)
 {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -118,8 +120,7 @@ hexval(char c)
 /* Decodes [s, s+n) ('+' is a space, %XX a byte) into a new string.
  * NULL and *bad = 1 for a bad escape or %00; NULL and *bad = 0 when out of
  * memory. */
-static char *
-url_decode(const char *s, size_t n, int *bad)
+static char *url_decode(const char *s, size_t n, int *bad)
 {
   char *out = malloc(n + 1);
   size_t i, k = 0;
@@ -152,8 +153,7 @@ url_decode(const char *s, size_t n, int *bad)
 }
 
 /* -?[0-9]+ into int64.  0, -1 (grammar) or -2 (out of range). */
-static int
-parse_int(const char *s, size_t n, int64_t *out)
+static int parse_int(const char *s, size_t n, int64_t *out)
 {
   uint64_t m = 0, lim;
   size_t i = 0;
@@ -177,9 +177,8 @@ parse_int(const char *s, size_t n, int64_t *out)
 }
 
 /* An integer parameter; `allow_bool`: "true"/"false" stand for 1/0. */
-static int
-q_int(const char *name, const char *v, int allow_bool, int64_t *out,
-      struct rd_error *err)
+static int q_int(const char *name, const char *v, int allow_bool, int64_t *out,
+                 struct rd_error *err)
 {
   char shown[SHOW_MAX];
 
@@ -192,25 +191,26 @@ q_int(const char *name, const char *v, int allow_bool, int64_t *out,
     return 0;
   }
   switch (parse_int(v, strlen(v), out)) {
-  case 0:
-    return 0;
+  case 0: return 0;
   case -2:
     show(v, shown);
-    return api_fail(err, API_E_INVALID_FIELD, "query parameter %s = \"%s\": "
-                    "out of the 64-bit integer range", name, shown);
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "query parameter %s = \"%s\": "
+                    "out of the 64-bit integer range",
+                    name, shown);
   default:
     show(v, shown);
-    return api_fail(err, API_E_INVALID_FIELD, "query parameter %s = \"%s\": "
-                    "must be an integer%s", name, shown,
-                    allow_bool ? " or true/false" : "");
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "query parameter %s = \"%s\": "
+                    "must be an integer%s",
+                    name, shown, allow_bool ? " or true/false" : "");
   }
 }
 
 /* A comma-separated integer list ("" is empty) into out[0..*n).  `max`
  * entries at most: `too_many` is the code used beyond that. */
-static int
-q_list(const char *name, const char *v, int64_t *out, size_t *n,
-       int too_many, struct rd_error *err)
+static int q_list(const char *name, const char *v, int64_t *out, size_t *n,
+                  int too_many, struct rd_error *err)
 {
   char shown[SHOW_MAX], item[SHOW_MAX];
   const char *p = v;
@@ -224,8 +224,10 @@ q_list(const char *name, const char *v, int64_t *out, size_t *n,
     int rc;
     if (k == RD_MAX_RANK) {
       show(v, shown);
-      return api_fail(err, too_many, "query parameter %s = \"%s\": more "
-                      "than %d entries", name, shown, RD_MAX_RANK);
+      return api_fail(err, too_many,
+                      "query parameter %s = \"%s\": more "
+                      "than %d entries",
+                      name, shown, RD_MAX_RANK);
     }
     rc = parse_int(p, len, &out[k]);
     if (rc != 0) {
@@ -235,8 +237,10 @@ q_list(const char *name, const char *v, int64_t *out, size_t *n,
       tmp[c] = '\0';
       show(v, shown);
       show(tmp, item);
-      return api_fail(err, API_E_INVALID_FIELD, "query parameter %s = "
-                      "\"%s\": \"%s\" is %s", name, shown, item,
+      return api_fail(err, API_E_INVALID_FIELD,
+                      "query parameter %s = "
+                      "\"%s\": \"%s\" is %s",
+                      name, shown, item,
                       rc == -2 ? "out of the 64-bit integer range"
                                : "not an integer (write a comma-separated "
                                  "list of integers)");
@@ -251,8 +255,8 @@ q_list(const char *name, const char *v, int64_t *out, size_t *n,
 }
 
 /* "a, b, c" from a name table queried by index (NULLs skipped). */
-static void
-list_names(const char *(*name_of)(int), int hi, char *out, size_t size)
+static void list_names(const char *(*name_of)(int), int hi, char *out,
+                       size_t size)
 {
   size_t n = 0;
   const char *s;
@@ -270,20 +274,17 @@ list_names(const char *(*name_of)(int), int hi, char *out, size_t size)
 }
 
 /* The dtypes in listing order, by index (for list_names). */
-static const char *
-dtype_at(int i)
+static const char *dtype_at(int i)
 {
   return i >= 0 && i < RD_NDTYPES ? rd_dtype_name(rd_dtypes[i]) : NULL;
 }
 
 /* After the whole query string (the op may come last): the parameters
  * given must be ones the op takes. */
-static int
-q_check_op(unsigned seen, const struct rd_params *p, struct rd_error *err)
+static int q_check_op(unsigned seen, const struct rd_params *p,
+                      struct rd_error *err)
 {
-  static const int which[] = {
-    QP_AXIS, QP_SELECT_LAST, QP_AXES, QP_NOOP
-  };
+  static const int which[] = { QP_AXIS, QP_SELECT_LAST, QP_AXES, QP_NOOP };
   char shown[64];
   int rc;
 
@@ -298,9 +299,8 @@ q_check_op(unsigned seen, const struct rd_params *p, struct rd_error *err)
 }
 
 /* One decoded parameter into `req`. */
-static int
-q_apply(enum qparam which, const char *v, struct api_request *req,
-        struct rd_error *err)
+static int q_apply(enum qparam which, const char *v, struct api_request *req,
+                   struct rd_error *err)
 {
   struct rd_params *p = &req->params;
   char shown[SHOW_MAX], names[256];
@@ -315,17 +315,17 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
     if (rd_op_parse(v, &op) != 0) {
       show(v, shown);
       list_names(rd_op_name, RD_OP_COUNT, names, sizeof names);
-      return api_fail(err, RD_E_OP, "query parameter op = \"%s\": unknown "
-                      "op; valid ops: %s", shown, names);
+      return api_fail(err, RD_E_OP,
+                      "query parameter op = \"%s\": unknown "
+                      "op; valid ops: %s",
+                      shown, names);
     }
     p->op = op;
     return 0;
-  case QP_OPSET:
-    return q_int("opset", v, 0, &p->opset, err);
+  case QP_OPSET: return q_int("opset", v, 0, &p->opset, err);
   case QP_AXES:
     return q_list("axes", v, req->axes, &p->naxes, API_E_INVALID_FIELD, err);
-  case QP_KEEPDIMS:
-    return q_int("keepdims", v, 1, &p->keepdims, err);
+  case QP_KEEPDIMS: return q_int("keepdims", v, 1, &p->keepdims, err);
   case QP_NOOP:
     if ((rc = q_int("noop_with_empty_axes", v, 1, &x, err)) != 0)
       return rc;
@@ -335,8 +335,7 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
   case QP_AXIS:
     if ((rc = q_int("axis", v, 0, &x, err)) != 0)
       return rc;
-    return api__guard_unset("axis", "query parameter axis", x, &p->axis,
-                            err);
+    return api__guard_unset("axis", "query parameter axis", x, &p->axis, err);
   case QP_SELECT_LAST:
     if ((rc = q_int("select_last_index", v, 1, &x, err)) != 0)
       return rc;
@@ -347,9 +346,10 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
     if (rd_overflow_parse(v, &pol) != 0) {
       show(v, shown);
       list_names(rd_overflow_name, 15, names, sizeof names);
-      return api_fail(err, RD_E_POLICY, "query parameter overflow = \"%s\": "
-                      "unknown overflow policy; valid policies: %s", shown,
-                      names);
+      return api_fail(err, RD_E_POLICY,
+                      "query parameter overflow = \"%s\": "
+                      "unknown overflow policy; valid policies: %s",
+                      shown, names);
     }
     p->overflow = pol;
     return 0;
@@ -357,9 +357,11 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
     if (rd_dtype_parse(v, &dt) != 0) {
       show(v, shown);
       list_names(dtype_at, RD_NDTYPES - 1, names, sizeof names);
-      return api_fail(err, RD_E_DTYPE, "query parameter dtype = \"%s\": "
+      return api_fail(err, RD_E_DTYPE,
+                      "query parameter dtype = \"%s\": "
                       "unsupported dtype; supported: %s (also \"float\", "
-                      "\"double\")", shown, names);
+                      "\"double\")",
+                      shown, names);
     }
     p->dtype = dt;
     return 0;
@@ -372,8 +374,7 @@ q_apply(enum qparam which, const char *v, struct api_request *req,
 
 /* The parameter named `key` for a body of format `fmt`: 0 and *which, or
  * UNKNOWN_FIELD (no such name, or dtype/shape with .npy). */
-static int
-q_lookup(const char *key, int fmt, int *which, struct rd_error *err)
+static int q_lookup(const char *key, int fmt, int *which, struct rd_error *err)
 {
   char shown[SHOW_MAX];
 
@@ -381,23 +382,25 @@ q_lookup(const char *key, int fmt, int *which, struct rd_error *err)
   for (int i = 0; i < QP_N; i++)
     if (strcmp(key, qnames[i]) == 0)
       *which = i;
-  if (*which >= 0 && (fmt == API_FMT_RAW ||
-                      (*which != QP_DTYPE && *which != QP_SHAPE)))
+  if (*which >= 0 &&
+      (fmt == API_FMT_RAW || (*which != QP_DTYPE && *which != QP_SHAPE)))
     return 0;
   show(key, shown);
   if (*which < 0)
-    return api_fail(err, API_E_UNKNOWN_FIELD, "unknown query parameter "
+    return api_fail(err, API_E_UNKNOWN_FIELD,
+                    "unknown query parameter "
                     "\"%s\"; known: op, opset, axes, axis, keepdims, "
                     "noop_with_empty_axes, select_last_index, overflow%s",
                     shown, fmt == API_FMT_RAW ? ", dtype, shape" : "");
-  return api_fail(err, API_E_UNKNOWN_FIELD, "query parameter %s is not "
+  return api_fail(err, API_E_UNKNOWN_FIELD,
+                  "query parameter %s is not "
                   "taken with application/x-npy: the .npy header gives the "
-                  "dtype and the shape", key);
+                  "dtype and the shape",
+                  key);
 }
 
-int
-api_query_parse(const char *qs, int fmt, struct api_request *req,
-                struct rd_error *err)
+int api_query_parse(const char *qs, int fmt, struct api_request *req,
+                    struct rd_error *err)
 {
   unsigned seen = 0;
   const char *p = qs != NULL ? qs : "";
@@ -417,29 +420,31 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
     char *key, *val;
     int bad, which = -1, rc;
 
-    if (len == 0) {          /* "a=1&&b=2", a trailing '&' */
+    if (len == 0) { /* "a=1&&b=2", a trailing '&' */
       p++;
       continue;
     }
     eq = memchr(p, '=', len);
     klen = eq != NULL ? (size_t)(eq - p) : len;
     key = url_decode(p, klen, &bad);
-    val = key == NULL ? NULL
+    val = key == NULL  ? NULL
           : eq != NULL ? url_decode(eq + 1, len - klen - 1, &bad)
                        : url_decode("", 0, &bad);
     if (val == NULL) {
       free(key);
       if (!bad)
         return api_fail(err, RD_E_NOMEM, "out of memory");
-      return api_fail(err, API_E_INVALID_FIELD, "query string: bad "
-                      "percent-escape in \"%.*s\"", (int)(len < SHOW_CUT
-                                                          ? len : SHOW_CUT),
-                      p);
+      return api_fail(err, API_E_INVALID_FIELD,
+                      "query string: bad "
+                      "percent-escape in \"%.*s\"",
+                      (int)(len < SHOW_CUT ? len : SHOW_CUT), p);
     }
     rc = q_lookup(key, fmt, &which, err);
     if (rc == 0 && (seen & (1u << which)))
-      rc = api_fail(err, API_E_INVALID_FIELD, "query parameter %s is given "
-                    "more than once", key);
+      rc = api_fail(err, API_E_INVALID_FIELD,
+                    "query parameter %s is given "
+                    "more than once",
+                    key);
     if (rc == 0) {
       seen |= 1u << which;
       rc = q_apply((enum qparam)which, val, req, err);
@@ -459,7 +464,8 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
     return api_fail(err, API_E_MISSING_FIELD,
                     "missing required query parameter dtype");
   if (fmt == API_FMT_RAW && !(seen & (1u << QP_SHAPE)))
-    return api_fail(err, API_E_MISSING_FIELD, "missing required query "
+    return api_fail(err, API_E_MISSING_FIELD,
+                    "missing required query "
                     "parameter shape (comma-separated dims; \"shape=\" for "
                     "rank 0)");
   return q_check_op(seen, &req->params, err);
@@ -470,7 +476,7 @@ api_query_parse(const char *qs, int fmt, struct api_request *req,
 /* ================================================================== */
 
 struct npy_descr {
-  const char *code;   /* without the byte-order character */
+  const char *code; /* without the byte-order character */
   int dtype;
 };
 
@@ -482,14 +488,12 @@ static const struct npy_descr npy_types[] = {
 };
 #define NPY_NTYPES (sizeof npy_types / sizeof npy_types[0])
 
-const char *
-api_npy_descr(int dtype)
+const char *api_npy_descr(int dtype)
 {
   /* numpy writes '|' for one-byte types (no byte order). */
-  static const char *const le[NPY_NTYPES] = {
-    "<f4", "<f8", "<f2", "<i4", "<i8", "<u4", "<u8", "|i1", "|u1", "<i2",
-    "<u2", "|b1"
-  };
+  static const char *const le[NPY_NTYPES] = { "<f4", "<f8", "<f2", "<i4",
+                                              "<i8", "<u4", "<u8", "|i1",
+                                              "|u1", "<i2", "<u2", "|b1" };
   for (size_t i = 0; i < NPY_NTYPES; i++)
     if (npy_types[i].dtype == dtype)
       return le[i];
@@ -501,24 +505,23 @@ struct lex {
   const char *s, *end;
 };
 
-static void
-skip_ws(struct lex *x)
+static void skip_ws(struct lex *x)
 {
   while (x->s < x->end && (*x->s == ' ' || *x->s == '\t'))
     x->s++;
 }
 
-static int
-npy_bad(struct rd_error *err, const struct lex *x, const char *base,
-        const char *what)
+static int npy_bad(struct rd_error *err, const struct lex *x, const char *base,
+                   const char *what)
 {
-  return api_fail(err, API_E_BAD_NPY, ".npy header: %s at byte %zu of the "
-                  "dict", what, (size_t)(x->s - base));
+  return api_fail(err, API_E_BAD_NPY,
+                  ".npy header: %s at byte %zu of the "
+                  "dict",
+                  what, (size_t)(x->s - base));
 }
 
 /* A quoted string without escapes: 'abc' or "abc" (printable ASCII). */
-static int
-lex_string(struct lex *x, const char **start, size_t *len)
+static int lex_string(struct lex *x, const char **start, size_t *len)
 {
   char q;
   const char *p;
@@ -537,24 +540,23 @@ lex_string(struct lex *x, const char **start, size_t *len)
   return 0;
 }
 
-static int
-lex_word(struct lex *x, const char *w)
+static int lex_word(struct lex *x, const char *w)
 {
   size_t n = strlen(w);
   if ((size_t)(x->end - x->s) < n || memcmp(x->s, w, n) != 0)
     return -1;
   /* "Trueish" is not True. */
   if ((size_t)(x->end - x->s) > n &&
-      ((x->s[n] >= 'a' && x->s[n] <= 'z') || (x->s[n] >= 'A' && x->s[n] <= 'Z') ||
+      ((x->s[n] >= 'a' && x->s[n] <= 'z') ||
+       (x->s[n] >= 'A' && x->s[n] <= 'Z') ||
        (x->s[n] >= '0' && x->s[n] <= '9') || x->s[n] == '_'))
     return -1;
   x->s += n;
   return 0;
 }
 
-static int
-npy_descr_parse(const char *s, size_t n, struct api_npy *npy,
-                struct rd_error *err)
+static int npy_descr_parse(const char *s, size_t n, struct api_npy *npy,
+                           struct rd_error *err)
 {
   char shown[SHOW_MAX], tmp[SHOW_CUT + 1];
   size_t c = n < SHOW_CUT ? n : SHOW_CUT;
@@ -573,17 +575,20 @@ npy_descr_parse(const char *s, size_t n, struct api_npy *npy,
     }
   }
   if (n >= 1 && (s[n - 1] == 'O' && (n == 1 || n == 2)))
-    return api_fail(err, RD_E_DTYPE, ".npy descr '%s': object arrays are "
-                    "not supported (nothing is unpickled)", shown);
-  return api_fail(err, RD_E_DTYPE, ".npy descr '%s' is not supported; "
+    return api_fail(err, RD_E_DTYPE,
+                    ".npy descr '%s': object arrays are "
+                    "not supported (nothing is unpickled)",
+                    shown);
+  return api_fail(err, RD_E_DTYPE,
+                  ".npy descr '%s' is not supported; "
                   "supported: <f4 <f8 <f2 <i4 <i8 <u4 <u8 <i2 <u2 |i1 |u1 "
                   "|b1 (also with > for big-endian, | or = for native "
-                  "order)", shown);
+                  "order)",
+                  shown);
 }
 
-static int
-npy_shape_parse(struct lex *x, const char *base, struct api_npy *npy,
-                struct rd_error *err)
+static int npy_shape_parse(struct lex *x, const char *base, struct api_npy *npy,
+                           struct rd_error *err)
 {
   size_t k = 0;
   int trailing = 0;
@@ -599,19 +604,24 @@ npy_shape_parse(struct lex *x, const char *base, struct api_npy *npy,
     if (x->s < x->end && *x->s == ')')
       break;
     if (k == RD_MAX_RANK)
-      return api_fail(err, RD_E_RANK, ".npy header: the shape has more "
-                      "than %d dimensions", RD_MAX_RANK);
+      return api_fail(err, RD_E_RANK,
+                      ".npy header: the shape has more "
+                      "than %d dimensions",
+                      RD_MAX_RANK);
     d = x->s;
     while (x->s < x->end && *x->s >= '0' && *x->s <= '9') {
       unsigned dig = (unsigned)(*x->s - '0');
       if (v > ((uint64_t)INT64_MAX - dig) / 10)
-        return api_fail(err, RD_E_DIM, ".npy header: shape[%zu] is too "
-                        "large", k);
+        return api_fail(err, RD_E_DIM,
+                        ".npy header: shape[%zu] is too "
+                        "large",
+                        k);
       v = v * 10 + dig;
       x->s++;
     }
     if (x->s == d)
-      return npy_bad(err, x, base, "'shape' must be a tuple of non-negative "
+      return npy_bad(err, x, base,
+                     "'shape' must be a tuple of non-negative "
                      "integers");
     npy->shape[k++] = (int64_t)v;
     skip_ws(x);
@@ -628,15 +638,14 @@ npy_shape_parse(struct lex *x, const char *base, struct api_npy *npy,
   /* "(3)" is the integer 3 in Python, not a tuple. */
   if (k == 1 && !trailing)
     return npy_bad(err, x, base, "'shape' (n) needs a trailing comma: (n,)");
-  x->s++;   /* ')' */
+  x->s++; /* ')' */
   npy->rank = k;
   return 0;
 }
 
 /* The dict literal [s, end). */
-static int
-npy_dict_parse(const char *s, const char *end, struct api_npy *npy,
-               struct rd_error *err)
+static int npy_dict_parse(const char *s, const char *end, struct api_npy *npy,
+                          struct rd_error *err)
 {
   struct lex x = { s, end };
   unsigned seen = 0;
@@ -663,7 +672,8 @@ npy_dict_parse(const char *s, const char *end, struct api_npy *npy,
     else if (klen == 5 && memcmp(k, "shape", 5) == 0)
       bit = 4;
     else
-      return npy_bad(err, &x, s, "unknown key (only 'descr', "
+      return npy_bad(err, &x, s,
+                     "unknown key (only 'descr', "
                      "'fortran_order' and 'shape' are allowed)");
     if (seen & bit)
       return npy_bad(err, &x, s, "repeated key");
@@ -675,7 +685,8 @@ npy_dict_parse(const char *s, const char *end, struct api_npy *npy,
     skip_ws(&x);
     if (bit == 1) {
       if (x.s < x.end && (*x.s == '[' || *x.s == '('))
-        return api_fail(err, RD_E_DTYPE, ".npy descr: structured dtypes "
+        return api_fail(err, RD_E_DTYPE,
+                        ".npy descr: structured dtypes "
                         "are not supported");
       if (lex_string(&x, &v, &vlen) != 0)
         return npy_bad(err, &x, s, "'descr' must be a quoted string");
@@ -700,20 +711,20 @@ npy_dict_parse(const char *s, const char *end, struct api_npy *npy,
       break;
     return npy_bad(err, &x, s, "expected ',' or '}'");
   }
-  x.s++;   /* '}' */
+  x.s++; /* '}' */
   skip_ws(&x);
   if (x.s != x.end)
     return npy_bad(err, &x, s, "text after the dict");
   if (seen != 7)
     return api_fail(err, API_E_BAD_NPY, ".npy header: missing key '%s'",
-                    !(seen & 1) ? "descr" : !(seen & 2) ? "fortran_order"
-                                                        : "shape");
+                    !(seen & 1)   ? "descr"
+                    : !(seen & 2) ? "fortran_order"
+                                  : "shape");
   return 0;
 }
 
-int
-api_npy_parse(const void *buf, size_t len, struct api_npy *npy,
-              struct rd_error *err)
+int api_npy_parse(const void *buf, size_t len, struct api_npy *npy,
+                  struct rd_error *err)
 {
   const unsigned char *b = buf;
   size_t prefix, hlen, total;
@@ -723,13 +734,16 @@ api_npy_parse(const void *buf, size_t len, struct api_npy *npy,
   if (len < 8)
     return API_NPY_PREFIX;
   if (memcmp(b, npy_magic, sizeof npy_magic) != 0)
-    return api_fail(err, API_E_BAD_NPY, "not a .npy file: the body does not "
+    return api_fail(err, API_E_BAD_NPY,
+                    "not a .npy file: the body does not "
                     "start with \\x93NUMPY");
   npy->major = b[6];
   npy->minor = b[7];
   if ((b[6] != 1 && b[6] != 2 && b[6] != 3) || b[7] != 0)
-    return api_fail(err, API_E_BAD_NPY, ".npy format version %u.%u is not "
-                    "supported (1.0, 2.0, 3.0 are)", b[6], b[7]);
+    return api_fail(err, API_E_BAD_NPY,
+                    ".npy format version %u.%u is not "
+                    "supported (1.0, 2.0, 3.0 are)",
+                    b[6], b[7]);
   prefix = b[6] == 1 ? 10 : 12;
   if (len < prefix)
     return (int)prefix;
@@ -739,26 +753,32 @@ api_npy_parse(const void *buf, size_t len, struct api_npy *npy,
     hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 |
            (size_t)b[11] << 24;
   if (hlen > API_NPY_HEADER_MAX - prefix)
-    return api_fail(err, API_E_BAD_NPY, ".npy header length %zu is above "
-                    "the limit of %d bytes", hlen,
-                    API_NPY_HEADER_MAX - (int)prefix);
+    return api_fail(err, API_E_BAD_NPY,
+                    ".npy header length %zu is above "
+                    "the limit of %d bytes",
+                    hlen, API_NPY_HEADER_MAX - (int)prefix);
   total = prefix + hlen;
   if (len < total)
     return (int)total;
   if (hlen == 0 || b[total - 1] != '\n')
-    return api_fail(err, API_E_BAD_NPY, ".npy header does not end with a "
-                    "newline within its declared length %zu", hlen);
+    return api_fail(err, API_E_BAD_NPY,
+                    ".npy header does not end with a "
+                    "newline within its declared length %zu",
+                    hlen);
   dict = (const char *)b + prefix;
   end = (const char *)b + total - 1;
   for (const char *p = dict; p < end; p++) {
     unsigned char c = (unsigned char)*p;
     if (c >= 0x80)
-      return api_fail(err, API_E_BAD_NPY, ".npy header: non-ASCII byte "
-                      "0x%02x at byte %zu of the dict", c,
-                      (size_t)(p - dict));
+      return api_fail(err, API_E_BAD_NPY,
+                      ".npy header: non-ASCII byte "
+                      "0x%02x at byte %zu of the dict",
+                      c, (size_t)(p - dict));
     if (c < 0x20 && c != '\t')
-      return api_fail(err, API_E_BAD_NPY, ".npy header: control byte 0x%02x "
-                      "at byte %zu of the dict", c, (size_t)(p - dict));
+      return api_fail(err, API_E_BAD_NPY,
+                      ".npy header: control byte 0x%02x "
+                      "at byte %zu of the dict",
+                      c, (size_t)(p - dict));
   }
   {
     int rc = npy_dict_parse(dict, end, npy, err);
@@ -769,9 +789,8 @@ api_npy_parse(const void *buf, size_t len, struct api_npy *npy,
   return 0;
 }
 
-int
-api_npy_write_header(int dtype, size_t rank, const int64_t *shape,
-                     struct api_buf *b, struct rd_error *err)
+int api_npy_write_header(int dtype, size_t rank, const int64_t *shape,
+                         struct api_buf *b, struct rd_error *err)
 {
   const char *descr = api_npy_descr(dtype);
   char dict[64 + RD_MAX_RANK * 22];
@@ -779,12 +798,15 @@ api_npy_write_header(int dtype, size_t rank, const int64_t *shape,
   unsigned char pre[10];
 
   if (descr == NULL)
-    return api_fail(err, API_E_NOT_ACCEPTABLE, "dtype %s has no .npy "
+    return api_fail(err, API_E_NOT_ACCEPTABLE,
+                    "dtype %s has no .npy "
                     "descriptor; ask for application/octet-stream or "
                     "application/json instead",
                     rd_dtype_name(dtype) ? rd_dtype_name(dtype) : "?");
-  n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': "
-                       "False, 'shape': (", descr);
+  n = (size_t)snprintf(dict, sizeof dict,
+                       "{'descr': '%s', 'fortran_order': "
+                       "False, 'shape': (",
+                       descr);
   for (size_t i = 0; i < rank; i++)
     n += (size_t)snprintf(dict + n, sizeof dict - n, "%s%" PRId64,
                           i ? ", " : "", shape[i]);
@@ -811,10 +833,9 @@ api_npy_write_header(int dtype, size_t rank, const int64_t *shape,
 /* Plans and layout                                                   */
 /* ================================================================== */
 
-int
-api_binary_plan(const struct rd_params *p, int fortran,
-                struct rd_plan *logical, struct rd_plan *physical,
-                struct rd_error *err)
+int api_binary_plan(const struct rd_params *p, int fortran,
+                    struct rd_plan *logical, struct rd_plan *physical,
+                    struct rd_error *err)
 {
   struct rd_params q;
   int64_t shape[RD_MAX_RANK], axes[RD_MAX_RANK];
@@ -843,8 +864,7 @@ api_binary_plan(const struct rd_params *p, int fortran,
   return rd_plan_init(physical, &q, err);
 }
 
-void
-api_swap_bytes(void *p, size_t bytes, size_t esize)
+void api_swap_bytes(void *p, size_t bytes, size_t esize)
 {
   unsigned char *b = p, t;
 
@@ -858,16 +878,15 @@ api_swap_bytes(void *p, size_t bytes, size_t esize)
     }
 }
 
-void
-api_fortran_to_c(const void *src, void *dst, size_t rank,
-                 const int64_t *shape, size_t esize)
+void api_fortran_to_c(const void *src, void *dst, size_t rank,
+                      const int64_t *shape, size_t esize)
 {
   const unsigned char *s = src;
   unsigned char *d = dst;
   uint64_t stride[RD_MAX_RANK], idx[RD_MAX_RANK], count = 1, off = 0;
 
   for (size_t i = 0; i < rank; i++) {
-    stride[i] = count;            /* Fortran strides, in elements */
+    stride[i] = count; /* Fortran strides, in elements */
     count *= (uint64_t)shape[i];
     idx[i] = 0;
   }
@@ -892,8 +911,7 @@ api_fortran_to_c(const void *src, void *dst, size_t rank,
 /* ================================================================== */
 
 /* Appends `n` bytes of host-order elements as little-endian. */
-static int
-append_le(struct api_buf *b, const void *p, size_t n, size_t esize)
+static int append_le(struct api_buf *b, const void *p, size_t n, size_t esize)
 {
   if (api_buf_append(b, p, n) != 0)
     return RD_E_NOMEM;
@@ -902,9 +920,8 @@ append_le(struct api_buf *b, const void *p, size_t n, size_t esize)
   return 0;
 }
 
-int
-api_encode_result(int fmt, const struct rd_plan *plan, int64_t opset,
-                  const void *out, struct api_buf *b, struct rd_error *err)
+int api_encode_result(int fmt, const struct rd_plan *plan, int64_t opset,
+                      const void *out, struct api_buf *b, struct rd_error *err)
 {
   size_t start = b->len;
   int rc;
@@ -930,13 +947,11 @@ api_encode_result(int fmt, const struct rd_plan *plan, int64_t opset,
       return api_fail(err, RD_E_NOMEM, "out of memory");
     }
     return 0;
-  default:
-    return api_fail(err, API_E_INTERNAL, "unknown format %d", fmt);
+  default: return api_fail(err, API_E_INTERNAL, "unknown format %d", fmt);
   }
 }
 
-void
-api_shape_header(const struct rd_plan *plan, char buf[API_SHAPE_HDR_MAX])
+void api_shape_header(const struct rd_plan *plan, char buf[API_SHAPE_HDR_MAX])
 {
   size_t n = 0;
 
@@ -952,8 +967,7 @@ api_shape_header(const struct rd_plan *plan, char buf[API_SHAPE_HDR_MAX])
 /* ================================================================== */
 
 /* q = 0 ["." 0*3DIGIT] / 1 ["." 0*3("0")] in thousandths; -1 if malformed. */
-static int
-parse_q(const char *s, size_t n)
+static int parse_q(const char *s, size_t n)
 {
   int v, scale = 100;
   size_t i;
@@ -973,8 +987,7 @@ parse_q(const char *s, size_t n)
   return v;
 }
 
-static void
-trim(const char **s, size_t *n)
+static void trim(const char **s, size_t *n)
 {
   while (*n > 0 && is_blank(**s)) {
     (*s)++;
@@ -985,9 +998,8 @@ trim(const char **s, size_t *n)
 }
 
 /* One media range [s, s+n): its q, and what it matches. */
-static void
-accept_range(const char *s, size_t n, struct api_accept *acc,
-             int spec_seen[API_NFORMATS])
+static void accept_range(const char *s, size_t n, struct api_accept *acc,
+                         int spec_seen[API_NFORMATS])
 {
   const char *semi = memchr(s, ';', n), *slash;
   size_t tlen = semi != NULL ? (size_t)(semi - s) : n;
@@ -1008,7 +1020,7 @@ accept_range(const char *s, size_t n, struct api_accept *acc,
       trim(&qv, &qn);
       q = parse_q(qv, qn);
       if (q < 0)
-        q = 0;   /* malformed: this range accepts nothing */
+        q = 0; /* malformed: this range accepts nothing */
     }
     semi = next;
   }
@@ -1038,9 +1050,8 @@ accept_range(const char *s, size_t n, struct api_accept *acc,
   }
 }
 
-int
-api_accept_parse(const char *accept, int request_fmt,
-                 struct api_accept *acc, struct rd_error *err)
+int api_accept_parse(const char *accept, int request_fmt,
+                     struct api_accept *acc, struct rd_error *err)
 {
   int spec_seen[API_NFORMATS], any = 0;
   const char *p = accept;
@@ -1070,16 +1081,17 @@ api_accept_parse(const char *accept, int request_fmt,
   if (!any) {
     char shown[SHOW_MAX];
     show(accept, shown);
-    return api_fail(err, API_E_NOT_ACCEPTABLE, "Accept \"%s\" matches none "
+    return api_fail(err, API_E_NOT_ACCEPTABLE,
+                    "Accept \"%s\" matches none "
                     "of application/json, application/octet-stream, "
-                    "application/x-npy", shown);
+                    "application/x-npy",
+                    shown);
   }
   return 0;
 }
 
-int
-api_accept_pick(const struct api_accept *acc, int dtype, int *fmt,
-                struct rd_error *err)
+int api_accept_pick(const struct api_accept *acc, int dtype, int *fmt,
+                    struct rd_error *err)
 {
   int best = API_FMT_NONE;
 
@@ -1100,11 +1112,13 @@ api_accept_pick(const struct api_accept *acc, int dtype, int *fmt,
     return 0;
   }
   if (acc->q[API_FMT_NPY] > 0)
-    return api_fail(err, API_E_NOT_ACCEPTABLE, "dtype %s has no .npy "
+    return api_fail(err, API_E_NOT_ACCEPTABLE,
+                    "dtype %s has no .npy "
                     "descriptor; ask for application/octet-stream (raw "
                     "little-endian) or application/json instead",
                     rd_dtype_name(dtype) ? rd_dtype_name(dtype) : "?");
-  return api_fail(err, API_E_NOT_ACCEPTABLE, "no acceptable response format "
+  return api_fail(err, API_E_NOT_ACCEPTABLE,
+                  "no acceptable response format "
                   "(offered: application/json, application/octet-stream, "
                   "application/x-npy)");
 }

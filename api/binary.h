@@ -25,9 +25,9 @@
 /* Wire formats; the values index api_accept.q. */
 enum api_format {
   API_FMT_NONE = 0,
-  API_FMT_JSON = 1,   /* application/json */
-  API_FMT_RAW = 2,    /* application/octet-stream */
-  API_FMT_NPY = 3     /* application/x-npy */
+  API_FMT_JSON = 1, /* application/json */
+  API_FMT_RAW = 2,  /* application/octet-stream */
+  API_FMT_NPY = 3   /* application/x-npy */
 };
 #define API_NFORMATS 4
 
@@ -73,13 +73,13 @@ int api_query_parse(const char *qs, int fmt, struct api_request *req,
 
 /* What a .npy header says. */
 struct api_npy {
-  int dtype;                   /* enum rd_dtype */
-  int swap;                    /* elements are not in host byte order */
-  int fortran;                 /* fortran_order: True */
+  int dtype;   /* enum rd_dtype */
+  int swap;    /* elements are not in host byte order */
+  int fortran; /* fortran_order: True */
   size_t rank;
   int64_t shape[RD_MAX_RANK];
-  size_t header_len;           /* bytes before the data (magic included) */
-  int major, minor;            /* format version */
+  size_t header_len; /* bytes before the data (magic included) */
+  int major, minor;  /* format version */
 };
 
 /* Parses the header at the start of `buf` (`len` bytes available).
@@ -143,14 +143,12 @@ void api_fortran_to_c(const void *src, void *dst, size_t rank,
  * plan->out_shape, of plan->out_dtype.  0, RD_E_NOMEM, or API_E_NOT_ACCEPTABLE (.npy of
  * bfloat16); on error `b` is unchanged. */
 int api_encode_result(int fmt, const struct rd_plan *plan, int64_t opset,
-                      const void *out, struct api_buf *b,
-                      struct rd_error *err);
+                      const void *out, struct api_buf *b, struct rd_error *err);
 
 /* The Tensor-Shape header value of an output: "[3,2]", "[]" for rank 0.
  * Room for RD_MAX_RANK 20-digit dims. */
 #define API_SHAPE_HDR_MAX (2 + RD_MAX_RANK * 21 + 1)
-void api_shape_header(const struct rd_plan *plan,
-                      char buf[API_SHAPE_HDR_MAX]);
+void api_shape_header(const struct rd_plan *plan, char buf[API_SHAPE_HDR_MAX]);
 
 /* ------------------------------------------------------------------ */
 /* Accept                                                             */

@@ -8,23 +8,20 @@
 #include "buf.h"
 #include "reduce.h"
 
-void
-api_buf_init(struct api_buf *b)
+void api_buf_init(struct api_buf *b)
 {
   b->data = NULL;
   b->len = 0;
   b->cap = 0;
 }
 
-void
-api_buf_free(struct api_buf *b)
+void api_buf_free(struct api_buf *b)
 {
   free(b->data);
   api_buf_init(b);
 }
 
-int
-api_buf_reserve(struct api_buf *b, size_t extra)
+int api_buf_reserve(struct api_buf *b, size_t extra)
 {
   size_t need, cap;
   char *p;
@@ -46,8 +43,7 @@ api_buf_reserve(struct api_buf *b, size_t extra)
   return 0;
 }
 
-int
-api_buf_append(struct api_buf *b, const void *p, size_t n)
+int api_buf_append(struct api_buf *b, const void *p, size_t n)
 {
   if (api_buf_reserve(b, n) != 0)
     return RD_E_NOMEM;
@@ -58,14 +54,12 @@ api_buf_append(struct api_buf *b, const void *p, size_t n)
   return 0;
 }
 
-int
-api_buf_puts(struct api_buf *b, const char *s)
+int api_buf_puts(struct api_buf *b, const char *s)
 {
   return api_buf_append(b, s, strlen(s));
 }
 
-int
-api_buf_printf(struct api_buf *b, const char *fmt, ...)
+int api_buf_printf(struct api_buf *b, const char *fmt, ...)
 {
   va_list ap;
   int n;
@@ -93,13 +87,12 @@ api_buf_printf(struct api_buf *b, const char *fmt, ...)
   return 0;
 }
 
-char *
-api_buf_steal(struct api_buf *b, size_t *len)
+char *api_buf_steal(struct api_buf *b, size_t *len)
 {
   char *p = b->data;
 
   if (p == NULL)
-    p = calloc(1, 1);       /* callers always get a string to free */
+    p = calloc(1, 1); /* callers always get a string to free */
   if (len != NULL)
     *len = p != NULL ? b->len : 0;
   api_buf_init(b);

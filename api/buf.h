@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 struct api_buf {
-  char *data;    /* malloc'ed; NUL-terminated after every append */
-  size_t len;    /* bytes used, excluding the terminating NUL */
-  size_t cap;    /* bytes allocated */
+  char *data; /* malloc'ed; NUL-terminated after every append */
+  size_t len; /* bytes used, excluding the terminating NUL */
+  size_t cap; /* bytes allocated */
 };
 
 /* Empty buffer; allocates nothing. */

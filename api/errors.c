@@ -5,8 +5,7 @@
 
 #include "api.h"
 
-const char *
-api_errname(int code)
+const char *api_errname(int code)
 {
   const char *name;
 
@@ -14,47 +13,42 @@ api_errname(int code)
     return "OK";
   if (code > API_E__LAST && code <= API_E_BAD_JSON) {
     switch (code) {
-#define API__NAME(sym, val, wire, status) case sym: return wire;
+#define API__NAME(sym, val, wire, status)                                      \
+  case sym: return wire;
       API_ERROR_MAP(API__NAME)
 #undef API__NAME
-    default:
-      return "INTERNAL";
+    default: return "INTERNAL";
     }
   }
   name = rd_errname(code);
   return name != NULL ? name : "INTERNAL";
 }
 
-int
-api_http_status(int code)
+int api_http_status(int code)
 {
   if (code == RD_OK)
     return 200;
   if (code > API_E__LAST && code <= API_E_BAD_JSON) {
     switch (code) {
-#define API__STATUS(sym, val, wire, status) case sym: return status;
+#define API__STATUS(sym, val, wire, status)                                    \
+  case sym: return status;
       API_ERROR_MAP(API__STATUS)
 #undef API__STATUS
-    default:
-      return 500;
+    default: return 500;
     }
   }
   switch (code) {
   case RD_E_OVERFLOW:
-  case RD_E_UNDEFINED:
-    return 422;
-  case RD_E_TOO_LARGE:
-    return 413;
-  case RD_E_NOMEM:
-    return 503;
+  case RD_E_UNDEFINED: return 422;
+  case RD_E_TOO_LARGE: return 413;
+  case RD_E_NOMEM: return 503;
   default:
     /* A code nobody defined is a bug on our side, not the client's. */
     return rd_errname(code) != NULL ? 400 : 500;
   }
 }
 
-int
-api_fail(struct rd_error *err, int code, const char *fmt, ...)
+int api_fail(struct rd_error *err, int code, const char *fmt, ...)
 {
   va_list ap;
 
@@ -69,8 +63,7 @@ api_fail(struct rd_error *err, int code, const char *fmt, ...)
   return code;
 }
 
-void
-api_utf8_sanitize(char *s)
+void api_utf8_sanitize(char *s)
 {
   unsigned char *p = (unsigned char *)s;
   unsigned char lo, hi;

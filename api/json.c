@@ -30,8 +30,7 @@
 
 /* JSON-escapes (ASCII only) the start of a UTF-8 string, without the quotes,
  * for messages: user text must not break the message or the log line. */
-static void
-escape(const char *s, size_t len, char *out, size_t size)
+static void escape(const char *s, size_t len, char *out, size_t size)
 {
   size_t cut = len, n;
   json_t *j;
@@ -40,7 +39,7 @@ escape(const char *s, size_t len, char *out, size_t size)
   if (cut > SHOW_CUT) {
     cut = SHOW_CUT;
     while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
-      cut--;                            /* not inside a character */
+      cut--; /* not inside a character */
   }
   j = json_stringn(s, cut);
   d = j != NULL ? json_dumps(j, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
@@ -49,7 +48,7 @@ escape(const char *s, size_t len, char *out, size_t size)
     snprintf(out, size, "?");
     return;
   }
-  n = strlen(d) - 2;                    /* drop the quotes */
+  n = strlen(d) - 2; /* drop the quotes */
   if (n >= size - 3 || cut < len) {
     if (n > size - 4)
       n = size - 4;
@@ -62,10 +61,9 @@ escape(const char *s, size_t len, char *out, size_t size)
 
 /* A JSON value as a message shows it: scalars as written (reals in their
  * shortest form), containers by type. */
-static void
-show_value(const json_t *v, char *out, size_t size)
+static void show_value(const json_t *v, char *out, size_t size)
 {
-  char esc[SHOW_MAX - 2];     /* room for the quotes */
+  char esc[SHOW_MAX - 2]; /* room for the quotes */
   double r;
 
   switch (json_typeof(v)) {
@@ -83,14 +81,9 @@ show_value(const json_t *v, char *out, size_t size)
     else
       snprintf(out, size, "%g", r);
     break;
-  case JSON_OBJECT:
-    snprintf(out, size, "{...}");
-    break;
-  case JSON_ARRAY:
-    snprintf(out, size, "[...]");
-    break;
-  default:
-    snprintf(out, size, "%s", api__type_name(v));
+  case JSON_OBJECT: snprintf(out, size, "{...}"); break;
+  case JSON_ARRAY: snprintf(out, size, "[...]"); break;
+  default: snprintf(out, size, "%s", api__type_name(v));
   }
 }
 
@@ -98,15 +91,20 @@ show_value(const json_t *v, char *out, size_t size)
 /* Fields                                                             */
 /* ================================================================== */
 
-static const char *const top_fields[] = {
-  "op", "opset", "axes", "axis", "keepdims", "noop_with_empty_axes",
-  "select_last_index", "overflow", "input", NULL
-};
+static const char *const top_fields[] = { "op",
+                                          "opset",
+                                          "axes",
+                                          "axis",
+                                          "keepdims",
+                                          "noop_with_empty_axes",
+                                          "select_last_index",
+                                          "overflow",
+                                          "input",
+                                          NULL };
 static const char *const input_fields[] = { "dtype", "shape", "data", NULL };
 
-static int
-check_fields(const json_t *obj, const char *const *known, const char *prefix,
-             struct rd_error *err)
+static int check_fields(const json_t *obj, const char *const *known,
+                        const char *prefix, struct rd_error *err)
 {
   const char *key = api__unknown_key(obj, known);
   char esc[SHOW_MAX];
@@ -114,14 +112,13 @@ check_fields(const json_t *obj, const char *const *known, const char *prefix,
   if (key == NULL)
     return 0;
   escape(key, strlen(key), esc, sizeof esc);
-  return api_fail(err, API_E_UNKNOWN_FIELD, "unknown field \"%s%s\"",
-                  prefix, esc);
+  return api_fail(err, API_E_UNKNOWN_FIELD, "unknown field \"%s%s\"", prefix,
+                  esc);
 }
 
 /* An integer attribute; with `allow_bool`, true/false stand for 1/0. */
-static int
-attr_int(const json_t *v, const char *name, int allow_bool, int64_t *out,
-         struct rd_error *err)
+static int attr_int(const json_t *v, const char *name, int allow_bool,
+                    int64_t *out, struct rd_error *err)
 {
   char shown[SHOW_MAX];
 
@@ -130,8 +127,7 @@ attr_int(const json_t *v, const char *name, int allow_bool, int64_t *out,
     return 0;
   }
   switch (api__as_int64(v, out)) {
-  case 0:
-    return 0;
+  case 0: return 0;
   case -2:
     show_value(v, shown, sizeof shown);
     return api_fail(err, API_E_INVALID_FIELD,
@@ -144,19 +140,18 @@ attr_int(const json_t *v, const char *name, int allow_bool, int64_t *out,
 }
 
 /* INVALID_FIELD unless `v` is a string. */
-static int
-expect_string(const json_t *v, const char *name, struct rd_error *err)
+static int expect_string(const json_t *v, const char *name,
+                         struct rd_error *err)
 {
   if (json_is_string(v))
     return 0;
-  return api_fail(err, API_E_INVALID_FIELD, "%s must be a string, got %s",
-                  name, api__type_name(v));
+  return api_fail(err, API_E_INVALID_FIELD, "%s must be a string, got %s", name,
+                  api__type_name(v));
 }
 
 /* "a, b, c" from a name table queried by index (NULLs skipped). */
-static void
-list_names(const char *(*name_of)(int), int lo, int hi, char *out,
-           size_t size)
+static void list_names(const char *(*name_of)(int), int lo, int hi, char *out,
+                       size_t size)
 {
   size_t n = 0;
   const char *s;
@@ -173,8 +168,8 @@ list_names(const char *(*name_of)(int), int lo, int hi, char *out,
   }
 }
 
-static int
-decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
+static int decode_op(const json_t *root, struct rd_params *p,
+                     struct rd_error *err)
 {
   const json_t *v = json_object_get(root, "op");
   char esc[SHOW_MAX], names[256];
@@ -195,8 +190,8 @@ decode_op(const json_t *root, struct rd_params *p, struct rd_error *err)
   return 0;
 }
 
-static int
-decode_overflow(const json_t *root, struct rd_params *p, struct rd_error *err)
+static int decode_overflow(const json_t *root, struct rd_params *p,
+                           struct rd_error *err)
 {
   const json_t *v = json_object_get(root, "overflow");
   char esc[SHOW_MAX], names[128];
@@ -211,15 +206,15 @@ decode_overflow(const json_t *root, struct rd_params *p, struct rd_error *err)
     escape(json_string_value(v), json_string_length(v), esc, sizeof esc);
     list_names(rd_overflow_name, 0, 15, names, sizeof names);
     return api_fail(err, RD_E_POLICY,
-                    "unknown overflow policy \"%s\"; valid policies: %s",
-                    esc, names);
+                    "unknown overflow policy \"%s\"; valid policies: %s", esc,
+                    names);
   }
   p->overflow = pol;
   return 0;
 }
 
-static int
-decode_axes(const json_t *root, struct api_request *req, struct rd_error *err)
+static int decode_axes(const json_t *root, struct api_request *req,
+                       struct rd_error *err)
 {
   const json_t *v = json_object_get(root, "axes");
   char name[32];
@@ -230,7 +225,8 @@ decode_axes(const json_t *root, struct api_request *req, struct rd_error *err)
     return 0;
   if (!json_is_array(v))
     return api_fail(err, API_E_INVALID_FIELD,
-                    "axes must be a list of integers, got %s", api__type_name(v));
+                    "axes must be a list of integers, got %s",
+                    api__type_name(v));
   n = json_array_size(v);
   if (n > RD_MAX_RANK)
     return api_fail(err, API_E_INVALID_FIELD,
@@ -247,9 +243,8 @@ decode_axes(const json_t *root, struct api_request *req, struct rd_error *err)
 }
 
 /* An optional integer attribute that may not be given for every op. */
-static int
-decode_op_attr(const json_t *root, const char *name, int allow_bool,
-               int op, int64_t *out, struct rd_error *err)
+static int decode_op_attr(const json_t *root, const char *name, int allow_bool,
+                          int op, int64_t *out, struct rd_error *err)
 {
   const json_t *v = json_object_get(root, name);
   int64_t x;
@@ -263,8 +258,8 @@ decode_op_attr(const json_t *root, const char *name, int allow_bool,
   return api__guard_unset(name, name, x, out, err);
 }
 
-static int
-decode_attrs(const json_t *root, struct api_request *req, struct rd_error *err)
+static int decode_attrs(const json_t *root, struct api_request *req,
+                        struct rd_error *err)
 {
   struct rd_params *p = &req->params;
   const json_t *v;
@@ -293,14 +288,13 @@ decode_attrs(const json_t *root, struct api_request *req, struct rd_error *err)
 }
 
 /* The dtypes in listing order, by index (for list_names). */
-static const char *
-dtype_at(int i)
+static const char *dtype_at(int i)
 {
   return i >= 0 && i < RD_NDTYPES ? rd_dtype_name(rd_dtypes[i]) : NULL;
 }
 
-static int
-decode_dtype(const json_t *input, struct rd_params *p, struct rd_error *err)
+static int decode_dtype(const json_t *input, struct rd_params *p,
+                        struct rd_error *err)
 {
   const json_t *v = json_object_get(input, "dtype");
   char esc[SHOW_MAX], names[192];
@@ -317,16 +311,16 @@ decode_dtype(const json_t *input, struct rd_params *p, struct rd_error *err)
     list_names(dtype_at, 0, RD_NDTYPES - 1, names, sizeof names);
     return api_fail(err, RD_E_DTYPE,
                     "unsupported dtype \"%s\"; supported: %s (also \"float\", "
-                    "\"double\")", esc, names);
+                    "\"double\")",
+                    esc, names);
   }
   p->dtype = dt;
   return 0;
 }
 
 /* input.shape into shape[]; *rank = its length. */
-static int
-decode_shape(const json_t *v, int64_t *shape, size_t *rank,
-             struct rd_error *err)
+static int decode_shape(const json_t *v, int64_t *shape, size_t *rank,
+                        struct rd_error *err)
 {
   char name[40];
   size_t i, n;
@@ -355,17 +349,16 @@ decode_shape(const json_t *v, int64_t *shape, size_t *rank,
 /* ================================================================== */
 
 struct fill {
-  struct api__conv c;   /* c.ctx is this fill */
+  struct api__conv c; /* c.ctx is this fill */
   const char *dtname;
-  size_t rank;          /* nesting depth of the elements */
-  const int64_t *dims;  /* expected length at each depth */
-  int scalar;           /* data is a bare element */
+  size_t rank;         /* nesting depth of the elements */
+  const int64_t *dims; /* expected length at each depth */
+  int scalar;          /* data is a bare element */
 };
 
 /* api__conv's bad(): names the element input.data[i] (v1's form). */
-static int
-bad_elem(const struct api__conv *c, const json_t *v, const char *why,
-         struct rd_error *err)
+static int bad_elem(const struct api__conv *c, const json_t *v, const char *why,
+                    struct rd_error *err)
 {
   const struct fill *f = c->ctx;
   char shown[SHOW_MAX], where[48];
@@ -383,9 +376,8 @@ bad_elem(const struct api__conv *c, const json_t *v, const char *why,
  * has the length dims[depth] and that elements sit exactly at depth
  * `rank`, and (if f->c.out) converts the elements.  Recursion depth is at
  * most RD_MAX_RANK. */
-static int
-walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
-     struct rd_error *err)
+static int walk(struct fill *f, const json_t *v, size_t depth, char *path,
+                size_t plen, struct rd_error *err)
 {
   char shape[PATH_MAX_LEN];
   size_t i, n;
@@ -396,7 +388,8 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
       api__shape_text(f->dims, f->rank, shape, sizeof shape);
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "%s is a list, but the data is nested as shape %s "
-                      "(from the first elements)", path, shape);
+                      "(from the first elements)",
+                      path, shape);
     }
     return api__put_elem(&f->c, v, err);
   }
@@ -404,15 +397,16 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
     api__shape_text(f->dims, f->rank, shape, sizeof shape);
     return api_fail(err, API_E_SHAPE_MISMATCH,
                     "%s is not a list, but the data is nested as shape %s "
-                    "(from the first elements)", path, shape);
+                    "(from the first elements)",
+                    path, shape);
   }
   n = json_array_size(v);
   if ((int64_t)n != f->dims[depth]) {
     api__shape_text(f->dims, f->rank, shape, sizeof shape);
     return api_fail(err, API_E_SHAPE_MISMATCH,
                     "%s has %zu elements; expected %" PRId64 " (the data is "
-                    "nested as shape %s from the first elements)", path, n,
-                    f->dims[depth], shape);
+                    "nested as shape %s from the first elements)",
+                    path, n, f->dims[depth], shape);
   }
   for (i = 0; i < n; i++) {
     const json_t *e = json_array_get(v, i);
@@ -439,9 +433,8 @@ walk(struct fill *f, const json_t *v, size_t depth, char *path, size_t plen,
  * dtype's range) goes through put_elem() on a jansson value of what the
  * parser would have made, for the same checks and messages.  1 means the
  * fast path cannot convert exactly: the caller decodes again with jansson. */
-static int
-fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
-          struct rd_error *err)
+static int fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
+                     struct rd_error *err)
 {
   size_t pos = fl->open;
   int is_float = api__is_float(f->c.dtype);
@@ -484,8 +477,8 @@ fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
 }
 
 /* The shape the nesting of `data` implies, following first elements. */
-static int
-nesting(const json_t *data, int64_t *dims, size_t *rank, struct rd_error *err)
+static int nesting(const json_t *data, int64_t *dims, size_t *rank,
+                   struct rd_error *err)
 {
   const json_t *v = data;
   size_t r = 0;
@@ -505,10 +498,9 @@ nesting(const json_t *data, int64_t *dims, size_t *rank, struct rd_error *err)
 }
 
 /* input.dtype and input.data of the object `input` (checked). */
-static int
-input_fields_get(const json_t *root, struct rd_params *p,
-                 const json_t **input, const json_t **data,
-                 struct rd_error *err)
+static int input_fields_get(const json_t *root, struct rd_params *p,
+                            const json_t **input, const json_t **data,
+                            struct rd_error *err)
 {
   int rc;
 
@@ -517,8 +509,8 @@ input_fields_get(const json_t *root, struct rd_params *p,
     return api_fail(err, API_E_MISSING_FIELD,
                     "missing required field \"input\"");
   if (!json_is_object(*input))
-    return api_fail(err, API_E_INVALID_FIELD,
-                    "input must be an object, got %s", api__type_name(*input));
+    return api_fail(err, API_E_INVALID_FIELD, "input must be an object, got %s",
+                    api__type_name(*input));
   if ((rc = check_fields(*input, input_fields, "input.", err)) != 0)
     return rc;
   if ((rc = decode_dtype(*input, p, err)) != 0)
@@ -538,10 +530,9 @@ input_fields_get(const json_t *root, struct rd_params *p,
  * (rank `nrank`, dims `nest`).  Reads the shape into req (or takes the
  * nesting's), counts it against `max_elements`, and checks that the data
  * fits it. */
-static int
-input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
-            uint64_t max_elements, struct api_request *req, uint64_t *count,
-            struct rd_error *err)
+static int input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
+                       uint64_t max_elements, struct api_request *req,
+                       uint64_t *count, struct rd_error *err)
 {
   struct rd_params *p = &req->params;
   char s1[PATH_MAX_LEN], s2[PATH_MAX_LEN];
@@ -569,13 +560,15 @@ input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
   if (nrank == 0 && p->rank != 0)
     return api_fail(err, API_E_SHAPE_MISMATCH,
                     "input.data is a single element (rank 0) but "
-                    "input.shape is %s; write the data as a list", s1);
+                    "input.shape is %s; write the data as a list",
+                    s1);
   if (nrank == 1) {
     /* Flat data: any shape with the same element count. */
     if ((uint64_t)nest[0] != *count)
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "input.data has %" PRId64 " elements; shape %s "
-                      "needs %" PRIu64, nest[0], s1, *count);
+                      "needs %" PRIu64,
+                      nest[0], s1, *count);
   } else if (nrank > 1) {
     for (i = 0; i < nrank && nrank == p->rank; i++)
       if (nest[i] != req->shape[i])
@@ -584,7 +577,8 @@ input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
       api__shape_text(nest, nrank, s2, sizeof s2);
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "input.data is nested as shape %s but input.shape "
-                      "is %s", s2, s1);
+                      "is %s",
+                      s2, s1);
     }
   }
   return 0;
@@ -592,10 +586,9 @@ input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
 
 /* Checks the structure of `data` (unless `fl`: a flat array of numbers),
  * then allocates and converts the `count` elements into req->data. */
-static int
-input_convert(struct fill *f, const json_t *data, uint64_t count,
-              struct api_request *req, const char *body,
-              const struct jf_flat *fl, struct rd_error *err)
+static int input_convert(struct fill *f, const json_t *data, uint64_t count,
+                         struct api_request *req, const char *body,
+                         const struct jf_flat *fl, struct rd_error *err)
 {
   char path[PATH_MAX_LEN];
   uint64_t bytes;
@@ -606,15 +599,17 @@ input_convert(struct fill *f, const json_t *data, uint64_t count,
   snprintf(path, sizeof path, "input.data");
   if (fl == NULL && (rc = walk(f, data, 0, path, strlen(path), err)) != 0)
     return rc;
-  bytes = count * f->c.esize;   /* rd_shape_count checked it fits in int64 */
+  bytes = count * f->c.esize; /* rd_shape_count checked it fits in int64 */
   if (bytes > SIZE_MAX - 1)
-    return api_fail(err, RD_E_TOO_LARGE, "input of %" PRIu64 " bytes does "
-                    "not fit in memory", bytes);
+    return api_fail(err, RD_E_TOO_LARGE,
+                    "input of %" PRIu64 " bytes does "
+                    "not fit in memory",
+                    bytes);
   /* Never NULL, even for an empty tensor. */
   f->c.out = malloc(bytes != 0 ? (size_t)bytes : 1);
   if (f->c.out == NULL)
-    return api_fail(err, RD_E_NOMEM, "out of memory for %" PRIu64
-                    " bytes of input", bytes);
+    return api_fail(err, RD_E_NOMEM,
+                    "out of memory for %" PRIu64 " bytes of input", bytes);
   f->c.idx = 0;
   rc = fl != NULL ? fill_flat(f, body, fl, err)
                   : walk(f, data, 0, path, strlen(path), err);
@@ -631,10 +626,9 @@ input_convert(struct fill *f, const json_t *data, uint64_t count,
 /* `fl`: input.data was parsed as "[]" and its elements are the flat array
  * `fl` of `body` (the fast path); NULL: jansson's tree has them.  Returns
  * 1 if the fast path gives up (nothing is left allocated). */
-static int
-decode_input(const json_t *root, uint64_t max_elements,
-             struct api_request *req, struct rd_error *err,
-             const char *body, const struct jf_flat *fl)
+static int decode_input(const json_t *root, uint64_t max_elements,
+                        struct api_request *req, struct rd_error *err,
+                        const char *body, const struct jf_flat *fl)
 {
   struct rd_params *p = &req->params;
   const json_t *input = NULL, *data = NULL;
@@ -671,10 +665,9 @@ decode_input(const json_t *root, uint64_t max_elements,
 
 /* Parses `text` and decodes the request; `fl` as in decode_input().  1:
  * the fast path gave up (or its document did not parse): decode again. */
-static int
-decode_doc(const char *text, size_t len, uint64_t max_elements,
-           struct api_request *req, struct rd_error *err, const char *body,
-           const struct jf_flat *fl)
+static int decode_doc(const char *text, size_t len, uint64_t max_elements,
+                      struct api_request *req, struct rd_error *err,
+                      const char *body, const struct jf_flat *fl)
 {
   json_error_t jerr;
   json_t *root;
@@ -689,17 +682,20 @@ decode_doc(const char *text, size_t len, uint64_t max_elements,
     err->msg[0] = '\0';
   }
 
-  root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-                    &jerr);
+  root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
   if (root == NULL) {
     if (fl != NULL)
       return 1; /* the ordinary path reports it, positions in the body */
-    return api_fail(err, API_E_BAD_JSON, "invalid JSON at line %d, column "
-                    "%d: %s", jerr.line, jerr.column, jerr.text);
+    return api_fail(err, API_E_BAD_JSON,
+                    "invalid JSON at line %d, column "
+                    "%d: %s",
+                    jerr.line, jerr.column, jerr.text);
   }
   if (!json_is_object(root))
-    rc = api_fail(err, API_E_BAD_JSON, "the body must be a JSON object, got "
-                  "%s", api__type_name(root));
+    rc = api_fail(err, API_E_BAD_JSON,
+                  "the body must be a JSON object, got "
+                  "%s",
+                  api__type_name(root));
   else if ((rc = check_fields(root, top_fields, "", err)) == 0 &&
            (rc = decode_attrs(root, req, err)) == 0)
     rc = decode_input(root, max_elements, req, err, body, fl);
@@ -710,9 +706,8 @@ decode_doc(const char *text, size_t len, uint64_t max_elements,
 /* The fast path (jsonfast.c): jansson parses the body with the flat
  * input.data array cut out as "[]", and the elements are converted from
  * the text.  1: not taken. */
-static int
-decode_fast(const char *body, size_t len, uint64_t max_elements,
-            struct api_request *req, struct rd_error *err)
+static int decode_fast(const char *body, size_t len, uint64_t max_elements,
+                       struct api_request *req, struct rd_error *err)
 {
   struct jf_flat fl;
   char *doc;
@@ -733,9 +728,9 @@ decode_fast(const char *body, size_t len, uint64_t max_elements,
   return rc;
 }
 
-int
-api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
-                     struct api_request *req, struct rd_error *err, int fast)
+int api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
+                         struct api_request *req, struct rd_error *err,
+                         int fast)
 {
   int rc;
 
@@ -749,15 +744,13 @@ api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
                     max_elements, req, err, NULL, NULL);
 }
 
-int
-api_json_decode(const char *body, size_t len, uint64_t max_elements,
-                struct api_request *req, struct rd_error *err)
+int api_json_decode(const char *body, size_t len, uint64_t max_elements,
+                    struct api_request *req, struct rd_error *err)
 {
   return api_json_decode_path(body, len, max_elements, req, err, 1);
 }
 
-void
-api_request_free(struct api_request *req)
+void api_request_free(struct api_request *req)
 {
   free(req->data);
   req->data = NULL;
@@ -768,9 +761,8 @@ api_request_free(struct api_request *req)
 /* Responses                                                          */
 /* ================================================================== */
 
-int
-api_json_encode_result(const struct rd_plan *plan, int64_t opset,
-                       const void *out, struct api_buf *b)
+int api_json_encode_result(const struct rd_plan *plan, int64_t opset,
+                           const void *out, struct api_buf *b)
 {
   const char *op = rd_op_name(plan->op);
   const char *dt = rd_dtype_name(plan->out_dtype);
@@ -778,9 +770,10 @@ api_json_encode_result(const struct rd_plan *plan, int64_t opset,
 
   if (op == NULL || dt == NULL)
     return RD_E_INVALID;
-  if (api_buf_printf(b, "{\"op\":\"%s\",\"opset\":%" PRId64 ",\"op_version\":"
-                     "%d,\"output\":{\"dtype\":\"%s\",\"shape\":[", op, opset,
-                     plan->version, dt) != 0)
+  if (api_buf_printf(b,
+                     "{\"op\":\"%s\",\"opset\":%" PRId64 ",\"op_version\":"
+                     "%d,\"output\":{\"dtype\":\"%s\",\"shape\":[",
+                     op, opset, plan->version, dt) != 0)
     goto nomem;
   for (i = 0; i < plan->out_rank; i++)
     if (api_buf_printf(b, "%s%" PRId64, i ? "," : "", plan->out_shape[i]))
@@ -800,8 +793,7 @@ nomem:
   return RD_E_NOMEM;
 }
 
-int
-api_json_encode_error(const struct rd_error *err, struct api_buf *b)
+int api_json_encode_error(const struct rd_error *err, struct api_buf *b)
 {
   char msg[RD_ERRMSG_MAX];
   int code = err != NULL ? err->code : API_E_INTERNAL;
@@ -814,16 +806,15 @@ api_json_encode_error(const struct rd_error *err, struct api_buf *b)
   /* The library's messages quote user text and may have cut a character. */
   api_utf8_sanitize(msg);
   if (msg[0] == '\0')
-    snprintf(msg, sizeof msg, "%s", code > API_E_BAD_JSON ? rd_strerror(code)
-                                                          : api_errname(code));
+    snprintf(msg, sizeof msg, "%s",
+             code > API_E_BAD_JSON ? rd_strerror(code) : api_errname(code));
   return api__append_json(b, json_pack("{s:{s:s,s:s}}", "error", "code",
-                                  api_errname(code), "message", msg));
+                                       api_errname(code), "message", msg));
 }
 
 /* json_object_set_new() drops `value` on every failure, so one check at the
  * end covers a whole object; `o` is freed on failure. */
-static json_t *
-finish_object(json_t *o, int failed)
+static json_t *finish_object(json_t *o, int failed)
 {
   if (failed) {
     json_decref(o);
@@ -834,8 +825,7 @@ finish_object(json_t *o, int failed)
 
 /* The axes form of a version: "axis" (ArgMax/ArgMin: one attribute),
  * "input" (from the axes-input version), else "attribute". */
-static const char *
-axes_form(const struct rd_op_info *oi, int v)
+static const char *axes_form(const struct rd_op_info *oi, int v)
 {
   if (oi->is_arg)
     return "axis";
@@ -843,8 +833,7 @@ axes_form(const struct rd_op_info *oi, int v)
 }
 
 /* One element of "versions". */
-static json_t *
-version_json(const struct rd_op_info *oi, size_t vi)
+static json_t *version_json(const struct rd_op_info *oi, size_t vi)
 {
   int v = oi->versions[vi], failed = 0;
   json_t *o = json_object(), *dtypes = json_array(), *opsets = json_array();
@@ -855,24 +844,26 @@ version_json(const struct rd_op_info *oi, size_t vi)
                                       json_string(rd_dtype_name(rd_dtypes[d])));
   failed |= json_array_append_new(opsets, json_integer(v));
   /* The newest version is open-ended: every later opset maps to it. */
-  failed |= json_array_append_new(opsets, vi + 1 < oi->nversions
-                                  ? json_integer(oi->versions[vi + 1] - 1)
-                                  : json_null());
+  failed |= json_array_append_new(opsets,
+                                  vi + 1 < oi->nversions
+                                    ? json_integer(oi->versions[vi + 1] - 1)
+                                    : json_null());
   failed |= json_object_set_new(o, "version", json_integer(v));
   failed |= json_object_set_new(o, "opsets", opsets);
   failed |= json_object_set_new(o, "axes", json_string(axes_form(oi, v)));
-  failed |= json_object_set_new(o, "noop_with_empty_axes", json_boolean(
-                                  !oi->is_arg && v >= oi->axes_input_version));
-  failed |= json_object_set_new(o, "select_last_index", json_boolean(
-                                  oi->is_arg && v >= oi->select_last_version));
+  failed |= json_object_set_new(o, "noop_with_empty_axes",
+                                json_boolean(!oi->is_arg &&
+                                             v >= oi->axes_input_version));
+  failed |= json_object_set_new(o, "select_last_index",
+                                json_boolean(oi->is_arg &&
+                                             v >= oi->select_last_version));
   failed |= json_object_set_new(o, "dtypes", dtypes);
-  failed |= json_object_set_new(o, "output_dtype", json_string(
-                                  oi->is_arg ? "int64" : "input"));
+  failed |= json_object_set_new(o, "output_dtype",
+                                json_string(oi->is_arg ? "int64" : "input"));
   return finish_object(o, failed);
 }
 
-int
-api_json_encode_ops(struct api_buf *b)
+int api_json_encode_ops(struct api_buf *b)
 {
   json_t *root = json_object(), *ops = json_array(), *op_o, *versions;
   const struct rd_op_info *oi;

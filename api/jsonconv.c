@@ -13,8 +13,7 @@
 /* Integral reals beyond this may have been rounded by the parser. */
 #define EXACT_REAL_MAX 9007199254740992.0 /* 2^53 */
 
-int
-api__as_int64(const json_t *v, int64_t *out)
+int api__as_int64(const json_t *v, int64_t *out)
 {
   double r;
 
@@ -33,36 +32,28 @@ api__as_int64(const json_t *v, int64_t *out)
   return 0;
 }
 
-const char *
-api__type_name(const json_t *v)
+const char *api__type_name(const json_t *v)
 {
   switch (json_typeof(v)) {
-  case JSON_OBJECT:
-    return "an object";
-  case JSON_ARRAY:
-    return "a list";
-  case JSON_STRING:
-    return "a string";
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "a list";
+  case JSON_STRING: return "a string";
   case JSON_INTEGER:
-  case JSON_REAL:
-    return "a number";
-  case JSON_TRUE:
-    return "true";
-  case JSON_FALSE:
-    return "false";
-  default:
-    return "null";
+  case JSON_REAL: return "a number";
+  case JSON_TRUE: return "true";
+  case JSON_FALSE: return "false";
+  default: return "null";
   }
 }
 
-const char *
-api__unknown_key(const json_t *obj, const char *const *known)
+const char *api__unknown_key(const json_t *obj, const char *const *known)
 {
   const char *key;
   const json_t *val;
   size_t i;
 
-  json_object_foreach((json_t *)obj, key, val) {
+  json_object_foreach((json_t *)obj, key, val)
+  {
     for (i = 0; known[i] != NULL && strcmp(known[i], key) != 0; i++)
       ;
     if (known[i] == NULL)
@@ -71,8 +62,7 @@ api__unknown_key(const json_t *obj, const char *const *known)
   return NULL;
 }
 
-void
-api__shape_text(const int64_t *shape, size_t rank, char *out, size_t size)
+void api__shape_text(const int64_t *shape, size_t rank, char *out, size_t size)
 {
   size_t i, n;
 
@@ -84,15 +74,14 @@ api__shape_text(const int64_t *shape, size_t rank, char *out, size_t size)
     snprintf(out + n, size - n, "]");
 }
 
-void
-api__store_float(int dtype, double d, unsigned char *dst)
+void api__store_float(int dtype, double d, unsigned char *dst)
 {
   float x;
   uint16_t h;
 
   switch (dtype) {
   case RD_FLOAT32:
-    x = (float)d;     /* IEEE conversion (Annex F): rounds, overflows to inf */
+    x = (float)d; /* IEEE conversion (Annex F): rounds, overflows to inf */
     memcpy(dst, &x, sizeof x);
     break;
   case RD_FLOAT16:
@@ -103,16 +92,14 @@ api__store_float(int dtype, double d, unsigned char *dst)
     h = rd_f64_to_bf16(d);
     memcpy(dst, &h, sizeof h);
     break;
-  default:
-    memcpy(dst, &d, sizeof d);
+  default: memcpy(dst, &d, sizeof d);
   }
 }
 
 /* Parses -?(0|[1-9][0-9]*) (JSON's integer grammar) into sign and
  * magnitude; nothing else, no whitespace, no '+', no NUL.  0, -1 (not that
  * grammar) or -2 (magnitude above 2^64-1). */
-static int
-parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
+static int parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
 {
   uint64_t m = 0;
   size_t i = 0;
@@ -122,7 +109,7 @@ parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
   i = (size_t)*neg;
   if (i == len || (s[i] == '0' && len - i > 1))
     return -1;
-  for (size_t j = i; j < len; j++)       /* grammar first, then overflow */
+  for (size_t j = i; j < len; j++) /* grammar first, then overflow */
     if (s[j] < '0' || s[j] > '9')
       return -1;
   for (; i < len; i++) {
@@ -135,9 +122,8 @@ parse_decimal(const char *s, size_t len, int *neg, uint64_t *mag)
   return 0;
 }
 
-static int
-put_float(const struct api__conv *c, const json_t *v, unsigned char *dst,
-          struct rd_error *err)
+static int put_float(const struct api__conv *c, const json_t *v,
+                     unsigned char *dst, struct rd_error *err)
 {
   const char *s;
   double d;
@@ -155,8 +141,10 @@ put_float(const struct api__conv *c, const json_t *v, unsigned char *dst,
     else if (strcmp(s, "-Infinity") == 0)
       d = -INFINITY;
     else
-      return c->bad(c, v, "is not a number (the strings allowed are "
-                    "\"NaN\", \"Infinity\" and \"-Infinity\")", err);
+      return c->bad(c, v,
+                    "is not a number (the strings allowed are "
+                    "\"NaN\", \"Infinity\" and \"-Infinity\")",
+                    err);
   } else {
     return c->bad(c, v, "is not a number", err);
   }
@@ -164,9 +152,8 @@ put_float(const struct api__conv *c, const json_t *v, unsigned char *dst,
   return 0;
 }
 
-int
-api__attr_allowed(int op, const char *attr, const char *shown,
-                   struct rd_error *err)
+int api__attr_allowed(int op, const char *attr, const char *shown,
+                      struct rd_error *err)
 {
   const struct rd_op_info *oi = rd_op_info(op);
   int arg_only = strcmp(attr, "axis") == 0 ||
@@ -175,20 +162,23 @@ api__attr_allowed(int op, const char *attr, const char *shown,
                     strcmp(attr, "noop_with_empty_axes") == 0;
 
   if (oi == NULL)
-    return 0;                   /* an unknown op is reported elsewhere */
+    return 0; /* an unknown op is reported elsewhere */
   if (arg_only && !oi->is_arg)
-    return api_fail(err, RD_E_ATTRIBUTE, "%s is not an attribute of %s "
-                    "(only ArgMax and ArgMin take %s%s)", shown, oi->name,
-                    attr, strcmp(attr, "axis") == 0 ? "; use axes" : "");
+    return api_fail(err, RD_E_ATTRIBUTE,
+                    "%s is not an attribute of %s "
+                    "(only ArgMax and ArgMin take %s%s)",
+                    shown, oi->name, attr,
+                    strcmp(attr, "axis") == 0 ? "; use axes" : "");
   if (reduce_only && oi->is_arg)
-    return api_fail(err, RD_E_ATTRIBUTE, "%s is not an attribute of %s "
-                    "(it reduces one axis, given as axis)", shown, oi->name);
+    return api_fail(err, RD_E_ATTRIBUTE,
+                    "%s is not an attribute of %s "
+                    "(it reduces one axis, given as axis)",
+                    shown, oi->name);
   return 0;
 }
 
-int
-api__guard_unset(const char *attr, const char *shown, int64_t v,
-                 int64_t *out, struct rd_error *err)
+int api__guard_unset(const char *attr, const char *shown, int64_t v,
+                     int64_t *out, struct rd_error *err)
 {
   /* INT64_MIN is the library's "not given"; it must not pass as that. */
   if (v != RD_UNSET) {
@@ -201,19 +191,19 @@ api__guard_unset(const char *attr, const char *shown, int64_t v,
   if (strcmp(attr, "select_last_index") == 0)
     return api_fail(err, RD_E_SELECT_LAST, "%s must be 0 or 1, got %" PRId64,
                     shown, v);
-  return api_fail(err, RD_E_AXIS_RANGE, "%s = %" PRId64 " is out of range "
-                  "for any rank", shown, v);
+  return api_fail(err, RD_E_AXIS_RANGE,
+                  "%s = %" PRId64 " is out of range "
+                  "for any rank",
+                  shown, v);
 }
 
-int
-api__is_float(int dtype)
+int api__is_float(int dtype)
 {
   return dtype == RD_FLOAT32 || dtype == RD_FLOAT64 || dtype == RD_FLOAT16 ||
          dtype == RD_BFLOAT16;
 }
 
-void
-api__int_range(int dtype, uint64_t *max_neg, uint64_t *max_pos)
+void api__int_range(int dtype, uint64_t *max_neg, uint64_t *max_pos)
 {
   switch (dtype) {
   case RD_INT8:
@@ -244,14 +234,11 @@ api__int_range(int dtype, uint64_t *max_neg, uint64_t *max_pos)
     *max_neg = 0;
     *max_pos = UINT32_MAX;
     break;
-  default: /* RD_UINT64 */
-    *max_neg = 0;
-    *max_pos = UINT64_MAX;
+  default: /* RD_UINT64 */ *max_neg = 0; *max_pos = UINT64_MAX;
   }
 }
 
-void
-api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst)
+void api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst)
 {
   /* In range, the magnitude fits the type's positive range, or is one
    * more for the most negative value: negate in the wider int64 (uint64
@@ -290,14 +277,12 @@ api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst)
     memcpy(dst, &x, sizeof x);
     break;
   }
-  default: /* int64, uint64 */
-    memcpy(dst, &u, sizeof u);
+  default: /* int64, uint64 */ memcpy(dst, &u, sizeof u);
   }
 }
 
-static int
-put_int(const struct api__conv *c, const json_t *v, unsigned char *dst,
-        struct rd_error *err)
+static int put_int(const struct api__conv *c, const json_t *v,
+                   unsigned char *dst, struct rd_error *err)
 {
   char range[96];
   int64_t s = 0;
@@ -305,26 +290,27 @@ put_int(const struct api__conv *c, const json_t *v, unsigned char *dst,
   int neg = 0, rc;
 
   api__int_range(c->dtype, &max_neg, &max_pos);
-  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64
-           "]", max_neg ? "-" : "", max_neg, max_pos);
+  snprintf(range, sizeof range, "is out of range [%s%" PRIu64 ", %" PRIu64 "]",
+           max_neg ? "-" : "", max_neg, max_pos);
 
   if (json_is_string(v)) {
-    rc = parse_decimal(json_string_value(v), json_string_length(v), &neg,
-                       &mag);
+    rc = parse_decimal(json_string_value(v), json_string_length(v), &neg, &mag);
     if (rc == -1)
       return c->bad(c, v, "is not a decimal integer", err);
     if (rc == -2)
       return c->bad(c, v, range, err);
   } else {
     switch (api__as_int64(v, &s)) {
-    case 0:
-      break;
+    case 0: break;
     case -2:
-      return c->bad(c, v, "is not exact as a JSON real; write it as an "
-                    "integer or a decimal string", err);
+      return c->bad(c, v,
+                    "is not exact as a JSON real; write it as an "
+                    "integer or a decimal string",
+                    err);
     default:
-      return c->bad(c, v, json_is_number(v) ? "is not an integer"
-                                            : "is not a number", err);
+      return c->bad(c, v,
+                    json_is_number(v) ? "is not an integer" : "is not a number",
+                    err);
     }
     neg = s < 0;
     mag = neg ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
@@ -337,9 +323,8 @@ put_int(const struct api__conv *c, const json_t *v, unsigned char *dst,
 
 /* bool: JSON true and false only (a number is refused, even 0 or 1: the
  * wire form of a bool is true/false, as answers write it). */
-static int
-put_bool(const struct api__conv *c, const json_t *v, unsigned char *dst,
-         struct rd_error *err)
+static int put_bool(const struct api__conv *c, const json_t *v,
+                    unsigned char *dst, struct rd_error *err)
 {
   if (!json_is_boolean(v))
     return c->bad(c, v, "is not true or false", err);
@@ -347,8 +332,7 @@ put_bool(const struct api__conv *c, const json_t *v, unsigned char *dst,
   return 0;
 }
 
-int
-api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err)
+int api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err)
 {
   unsigned char *dst;
   int rc;
@@ -368,9 +352,8 @@ api__put_elem(struct api__conv *c, const json_t *v, struct rd_error *err)
   return rc;
 }
 
-int
-api__append_elems(struct api_buf *b, const struct rd_plan *plan,
-                  const void *out)
+int api__append_elems(struct api_buf *b, const struct rd_plan *plan,
+                      const void *out)
 {
   const unsigned char *p = out;
 
@@ -386,8 +369,7 @@ api__append_elems(struct api_buf *b, const struct rd_plan *plan,
   return 0;
 }
 
-int
-api__append_json(struct api_buf *b, json_t *j)
+int api__append_json(struct api_buf *b, json_t *j)
 {
   char *s;
   int rc;

@@ -24,8 +24,7 @@ const char *api__type_name(const json_t *v);
 const char *api__unknown_key(const json_t *obj, const char *const *known);
 
 /* "[3,2,2]", truncated to `size` if need be. */
-void api__shape_text(const int64_t *shape, size_t rank, char *out,
-                     size_t size);
+void api__shape_text(const int64_t *shape, size_t rank, char *out, size_t size);
 
 /* The element of a float dtype for a double (IEEE rounding; overflow to
  * inf). */
@@ -61,13 +60,13 @@ void api__store_int(int dtype, int neg, uint64_t mag, unsigned char *dst);
 struct api__conv {
   int dtype;
   size_t esize;
-  unsigned char *out;   /* NULL: count the elements only */
-  uint64_t idx;         /* flat index of the next element */
+  unsigned char *out; /* NULL: count the elements only */
+  uint64_t idx;       /* flat index of the next element */
   /* Fails element c->idx, `v`, with INVALID_ELEMENT: the caller's message
    * naming it, with `why` ("is not a number", ...).  Returns the code. */
   int (*bad)(const struct api__conv *c, const json_t *v, const char *why,
              struct rd_error *err);
-  const void *ctx;      /* the caller's, for bad() */
+  const void *ctx; /* the caller's, for bad() */
 };
 
 /* Converts `v` into element c->idx of c->out (if c->out) and advances

@@ -41,14 +41,12 @@ static const double pow10_exact[23] = {
   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
 
-static int
-is_ws(char c)
+static int is_ws(char c)
 {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int
-is_digit(char c)
+static int is_digit(char c)
 {
   return c >= '0' && c <= '9';
 }
@@ -57,8 +55,8 @@ is_digit(char c)
  * ([eE][+-]?[0-9]+)?.  Returns its end, or 0 if there is none.  Sets
  * *integer (no fraction or exponent) and *safe (jf_next() converts it
  * exactly and jansson accepts it). */
-static size_t
-scan_number(const char *s, size_t len, size_t i, int *integer, int *safe)
+static size_t scan_number(const char *s, size_t len, size_t i, int *integer,
+                          int *safe)
 {
   size_t start = i, int_start, int_digits, lead;
   long exp = 0;
@@ -104,8 +102,9 @@ scan_number(const char *s, size_t len, size_t i, int *integer, int *safe)
     /* jansson reads integers as int64 and rejects the others. */
     *safe = int_digits < 19 ||
             (int_digits == 19 &&
-             memcmp(s + int_start, neg ? "9223372036854775808"
-                                       : "9223372036854775807", 19) <= 0);
+             memcmp(s + int_start,
+                    neg ? "9223372036854775808" : "9223372036854775807",
+                    19) <= 0);
   } else {
     /* |value| < 10^(lead + exp) <= 10^308 < DBL_MAX: no overflow (jansson
      * rejects overflow; underflow is accepted by both paths). */
@@ -116,8 +115,8 @@ scan_number(const char *s, size_t len, size_t i, int *integer, int *safe)
 }
 
 /* The array at s[open] == '[': strict JSON syntax, numbers only. */
-static int
-scan_array(const char *s, size_t len, size_t open, struct jf_flat *fl)
+static int scan_array(const char *s, size_t len, size_t open,
+                      struct jf_flat *fl)
 {
   size_t i = open + 1, end;
   uint64_t count = 0;
@@ -151,19 +150,17 @@ scan_array(const char *s, size_t len, size_t open, struct jf_flat *fl)
   return 1;
 }
 
-static int
-key_is(const char *k, size_t klen, const char *want)
+static int key_is(const char *k, size_t klen, const char *want)
 {
   return k != NULL && klen == strlen(want) && memcmp(k, want, klen) == 0;
 }
 
-int
-jf_find(const char *s, size_t len, struct jf_flat *fl)
+int jf_find(const char *s, size_t len, struct jf_flat *fl)
 {
   /* Container kind and current key at depths 1 (root) and 2. */
-  char kind[3] = {0, 0, 0};
-  const char *key[3] = {NULL, NULL, NULL}, *str = NULL;
-  size_t keylen[3] = {0, 0, 0}, strlen_ = 0, i = 0, j;
+  char kind[3] = { 0, 0, 0 };
+  const char *key[3] = { NULL, NULL, NULL }, *str = NULL;
+  size_t keylen[3] = { 0, 0, 0 }, strlen_ = 0, i = 0, j;
   int depth = 0;
 
   while (i < len) {
@@ -202,16 +199,14 @@ jf_find(const char *s, size_t len, struct jf_flat *fl)
       if (--depth < 0)
         return 0;
       break;
-    default:
-      break;
+    default: break;
     }
     i++;
   }
   return 0;
 }
 
-int
-jf_next(const char *s, size_t *pos, struct jf_num *n)
+int jf_next(const char *s, size_t *pos, struct jf_num *n)
 {
   size_t i = *pos, start, digits = 0;
   uint64_t m = 0;

@@ -16,8 +16,8 @@
 
 /* A flat array of numbers found at root.input.data. */
 struct jf_flat {
-  size_t open, close;   /* offsets of its '[' and ']' in the body */
-  uint64_t count;       /* elements, all valid JSON numbers */
+  size_t open, close; /* offsets of its '[' and ']' in the body */
+  uint64_t count;     /* elements, all valid JSON numbers */
 };
 
 /* Finds root.input.data in `s` when it is a non-empty array whose elements

@@ -23,8 +23,7 @@
 
 /* Widens an element of a float dtype to double (exact) and returns its bits
  * in the dtype's own width, for comparing read-back values. */
-static double
-float_value(int dtype, const void *elem, uint64_t *bits)
+static double float_value(int dtype, const void *elem, uint64_t *bits)
 {
   float f;
   double d;
@@ -53,8 +52,7 @@ float_value(int dtype, const void *elem, uint64_t *bits)
 }
 
 /* Bits of `text` read back as a value of `dtype`. */
-static uint64_t
-read_back(int dtype, const char *text)
+static uint64_t read_back(int dtype, const char *text)
 {
   double d = strtod(text, NULL);
   float f;
@@ -63,16 +61,12 @@ read_back(int dtype, const char *text)
 
   switch (dtype) {
   case RD_FLOAT32:
-    f = (float)d;   /* IEEE conversion (Annex F): rounds, overflows to inf */
+    f = (float)d; /* IEEE conversion (Annex F): rounds, overflows to inf */
     memcpy(&u32, &f, sizeof u32);
     return u32;
-  case RD_FLOAT16:
-    return rd_f64_to_f16(d);
-  case RD_BFLOAT16:
-    return rd_f64_to_bf16(d);
-  default:
-    memcpy(&u64, &d, sizeof u64);
-    return u64;
+  case RD_FLOAT16: return rd_f64_to_f16(d);
+  case RD_BFLOAT16: return rd_f64_to_bf16(d);
+  default: memcpy(&u64, &d, sizeof u64); return u64;
   }
 }
 
@@ -84,8 +78,7 @@ struct digits {
 };
 
 /* Splits printf's "%.*e" text ("d.ddde+XX", "de-XXX") into digits. */
-static void
-split_e(const char *t, char *d, int *exp10)
+static void split_e(const char *t, char *d, int *exp10)
 {
   const char *e = strchr(t, 'e');
   size_t n = 0;
@@ -96,8 +89,7 @@ split_e(const char *t, char *d, int *exp10)
   *exp10 = atoi(e + 1);
 }
 
-static void
-get_digits(double a, struct digits *g)
+static void get_digits(double a, struct digits *g)
 {
   char t[40];
 
@@ -109,8 +101,8 @@ get_digits(double a, struct digits *g)
  * exact.  The 17 digits are themselves rounded, so a tail of exactly 5000..
  * could hide a true tail just below or above one half; printf decides those
  * rare cases from the exact value. */
-static void
-round_digits(double a, const struct digits *g, int p, char *d, int *exp10)
+static void round_digits(double a, const struct digits *g, int p, char *d,
+                         int *exp10)
 {
   char t[40];
   int i;
@@ -134,7 +126,7 @@ round_digits(double a, const struct digits *g, int p, char *d, int *exp10)
     d[i] = '0';
   if (i >= 0) {
     d[i]++;
-  } else {                              /* 99.9 -> 100 */
+  } else { /* 99.9 -> 100 */
     d[0] = '1';
     ++*exp10;
   }
@@ -143,8 +135,7 @@ round_digits(double a, const struct digits *g, int p, char *d, int *exp10)
 /* Writes p digits as printf's "%.{p}g" would (exponent form when
  * exp10 < -4 or exp10 >= p, trailing zeros dropped), but with the exponent
  * unpadded ("1e+20", "1e-5"). */
-static size_t
-compose(char *buf, int neg, const char *d, int p, int exp10)
+static size_t compose(char *buf, int neg, const char *d, int p, int exp10)
 {
   size_t n = 0;
   int nd = p, i;
@@ -164,14 +155,14 @@ compose(char *buf, int neg, const char *d, int p, int exp10)
                           exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
     return n;
   }
-  if (exp10 < 0) {                      /* 0.000ddd */
+  if (exp10 < 0) { /* 0.000ddd */
     buf[n++] = '0';
     buf[n++] = '.';
     for (i = -1; i > exp10; i--)
       buf[n++] = '0';
     memcpy(buf + n, d, (size_t)nd);
     n += (size_t)nd;
-  } else {                              /* ddd.ddd or ddd00 */
+  } else { /* ddd.ddd or ddd00 */
     for (i = 0; i <= exp10; i++)
       buf[n++] = i < nd ? d[i] : '0';
     if (nd > exp10 + 1) {
@@ -186,8 +177,7 @@ compose(char *buf, int neg, const char *d, int p, int exp10)
 
 /* Writes d[0..p) x 10^exp10 (exp10 >= p - 1: an integer) as digits padded
  * with zeros ("4290774000"). */
-static size_t
-compose_plain(char *buf, int neg, const char *d, int p, int exp10)
+static size_t compose_plain(char *buf, int neg, const char *d, int p, int exp10)
 {
   size_t n = 0;
 
@@ -202,9 +192,8 @@ compose_plain(char *buf, int neg, const char *d, int p, int exp10)
 /* Writes v with p significant digits; 1 if it reads back as `bits`.  An
  * integral value below 1e16 whose p digits leave only zeros after the point
  * is spelled plain when that is not longer than compose()'s form. */
-static int
-round_trips(char *buf, size_t *len, int dtype, double v,
-            const struct digits *g, int p, uint64_t bits)
+static int round_trips(char *buf, size_t *len, int dtype, double v,
+                       const struct digits *g, int p, uint64_t bits)
 {
   char d[17], plain[API_NUMFMT_MAX];
   size_t n;
@@ -222,8 +211,7 @@ round_trips(char *buf, size_t *len, int dtype, double v,
   return read_back(dtype, buf) == bits;
 }
 
-static size_t
-format_float(char *buf, int dtype, const void *elem)
+static size_t format_float(char *buf, int dtype, const void *elem)
 {
   uint64_t bits;
   double v = float_value(dtype, elem, &bits);
@@ -234,8 +222,8 @@ format_float(char *buf, int dtype, const void *elem)
   if (isnan(v))
     return (size_t)snprintf(buf, API_NUMFMT_MAX, "\"NaN\"");
   if (isinf(v))
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, v > 0 ? "\"Infinity\""
-                                                       : "\"-Infinity\"");
+    return (size_t)snprintf(buf, API_NUMFMT_MAX,
+                            v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
   if (v == 0)
     return (size_t)snprintf(buf, API_NUMFMT_MAX, signbit(v) ? "-0" : "0");
   /* Digits that always suffice (max_digits10 of the format). */
@@ -252,9 +240,7 @@ format_float(char *buf, int dtype, const void *elem)
     maxd = 4;
     pow2 = (bits & 0x7F) == 0;
     break;
-  default:
-    maxd = 17;
-    pow2 = (bits & 0xFFFFFFFFFFFFFULL) == 0;
+  default: maxd = 17; pow2 = (bits & 0xFFFFFFFFFFFFFULL) == 0;
   }
   get_digits(fabs(v), &g);
   /* Where the read-back interval around v is symmetric, the correctly
@@ -284,8 +270,7 @@ format_float(char *buf, int dtype, const void *elem)
   return len;
 }
 
-size_t
-api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
+size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
 {
   int8_t i8;
   int16_t i16;
@@ -300,8 +285,7 @@ api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
   case RD_FLOAT32:
   case RD_FLOAT64:
   case RD_FLOAT16:
-  case RD_BFLOAT16:
-    return format_float(buf, dtype, elem);
+  case RD_BFLOAT16: return format_float(buf, dtype, elem);
   case RD_BOOL:
     memcpy(&u8, elem, sizeof u8);
     return (size_t)snprintf(buf, API_NUMFMT_MAX, u8 ? "true" : "false");
@@ -332,7 +316,6 @@ api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
     return (size_t)snprintf(buf, API_NUMFMT_MAX,
                             u64 > INT64_MAX ? "\"%" PRIu64 "\"" : "%" PRIu64,
                             u64);
-  default:
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "null");
+  default: return (size_t)snprintf(buf, API_NUMFMT_MAX, "null");
   }
 }

@@ -8,18 +8,17 @@
 /* /v1                                                                */
 /* ------------------------------------------------------------------ */
 
-static int
-v1_check_accept(const struct api_call *c, int dtype, struct rd_error *err)
+static int v1_check_accept(const struct api_call *c, int dtype,
+                           struct rd_error *err)
 {
   int fmt;
 
   return api_accept_pick(&c->accept, dtype, &fmt, err);
 }
 
-static int
-v1_decode(struct api_call *c, const char *body, size_t len,
-          uint64_t max_elements, struct api_request *req,
-          struct rd_error *err)
+static int v1_decode(struct api_call *c, const char *body, size_t len,
+                     uint64_t max_elements, struct api_request *req,
+                     struct rd_error *err)
 {
   (void)c;
   return api_json_decode(body, len, max_elements, req, err);
@@ -27,11 +26,10 @@ v1_decode(struct api_call *c, const char *body, size_t len,
 
 /* The format Accept picks; a Fortran-order output is reordered to C order
  * first (the plan ran over the reversed shape). */
-static int
-v1_encode_result(const struct api_call *c, const struct rd_plan *plan,
-                 int64_t opset, int fortran, const void *out,
-                 struct api_buf *b, struct api_reply *reply,
-                 struct rd_error *err)
+static int v1_encode_result(const struct api_call *c,
+                            const struct rd_plan *plan, int64_t opset,
+                            int fortran, const void *out, struct api_buf *b,
+                            struct api_reply *reply, struct rd_error *err)
 {
   void *c_order = NULL;
   int rc, fmt;
@@ -58,8 +56,8 @@ v1_encode_result(const struct api_call *c, const struct rd_plan *plan,
   return 0;
 }
 
-static int
-v1_reply_headers(const struct api_reply *reply, api_header_cb add, void *arg)
+static int v1_reply_headers(const struct api_reply *reply, api_header_cb add,
+                            void *arg)
 {
   int rc;
 
@@ -87,8 +85,8 @@ const struct api_proto api_proto_v1 = {
 /* /v2                                                                */
 /* ------------------------------------------------------------------ */
 
-static int
-v2_check_accept(const struct api_call *c, int dtype, struct rd_error *err)
+static int v2_check_accept(const struct api_call *c, int dtype,
+                           struct rd_error *err)
 {
   (void)c;
   (void)dtype;
@@ -96,22 +94,20 @@ v2_check_accept(const struct api_call *c, int dtype, struct rd_error *err)
   return 0;
 }
 
-static int
-v2_decode(struct api_call *c, const char *body, size_t len,
-          uint64_t max_elements, struct api_request *req,
-          struct rd_error *err)
+static int v2_decode(struct api_call *c, const char *body, size_t len,
+                     uint64_t max_elements, struct api_request *req,
+                     struct rd_error *err)
 {
-  return api_v2_decode(body, len, c->header_len, max_elements, req,
-                       &c->v2info, err);
+  return api_v2_decode(body, len, c->header_len, max_elements, req, &c->v2info,
+                       err);
 }
 
 /* JSON or a binary output as the request's "outputs" say.  The plan is
  * never Fortran-ordered here (no .npy body). */
-static int
-v2_encode_result(const struct api_call *c, const struct rd_plan *plan,
-                 int64_t opset, int fortran, const void *out,
-                 struct api_buf *b, struct api_reply *reply,
-                 struct rd_error *err)
+static int v2_encode_result(const struct api_call *c,
+                            const struct rd_plan *plan, int64_t opset,
+                            int fortran, const void *out, struct api_buf *b,
+                            struct api_reply *reply, struct rd_error *err)
 {
   (void)opset;
   (void)fortran;
@@ -121,8 +117,8 @@ v2_encode_result(const struct api_call *c, const struct rd_plan *plan,
   return 0;
 }
 
-static int
-v2_reply_headers(const struct api_reply *reply, api_header_cb add, void *arg)
+static int v2_reply_headers(const struct api_reply *reply, api_header_cb add,
+                            void *arg)
 {
   char len[24];
 
@@ -145,8 +141,7 @@ const struct api_proto api_proto_v2 = {
   .reply_headers = v2_reply_headers,
 };
 
-const char *
-api_reply_media_type(const struct api_reply *reply)
+const char *api_reply_media_type(const struct api_reply *reply)
 {
   return api_format_media_type(reply->fmt);
 }

@@ -23,32 +23,32 @@ struct api_proto;
 
 /* One request's protocol state. */
 struct api_call {
-  const struct api_proto *proto;   /* &api_proto_v1 or &api_proto_v2 */
-  struct api_accept accept;        /* v1: what the Accept header takes */
-  size_t header_len;               /* v2: Inference-Header-Content-Length;
+  const struct api_proto *proto; /* &api_proto_v1 or &api_proto_v2 */
+  struct api_accept accept;      /* v1: what the Accept header takes */
+  size_t header_len;             /* v2: Inference-Header-Content-Length;
                                     * SIZE_MAX: none, the body is JSON */
-  struct api_v2_info v2info;       /* v2: op and version from the route,
+  struct api_v2_info v2info;     /* v2: op and version from the route,
                                     * the rest from the body */
 };
 
 /* What a 200 needs beyond its body. */
 struct api_reply {
-  int fmt;                         /* enum api_format of the body */
-  const char *dtype;               /* v1 binary: Tensor-Dtype */
-  char shape[API_SHAPE_HDR_MAX];   /* v1 binary: Tensor-Shape */
-  size_t json_len;                 /* v2 binary: the JSON part's length */
+  int fmt;                       /* enum api_format of the body */
+  const char *dtype;             /* v1 binary: Tensor-Dtype */
+  char shape[API_SHAPE_HDR_MAX]; /* v1 binary: Tensor-Shape */
+  size_t json_len;               /* v2 binary: the JSON part's length */
 };
 
 /* Adds one response header; 0 or -1. */
 typedef int (*api_header_cb)(void *arg, const char *name, const char *value);
 
 struct api_proto {
-  const char *name;                /* "v1", "v2" (logs) */
-  int inline_ok;                   /* a small JSON body may be decoded and
+  const char *name;       /* "v1", "v2" (logs) */
+  int inline_ok;          /* a small JSON body may be decoded and
                                     * reduced on the loop thread */
-  const char *live_body;           /* 200 of the liveness route */
-  const char *ready_body;          /* 200 of the readiness route */
-  const char *nomem_body;          /* 503 when no error body can be built */
+  const char *live_body;  /* 200 of the liveness route */
+  const char *ready_body; /* 200 of the readiness route */
+  const char *nomem_body; /* 503 when no error body can be built */
 
   /* Appends the error body for err (code and message).  0 or RD_E_NOMEM. */
   int (*encode_error)(const struct rd_error *err, struct api_buf *b);

@@ -32,18 +32,18 @@
 
 /* What the routes of /v2 are. */
 enum api_v2_kind {
-  API_V2_SERVER_META = 1,    /* GET /v2 */
-  API_V2_LIVE,               /* GET /v2/health/live */
-  API_V2_READY,              /* GET /v2/health/ready */
-  API_V2_MODEL_META,         /* GET /v2/models/M[/versions/V] */
-  API_V2_MODEL_READY,        /* GET /v2/models/M[/versions/V]/ready */
-  API_V2_INFER               /* POST /v2/models/M[/versions/V]/infer */
+  API_V2_SERVER_META = 1, /* GET /v2 */
+  API_V2_LIVE,            /* GET /v2/health/live */
+  API_V2_READY,           /* GET /v2/health/ready */
+  API_V2_MODEL_META,      /* GET /v2/models/M[/versions/V] */
+  API_V2_MODEL_READY,     /* GET /v2/models/M[/versions/V]/ready */
+  API_V2_INFER            /* POST /v2/models/M[/versions/V]/infer */
 };
 
 struct api_v2_route {
-  int kind;                  /* enum api_v2_kind */
-  int op;                    /* enum rd_op (model routes) */
-  int version;               /* operator version; 0: not in the path */
+  int kind;    /* enum api_v2_kind */
+  int op;      /* enum rd_op (model routes) */
+  int version; /* operator version; 0: not in the path */
 };
 
 /* Parses a decoded request path that starts with "/v2".  0 and `rt`, or:
@@ -57,18 +57,18 @@ int api_v2_route_parse(const char *path, struct api_v2_route *rt,
 /* What an infer request says beyond the reduction itself. */
 struct api_v2_info {
   /* Set by the caller before decoding (from the route). */
-  int op;                    /* enum rd_op */
-  int version;               /* 0: none given (the op's newest) */
+  int op;      /* enum rd_op */
+  int version; /* 0: none given (the op's newest) */
   /* Filled by the decoders. */
   int has_id;
   char id[API_V2_ID_MAX + 1];
-  int binary_output;         /* answer "reduced" as a blob */
-  int data_blob;             /* "data" comes as a blob */
-  int axes_blob;             /* "axes" comes as a blob */
-  int axes_first;            /* the axes blob precedes the data blob */
-  uint64_t data_size;        /* their binary_data_size */
+  int binary_output;  /* answer "reduced" as a blob */
+  int data_blob;      /* "data" comes as a blob */
+  int axes_blob;      /* "axes" comes as a blob */
+  int axes_first;     /* the axes blob precedes the data blob */
+  uint64_t data_size; /* their binary_data_size */
   uint64_t axes_size;
-  uint64_t blob_total;       /* sum of every binary_data_size */
+  uint64_t blob_total; /* sum of every binary_data_size */
 };
 
 /* Decodes the JSON part of an infer request (`len` bytes of `json`) into

@@ -47,20 +47,20 @@ struct bench_case {
 /* A-F are the float32 cases of the performance issue; the dtype variants
  * keep the shapes of A and C. */
 static const struct bench_case cases[] = {
-  {"A", RD_FLOAT32, 1, {67108864}, 0, {0}},
-  {"B", RD_FLOAT32, 2, {8192, 8192}, 1, {1}},
-  {"C", RD_FLOAT32, 2, {8192, 8192}, 1, {0}},
-  {"D", RD_FLOAT32, 3, {256, 512, 512}, 1, {1}},
-  {"E", RD_FLOAT32, 3, {512, 512, 256}, 2, {0, 2}},
-  {"F", RD_FLOAT32, 2, {4194304, 16}, 1, {1}},
-  {"A", RD_FLOAT16, 1, {67108864}, 0, {0}},
-  {"C", RD_FLOAT16, 2, {8192, 8192}, 1, {0}},
-  {"A", RD_BFLOAT16, 1, {67108864}, 0, {0}},
-  {"C", RD_BFLOAT16, 2, {8192, 8192}, 1, {0}},
-  {"A", RD_FLOAT64, 1, {67108864}, 0, {0}},
-  {"C", RD_FLOAT64, 2, {8192, 8192}, 1, {0}},
-  {"A", RD_INT32, 1, {67108864}, 0, {0}},
-  {"C", RD_INT32, 2, {8192, 8192}, 1, {0}},
+  { "A", RD_FLOAT32, 1, { 67108864 }, 0, { 0 } },
+  { "B", RD_FLOAT32, 2, { 8192, 8192 }, 1, { 1 } },
+  { "C", RD_FLOAT32, 2, { 8192, 8192 }, 1, { 0 } },
+  { "D", RD_FLOAT32, 3, { 256, 512, 512 }, 1, { 1 } },
+  { "E", RD_FLOAT32, 3, { 512, 512, 256 }, 2, { 0, 2 } },
+  { "F", RD_FLOAT32, 2, { 4194304, 16 }, 1, { 1 } },
+  { "A", RD_FLOAT16, 1, { 67108864 }, 0, { 0 } },
+  { "C", RD_FLOAT16, 2, { 8192, 8192 }, 1, { 0 } },
+  { "A", RD_BFLOAT16, 1, { 67108864 }, 0, { 0 } },
+  { "C", RD_BFLOAT16, 2, { 8192, 8192 }, 1, { 0 } },
+  { "A", RD_FLOAT64, 1, { 67108864 }, 0, { 0 } },
+  { "C", RD_FLOAT64, 2, { 8192, 8192 }, 1, { 0 } },
+  { "A", RD_INT32, 1, { 67108864 }, 0, { 0 } },
+  { "C", RD_INT32, 2, { 8192, 8192 }, 1, { 0 } },
 };
 
 static double now_s(void)
@@ -95,7 +95,7 @@ static uint64_t rng_next(void)
   return rng_state * 0x2545f4914f6cdd1dull;
 }
 
-static double rng_unit(void)  /* uniform in [-1, 1) */
+static double rng_unit(void) /* uniform in [-1, 1) */
 {
   return (double)(rng_next() >> 11) * 0x1p-52 - 1.0;
 }
@@ -106,8 +106,9 @@ static void fill(void *buf, int dtype, uint64_t count, int positive)
 {
   rng_state = RNG_SEED;
   for (uint64_t i = 0; i < count; i++) {
-    double v = positive ? 1.0 + ((double)(rng_next() >> 11) * 0x1p-53 - 0.5) * 1e-6
-                        : rng_unit() * 10.0;
+    double v = positive
+                 ? 1.0 + ((double)(rng_next() >> 11) * 0x1p-53 - 0.5) * 1e-6
+                 : rng_unit() * 10.0;
     switch (dtype) {
     case RD_FLOAT32: ((float *)buf)[i] = (float)v; break;
     case RD_FLOAT64: ((double *)buf)[i] = v; break;
@@ -139,7 +140,7 @@ typedef float v16sf __attribute__((vector_size(64)));
 
 static inline __attribute__((always_inline)) void probe_sum(struct probe_arg *a)
 {
-  v16sf acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
+  v16sf acc0 = { 0 }, acc1 = { 0 }, acc2 = { 0 }, acc3 = { 0 };
   size_t i = 0;
   for (; i + 64 <= a->n; i += 64) {
     v16sf x0, x1, x2, x3;
@@ -165,12 +166,22 @@ static inline __attribute__((always_inline)) void probe_sum(struct probe_arg *a)
   a->result = s;
 }
 
-static void *probe_run_base(void *argp) { probe_sum(argp); return NULL; }
+static void *probe_run_base(void *argp)
+{
+  probe_sum(argp);
+  return NULL;
+}
 #if defined(__x86_64__)
-__attribute__((target("avx2")))
-static void *probe_run_avx2(void *argp) { probe_sum(argp); return NULL; }
-__attribute__((target("avx512f")))
-static void *probe_run_avx512(void *argp) { probe_sum(argp); return NULL; }
+__attribute__((target("avx2"))) static void *probe_run_avx2(void *argp)
+{
+  probe_sum(argp);
+  return NULL;
+}
+__attribute__((target("avx512f"))) static void *probe_run_avx512(void *argp)
+{
+  probe_sum(argp);
+  return NULL;
+}
 #endif
 
 /* The probe's variant: the widest this CPU has, or the one named by
@@ -178,7 +189,8 @@ static void *probe_run_avx512(void *argp) { probe_sum(argp); return NULL; }
 static void *(*probe_pick(const char *want, const char **isa))(void *)
 {
 #if defined(__x86_64__)
-  if ((!want || !strcmp(want, "avx512f")) && __builtin_cpu_supports("avx512f")) {
+  if ((!want || !strcmp(want, "avx512f")) &&
+      __builtin_cpu_supports("avx512f")) {
     *isa = "avx512f";
     return probe_run_avx512;
   }
@@ -226,7 +238,7 @@ struct worker {
   struct rd_exec *ex;
   const void *in;
   size_t nparts;
-  size_t next;          /* shared part counter, protected by mu */
+  size_t next; /* shared part counter, protected by mu */
   pthread_mutex_t mu;
   int rc;
 };
@@ -253,7 +265,7 @@ static int run_plan(const struct rd_plan *plan, const void *in, void *out,
   double t0 = now_s();
   if (rd_exec_create(plan, &ex) != 0)
     return -1;
-  struct worker w = {ex, in, plan->nparts, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+  struct worker w = { ex, in, plan->nparts, 0, PTHREAD_MUTEX_INITIALIZER, 0 };
   pthread_t tid[64];
   for (int t = 1; t < threads; t++)
     pthread_create(&tid[t], NULL, worker_run, &w);
@@ -266,8 +278,8 @@ static int run_plan(const struct rd_plan *plan, const void *in, void *out,
   return rc;
 }
 
-#define MIN_RUNS 3       /* timed runs of a slow figure, at least */
-#define SLOW_S 2.0       /* seconds after which a figure is slow */
+#define MIN_RUNS 3 /* timed runs of a slow figure, at least */
+#define SLOW_S 2.0 /* seconds after which a figure is slow */
 
 /* ---- one row --------------------------------------------------------- */
 
@@ -290,16 +302,17 @@ static void dims_str(char *buf, size_t size, size_t n, const int64_t *v)
 {
   int k = snprintf(buf, size, "[");
   for (size_t d = 0; d < n; d++)
-    k += snprintf(buf + k, size - (size_t)k, "%s%lld", d ? "," : "", (long long)v[d]);
+    k += snprintf(buf + k, size - (size_t)k, "%s%lld", d ? "," : "",
+                  (long long)v[d]);
   snprintf(buf + k, size - (size_t)k, "]");
 }
 
 struct bench_ctx {
   int json, runs;
-  int threads[2];        /* 1 and the 'all threads' count */
+  int threads[2]; /* 1 and the 'all threads' count */
   void *in, *out;
   float *probe_buf;
-  double *t, *tp;        /* runs scratch: the plan's, the probe's */
+  double *t, *tp; /* runs scratch: the plan's, the probe's */
   int filled_dtype, filled_positive;
   uint64_t filled_count;
   int targets, targets_met;
@@ -323,8 +336,8 @@ static int bench_row(struct bench_ctx *cx, int op, const struct bench_case *bc)
     p.axes = bc->axes;
     p.naxes = bc->naxes;
   }
-  if (bc->dtype != RD_FLOAT32 && bc->dtype != RD_FLOAT16 && bc->dtype != RD_BFLOAT16 &&
-      bc->dtype != RD_FLOAT64)
+  if (bc->dtype != RD_FLOAT32 && bc->dtype != RD_FLOAT16 &&
+      bc->dtype != RD_BFLOAT16 && bc->dtype != RD_FLOAT64)
     p.overflow = RD_OVERFLOW_SATURATE;
 
   struct rd_plan plan;
@@ -358,7 +371,7 @@ static int bench_row(struct bench_ctx *cx, int op, const struct bench_case *bc)
     int thr = cx->threads[m];
     double dt;
     size_t probe_n = (size_t)(plan.in_bytes / sizeof(float));
-    probe_once(cx->probe_buf, probe_n, thr);                 /* warm-ups */
+    probe_once(cx->probe_buf, probe_n, thr); /* warm-ups */
     if (run_plan(&plan, cx->in, cx->out, thr, &dt) != 0) {
       fprintf(stderr, "bench: %s case %s %s failed\n", rd_op_name(op), bc->name,
               rd_dtype_name(bc->dtype));
@@ -387,22 +400,24 @@ static int bench_row(struct bench_ctx *cx, int op, const struct bench_case *bc)
     if (cx->json) {
       char tgt[64] = "";
       if (target)
-        snprintf(tgt, sizeof(tgt), ",\"target_pct\":%d,\"target_met\":%s", target,
-                 met ? "true" : "false");
-      printf("{\"case\":\"%s\",\"dtype\":\"%s\",\"shape\":\"%s\",\"axes\":\"%s\","
-             "\"op\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"gbs\":%.2f,"
-             "\"pct_probe\":%.1f,\"probe_gbs\":%.2f,\"parts\":%zu,\"bytes\":%llu,"
-             "\"runs\":%d%s}\n",
-             bc->name, rd_dtype_name(bc->dtype), shape, axes, rd_op_name(op), thr,
-             med * 1e3, gbs, pct, probe, plan.nparts, (unsigned long long)plan.in_bytes, done,
-             tgt);
+        snprintf(tgt, sizeof(tgt), ",\"target_pct\":%d,\"target_met\":%s",
+                 target, met ? "true" : "false");
+      printf(
+        "{\"case\":\"%s\",\"dtype\":\"%s\",\"shape\":\"%s\",\"axes\":\"%s\","
+        "\"op\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"gbs\":%.2f,"
+        "\"pct_probe\":%.1f,\"probe_gbs\":%.2f,\"parts\":%zu,\"bytes\":%llu,"
+        "\"runs\":%d%s}\n",
+        bc->name, rd_dtype_name(bc->dtype), shape, axes, rd_op_name(op), thr,
+        med * 1e3, gbs, pct, probe, plan.nparts,
+        (unsigned long long)plan.in_bytes, done, tgt);
     } else {
       char tgt[32] = "-";
       if (target)
         snprintf(tgt, sizeof(tgt), "%d%% %s", target, met ? "met" : "NOT met");
-      printf("%-4s %-9s %-16s %-18s %-9s %6d %9.2f %8.2f %5.0f%% %5zu %8.2f  %s\n", bc->name,
-             rd_dtype_name(bc->dtype), shape, axes, op_short(op), thr, med * 1e3, gbs, pct,
-             plan.nparts, probe, tgt);
+      printf(
+        "%-4s %-9s %-16s %-18s %-9s %6d %9.2f %8.2f %5.0f%% %5zu %8.2f  %s\n",
+        bc->name, rd_dtype_name(bc->dtype), shape, axes, op_short(op), thr,
+        med * 1e3, gbs, pct, plan.nparts, probe, tgt);
     }
     fflush(stdout);
   }
@@ -415,15 +430,18 @@ static int bench_row(struct bench_ctx *cx, int op, const struct bench_case *bc)
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: bench [--json] [--runs N] [--threads N] [--op NAME] [--case NAME]\n"
-             "  --json        one JSON object per line instead of a table\n"
-             "  --runs N      timed runs per figure, median reported (default %d;\n"
-             "                3 once a figure's runs took 2 s)\n"
-             "  --threads N   the 'all threads' count (default: CPUs online)\n"
-             "  --op NAME     only operator NAME (ReduceSum or Sum, ArgMax, ...)\n"
-             "  --case NAME   only cases named NAME (A..F)\n"
-             "  --probe ISA   probe variant avx512f, avx2 or baseline (default: the\n"
-             "                widest the CPU has)\n", RUNS_DEFAULT);
+  fprintf(
+    f,
+    "usage: bench [--json] [--runs N] [--threads N] [--op NAME] [--case NAME]\n"
+    "  --json        one JSON object per line instead of a table\n"
+    "  --runs N      timed runs per figure, median reported (default %d;\n"
+    "                3 once a figure's runs took 2 s)\n"
+    "  --threads N   the 'all threads' count (default: CPUs online)\n"
+    "  --op NAME     only operator NAME (ReduceSum or Sum, ArgMax, ...)\n"
+    "  --case NAME   only cases named NAME (A..F)\n"
+    "  --probe ISA   probe variant avx512f, avx2 or baseline (default: the\n"
+    "                widest the CPU has)\n",
+    RUNS_DEFAULT);
 }
 
 /* Operator by ONNX name or without its "Reduce" prefix; 0 if unknown. */
@@ -477,13 +495,16 @@ int main(int argc, char **argv)
   }
   probe_run = probe_pick(probe_want, &probe_isa);
   if (!probe_run) {
-    fprintf(stderr, "bench: --probe: '%s' is not available on this CPU\n", probe_want);
+    fprintf(stderr, "bench: --probe: '%s' is not available on this CPU\n",
+            probe_want);
     return 2;
   }
 
   /* Twice the largest input so float64 cases of the same shape fit. */
   size_t cap = 2 * (size_t)BUF_BYTES;
-  struct bench_ctx cx = {.json = json, .runs = runs, .threads = {1, threads}};
+  struct bench_ctx cx = { .json = json,
+                          .runs = runs,
+                          .threads = { 1, threads } };
   cx.in = aligned_alloc(64, cap);
   cx.out = aligned_alloc(64, 64 * MIB);
   /* The probe reads a buffer of its own, as large as the case's input (the
@@ -500,14 +521,20 @@ int main(int argc, char **argv)
   fill(cx.probe_buf, RD_FLOAT32, cap / sizeof(float), 0);
 
   if (json)
-    printf("{\"probe\":true,\"isa\":\"%s\",\"accumulators\":\"4 x 16 floats\"}\n", probe_isa);
+    printf(
+      "{\"probe\":true,\"isa\":\"%s\",\"accumulators\":\"4 x 16 floats\"}\n",
+      probe_isa);
   else {
-    printf("# read-bandwidth probe: %s, 4 x 16-float accumulators, run alternately with each "
-           "figure's runs over as many bytes on as many threads\n", probe_isa);
-    printf("# ArgMax/ArgMin reduce one axis: the last reduced axis of the case (A: axis 0); "
-           "ReduceProd/ReduceLogSum read positive data near 1\n");
-    printf("%-4s %-9s %-16s %-18s %-9s %6s %9s %8s %6s %5s %8s  %s\n", "case", "dtype", "shape",
-           "axes", "op", "thr", "median_ms", "GB/s", "%probe", "parts", "probe", "target");
+    printf(
+      "# read-bandwidth probe: %s, 4 x 16-float accumulators, run alternately with each "
+      "figure's runs over as many bytes on as many threads\n",
+      probe_isa);
+    printf(
+      "# ArgMax/ArgMin reduce one axis: the last reduced axis of the case (A: axis 0); "
+      "ReduceProd/ReduceLogSum read positive data near 1\n");
+    printf("%-4s %-9s %-16s %-18s %-9s %6s %9s %8s %6s %5s %8s  %s\n", "case",
+           "dtype", "shape", "axes", "op", "thr", "median_ms", "GB/s", "%probe",
+           "parts", "probe", "target");
   }
 
   int failed = 0;
@@ -525,12 +552,14 @@ int main(int argc, char **argv)
     }
   }
   if (json)
-    printf("{\"summary\":true,\"probe_isa\":\"%s\",\"targets\":%d,\"targets_met\":%d}\n",
-           probe_isa, cx.targets, cx.targets_met);
+    printf(
+      "{\"summary\":true,\"probe_isa\":\"%s\",\"targets\":%d,\"targets_met\":%d}\n",
+      probe_isa, cx.targets, cx.targets_met);
   else
-    printf("target: every float32 case (A-F) at >= 85%% of the probe (ReduceProd, "
-           "ReduceLogSumExp: >= 40%%) on 1 and on %d threads: %d of %d met\n",
-           threads, cx.targets_met, cx.targets);
+    printf(
+      "target: every float32 case (A-F) at >= 85%% of the probe (ReduceProd, "
+      "ReduceLogSumExp: >= 40%%) on 1 and on %d threads: %d of %d met\n",
+      threads, cx.targets_met, cx.targets);
   free(cx.t);
   free(cx.tp);
   free(cx.probe_buf);

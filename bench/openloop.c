@@ -42,31 +42,31 @@
 #include <sys/stat.h>
 
 #define MAX_HEADERS 32
-#define MAX_REQUESTS 20000000u     /* bounds the latency array (160 MB) */
+#define MAX_REQUESTS 20000000u /* bounds the latency array (160 MB) */
 #define MAX_BODY (1024u * 1024u * 1024u)
-#define RX_HEADER_CAP 16384        /* response status line and headers */
-#define SCRATCH_CAP 65536          /* response body bytes are counted only */
+#define RX_HEADER_CAP 16384 /* response status line and headers */
+#define SCRATCH_CAP 65536   /* response body bytes are counted only */
 
 enum conn_state {
-  C_CONNECTING,   /* non-blocking connect in progress */
-  C_IDLE,         /* on the free list */
-  C_SENDING,      /* request partly written */
-  C_READING,      /* request written, response not complete */
-  C_DEAD          /* closed; freed when it leaves the free list */
+  C_CONNECTING, /* non-blocking connect in progress */
+  C_IDLE,       /* on the free list */
+  C_SENDING,    /* request partly written */
+  C_READING,    /* request written, response not complete */
+  C_DEAD        /* closed; freed when it leaves the free list */
 };
 
 struct conn {
   int fd;
   enum conn_state state;
-  struct conn *prev, *next;  /* the thread's open connections */
+  struct conn *prev, *next; /* the thread's open connections */
   size_t sent;              /* bytes of the request written */
   uint64_t due_ns;          /* due time of the request in flight */
   char hdr[RX_HEADER_CAP];  /* response head so far */
   size_t hdrlen;
-  int have_head;            /* hdr holds the whole head */
-  uint64_t body_left;       /* response body bytes still to come */
+  int have_head;      /* hdr holds the whole head */
+  uint64_t body_left; /* response body bytes still to come */
   int status;
-  int close_after;          /* response said Connection: close */
+  int close_after; /* response said Connection: close */
 };
 
 /* Where the threads line up: t0 is set once every pool is connected. */
@@ -81,9 +81,9 @@ struct start {
 struct gen {
   /* settings */
   int port;
-  double rate;              /* of the whole schedule */
+  double rate; /* of the whole schedule */
   int tid, nthreads;
-  uint64_t total;           /* this thread's requests */
+  uint64_t total; /* this thread's requests */
   int init_conns, max_conns;
   double timeout_s;
   const char *label;
@@ -93,23 +93,23 @@ struct gen {
   size_t reqlen;
   /* run state */
   int ep;
-  int no_pwait2;            /* epoll_pwait2 missing: ms timeouts */
+  int no_pwait2; /* epoll_pwait2 missing: ms timeouts */
   uint64_t t0;
-  uint64_t next;            /* next request to send */
+  uint64_t next; /* next request to send */
   uint64_t inflight;
   int nconns, connecting, peak_conns;
-  struct conn *open;        /* list of open connections */
-  struct conn **free_list;  /* stack of idle (or dead) connections */
+  struct conn *open;       /* list of open connections */
+  struct conn **free_list; /* stack of idle (or dead) connections */
   int nfree, free_cap;
   /* results */
-  uint64_t *lat_ns;         /* of 2xx responses */
+  uint64_t *lat_ns; /* of 2xx responses */
   uint64_t nlat, ok, non2xx, io_errors, connect_errors;
   uint64_t last_done_ns, max_lag_ns;
-  int statuses[8];          /* first distinct non-2xx codes */
+  int statuses[8]; /* first distinct non-2xx codes */
   int nstatuses;
   struct start *start;
-  int failed;               /* could not connect */
-  char scratch[SCRATCH_CAP];  /* response body bytes are counted only */
+  int failed;                /* could not connect */
+  char scratch[SCRATCH_CAP]; /* response body bytes are counted only */
 };
 
 static uint64_t now_ns(void)
@@ -121,8 +121,9 @@ static uint64_t now_ns(void)
 
 static uint64_t due_of(const struct gen *g, uint64_t i)
 {
-  return g->t0 + (uint64_t)((double)(i * (uint64_t)g->nthreads + (uint64_t)g->tid) * 1e9 /
-                            g->rate);
+  return g->t0 +
+         (uint64_t)((double)(i * (uint64_t)g->nthreads + (uint64_t)g->tid) *
+                    1e9 / g->rate);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -207,8 +208,8 @@ static int conn_open(struct gen *g)
     free(c);
     return -1;
   }
-  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                           .data.ptr = c};
+  struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                            .data.ptr = c };
   if (epoll_ctl(g->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
     if (c->state == C_CONNECTING)
       g->connecting--;
@@ -263,7 +264,8 @@ static void request_failed(struct gen *g, struct conn *c)
   conn_close(g, c);
 }
 
-static void start_request(struct gen *g, struct conn *c, uint64_t due, uint64_t now)
+static void start_request(struct gen *g, struct conn *c, uint64_t due,
+                          uint64_t now)
 {
   c->state = C_SENDING;
   c->sent = 0;
@@ -291,7 +293,8 @@ static int parse_head(struct conn *c, size_t end)
   c->status = atoi(line + 9);
   if (c->status < 100 || c->status > 999)
     return -1;
-  for (char *p = strstr(line, "\r\n"); p != NULL && p[2] != '\0'; p = strstr(p + 2, "\r\n")) {
+  for (char *p = strstr(line, "\r\n"); p != NULL && p[2] != '\0';
+       p = strstr(p + 2, "\r\n")) {
     char *h = p + 2;
     if (strncasecmp(h, "Content-Length:", 15) == 0) {
       char *e;
@@ -302,7 +305,7 @@ static int parse_head(struct conn *c, size_t end)
       c->body_left = v;
       have_len = 1;
     } else if (strncasecmp(h, "Transfer-Encoding:", 18) == 0) {
-      return -1;   /* chunked: not supported */
+      return -1; /* chunked: not supported */
     } else if (strncasecmp(h, "Connection:", 11) == 0) {
       const char *v = h + 11;
       while (*v == ' ')
@@ -350,7 +353,7 @@ static void conn_read(struct gen *g, struct conn *c)
       cap = SCRATCH_CAP;
     }
     if (cap == 0) {
-      request_failed(g, c);   /* head too large */
+      request_failed(g, c); /* head too large */
       return;
     }
     ssize_t n = read(c->fd, buf, cap);
@@ -360,13 +363,13 @@ static void conn_read(struct gen *g, struct conn *c)
       return;
     if (n <= 0) {
       if (c->state == C_IDLE || c->state == C_CONNECTING)
-        conn_close(g, c);     /* server closed an unused connection */
+        conn_close(g, c); /* server closed an unused connection */
       else
         request_failed(g, c);
       return;
     }
     if (c->state != C_READING && c->state != C_SENDING) {
-      conn_close(g, c);       /* bytes nobody asked for */
+      conn_close(g, c); /* bytes nobody asked for */
       return;
     }
     uint64_t extra;
@@ -387,7 +390,7 @@ static void conn_read(struct gen *g, struct conn *c)
       extra = (uint64_t)n;
     }
     if (extra > c->body_left) {
-      request_failed(g, c);   /* more than Content-Length */
+      request_failed(g, c); /* more than Content-Length */
       return;
     }
     c->body_left -= extra;
@@ -430,11 +433,12 @@ static void conn_event(struct gen *g, struct conn *c, uint32_t events)
 
 /* Waits for events until `until` (ns precision where the kernel has
  * epoll_pwait2, else rounded up to the next millisecond). */
-static int wait_events(struct gen *g, struct epoll_event *evs, int max, uint64_t until)
+static int wait_events(struct gen *g, struct epoll_event *evs, int max,
+                       uint64_t until)
 {
   uint64_t now = now_ns(), d = until > now ? until - now : 0;
   if (!g->no_pwait2) {
-    struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+    struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
     int n = epoll_pwait2(g->ep, evs, max, &ts, NULL);
     if (n >= 0 || errno != ENOSYS)
       return n;
@@ -449,7 +453,7 @@ static int run(struct gen *g)
 
   if ((g->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
     perror("openloop: epoll_create1");
-    g->failed = 1;   /* still meets the others at the barrier */
+    g->failed = 1; /* still meets the others at the barrier */
   }
   /* Open the initial pool and wait (up to 5 s) until it is connected;
    * then wait for the other threads and main's t0. */
@@ -491,7 +495,7 @@ static int run(struct gen *g)
             g->connect_errors++;
             break;
           }
-        c = pop_free(g);   /* a connect on loopback may finish at once */
+        c = pop_free(g); /* a connect on loopback may finish at once */
         if (c == NULL)
           break;
       }
@@ -503,14 +507,16 @@ static int run(struct gen *g)
     if (now >= drain_end)
       break;
     if (g->nconns == 0 && g->connecting == 0 && g->connect_errors > 0) {
-      fprintf(stderr, "openloop: lost every connection to 127.0.0.1:%d\n", g->port);
+      fprintf(stderr, "openloop: lost every connection to 127.0.0.1:%d\n",
+              g->port);
       break;
     }
     /* Wake at the next due time; with requests already waiting, on an
      * event (a response frees a connection, a connect completes).  The
      * drain deadline is the backstop. */
     uint64_t until = drain_end;
-    if (g->next < g->total && due_of(g, g->next) > now && due_of(g, g->next) < until)
+    if (g->next < g->total && due_of(g, g->next) > now &&
+        due_of(g, g->next) < until)
       until = due_of(g, g->next);
     int n = wait_events(g, evs, 256, until);
     if (n < 0 && errno != EINTR) {
@@ -529,7 +535,7 @@ static void *thread_main(void *arg)
   if (run(g) != 0)
     g->failed = 1;
   while (g->open)
-    conn_close(g, g->open);   /* idle ones stay on the free list */
+    conn_close(g, g->open); /* idle ones stay on the free list */
   while (pop_free(g))
     ;
   free(g->free_list);
@@ -577,7 +583,7 @@ static double pct_ms(const uint64_t *v, uint64_t n, double q)
 {
   if (n == 0)
     return 0;
-  uint64_t rank = (uint64_t)ceil(q * (double)n);  /* nearest rank */
+  uint64_t rank = (uint64_t)ceil(q * (double)n); /* nearest rank */
   if (rank < 1)
     rank = 1;
   if (rank > n)
@@ -611,39 +617,44 @@ static void report(struct gen *g)
     span_s = sched_s;
   double achieved = (double)(g->ok + g->non2xx) / span_s;
   qsort(g->lat_ns, g->nlat, sizeof *g->lat_ns, cmp_u64);
-  double p50 = pct_ms(g->lat_ns, g->nlat, 0.50), p99 = pct_ms(g->lat_ns, g->nlat, 0.99);
+  double p50 = pct_ms(g->lat_ns, g->nlat, 0.50),
+         p99 = pct_ms(g->lat_ns, g->nlat, 0.99);
   double p999 = pct_ms(g->lat_ns, g->nlat, 0.999);
   double max = g->nlat ? (double)g->lat_ns[g->nlat - 1] / 1e6 : 0;
   char codes[64] = "";
   int n = 0;
   for (int i = 0; i < g->nstatuses; i++)
-    n += snprintf(codes + n, sizeof codes - (size_t)n, "%s%d", i ? "," : "", g->statuses[i]);
+    n += snprintf(codes + n, sizeof codes - (size_t)n, "%s%d", i ? "," : "",
+                  g->statuses[i]);
 
   if (g->json) {
     printf("{\"label\":");
     json_string(g->label);
-    printf(",\"rate\":%.1f,\"duration_s\":%.3f,\"requests\":%llu,\"ok\":%llu,"
-           "\"errors\":%llu,\"non2xx\":%llu,\"non2xx_codes\":[%s],\"io_errors\":%llu,"
-           "\"timeouts\":%llu,\"unsent\":%llu,\"connect_errors\":%llu,"
-           "\"achieved_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-           "\"max_ms\":%.3f,\"threads\":%d,\"connections\":%d,\"max_send_lag_ms\":%.3f}\n",
-           g->rate, sched_s, (unsigned long long)g->total, (unsigned long long)g->ok,
-           (unsigned long long)errors, (unsigned long long)g->non2xx, codes,
-           (unsigned long long)g->io_errors, (unsigned long long)timeouts,
-           (unsigned long long)unsent, (unsigned long long)g->connect_errors, achieved,
-           p50, p99, p999, max, g->nthreads, g->peak_conns, (double)g->max_lag_ns / 1e6);
+    printf(
+      ",\"rate\":%.1f,\"duration_s\":%.3f,\"requests\":%llu,\"ok\":%llu,"
+      "\"errors\":%llu,\"non2xx\":%llu,\"non2xx_codes\":[%s],\"io_errors\":%llu,"
+      "\"timeouts\":%llu,\"unsent\":%llu,\"connect_errors\":%llu,"
+      "\"achieved_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
+      "\"max_ms\":%.3f,\"threads\":%d,\"connections\":%d,\"max_send_lag_ms\":%.3f}\n",
+      g->rate, sched_s, (unsigned long long)g->total, (unsigned long long)g->ok,
+      (unsigned long long)errors, (unsigned long long)g->non2xx, codes,
+      (unsigned long long)g->io_errors, (unsigned long long)timeouts,
+      (unsigned long long)unsent, (unsigned long long)g->connect_errors,
+      achieved, p50, p99, p999, max, g->nthreads, g->peak_conns,
+      (double)g->max_lag_ns / 1e6);
   } else {
-    printf("%s: %.0f/s for %.1f s: %llu requests, %llu ok, %llu errors", g->label,
-           g->rate, sched_s, (unsigned long long)g->total, (unsigned long long)g->ok,
-           (unsigned long long)errors);
+    printf("%s: %.0f/s for %.1f s: %llu requests, %llu ok, %llu errors",
+           g->label, g->rate, sched_s, (unsigned long long)g->total,
+           (unsigned long long)g->ok, (unsigned long long)errors);
     if (errors)
       printf(" (non-2xx %llu%s%s%s, io %llu, timeout %llu, unsent %llu)",
              (unsigned long long)g->non2xx, n ? " [" : "", codes, n ? "]" : "",
              (unsigned long long)g->io_errors, (unsigned long long)timeouts,
              (unsigned long long)unsent);
-    printf("; achieved %.0f/s; latency p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, "
-           "max %.3f ms; %d connections\n",
-           achieved, p50, p99, p999, max, g->peak_conns);
+    printf(
+      "; achieved %.0f/s; latency p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, "
+      "max %.3f ms; %d connections\n",
+      achieved, p50, p99, p999, max, g->peak_conns);
   }
   fflush(stdout);
 }
@@ -652,24 +663,25 @@ static void report(struct gen *g)
 
 static void usage(FILE *f)
 {
-  fprintf(f,
-          "usage: openloop --port N --rate R [options]\n"
-          "  --port N             server port on 127.0.0.1 (loopback only)\n"
-          "  --rate R             requests per second, on a fixed schedule\n"
-          "  --duration S         schedule length in seconds (default 10, <= 3600)\n"
-          "  --requests N         schedule length in requests (instead of --duration)\n"
-          "  --method M           default GET, or POST with --body\n"
-          "  --path P             request target (default /)\n"
-          "  --header 'K: V'      extra request header (repeatable, up to %d)\n"
-          "  --body FILE          request body (Content-Length is added)\n"
-          "  --connections N      keep-alive connections opened first (default 32)\n"
-          "  --max-connections N  more are opened while requests wait (default 128)\n"
-          "  --threads N          sending threads, each with its share of the schedule\n"
-          "                       and of the connections (default 2)\n"
-          "  --timeout S          wait after the last due time for answers (default 10)\n"
-          "  --label TEXT         names the run in the output (default openloop)\n"
-          "  --json               one JSON object instead of a line of text\n",
-          MAX_HEADERS);
+  fprintf(
+    f,
+    "usage: openloop --port N --rate R [options]\n"
+    "  --port N             server port on 127.0.0.1 (loopback only)\n"
+    "  --rate R             requests per second, on a fixed schedule\n"
+    "  --duration S         schedule length in seconds (default 10, <= 3600)\n"
+    "  --requests N         schedule length in requests (instead of --duration)\n"
+    "  --method M           default GET, or POST with --body\n"
+    "  --path P             request target (default /)\n"
+    "  --header 'K: V'      extra request header (repeatable, up to %d)\n"
+    "  --body FILE          request body (Content-Length is added)\n"
+    "  --connections N      keep-alive connections opened first (default 32)\n"
+    "  --max-connections N  more are opened while requests wait (default 128)\n"
+    "  --threads N          sending threads, each with its share of the schedule\n"
+    "                       and of the connections (default 2)\n"
+    "  --timeout S          wait after the last due time for answers (default 10)\n"
+    "  --label TEXT         names the run in the output (default openloop)\n"
+    "  --json               one JSON object instead of a line of text\n",
+    MAX_HEADERS);
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)
@@ -693,7 +705,8 @@ static char *read_file(const char *path, size_t *len)
     return NULL;
   }
   char *buf = malloc((size_t)st.st_size + 1);
-  if (buf == NULL || fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+  if (buf == NULL ||
+      fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
     free(buf);
     fclose(f);
     return NULL;
@@ -709,7 +722,8 @@ int main(int argc, char **argv)
   const char *method = NULL, *path = "/", *body_file = NULL;
   const char *headers[MAX_HEADERS];
   int nheaders = 0;
-  double port = 0, rate = 0, duration = 10, requests = 0, conns = 32, maxconns = 128;
+  double port = 0, rate = 0, duration = 10, requests = 0, conns = 32,
+         maxconns = 128;
   double timeout = 10, threads = 2;
 
   memset(&g, 0, sizeof g);
@@ -772,8 +786,8 @@ int main(int argc, char **argv)
   }
   double total = requests > 0 ? requests : rate * duration;
   if (total < 1 || total > MAX_REQUESTS) {
-    fprintf(stderr, "openloop: the schedule has %.0f requests (1 to %u)\n", total,
-            MAX_REQUESTS);
+    fprintf(stderr, "openloop: the schedule has %.0f requests (1 to %u)\n",
+            total, MAX_REQUESTS);
     return 2;
   }
   g.port = (int)port;
@@ -786,8 +800,8 @@ int main(int argc, char **argv)
   char *body = NULL;
   size_t bodylen = 0;
   if (body_file && (body = read_file(body_file, &bodylen)) == NULL) {
-    fprintf(stderr, "openloop: --body %s: cannot read (or over %u bytes)\n", body_file,
-            MAX_BODY);
+    fprintf(stderr, "openloop: --body %s: cannot read (or over %u bytes)\n",
+            body_file, MAX_BODY);
     return 2;
   }
   if (method == NULL)
@@ -795,14 +809,16 @@ int main(int argc, char **argv)
   size_t headlen = strlen(method) + strlen(path) + 128;
   for (int i = 0; i < nheaders; i++) {
     if (strpbrk(headers[i], "\r\n") || !strchr(headers[i], ':')) {
-      fprintf(stderr, "openloop: --header '%s': want 'Name: value' on one line\n",
+      fprintf(stderr,
+              "openloop: --header '%s': want 'Name: value' on one line\n",
               headers[i]);
       return 2;
     }
     headlen += strlen(headers[i]) + 2;
   }
   if (strpbrk(method, " \r\n") || strpbrk(path, " \r\n")) {
-    fprintf(stderr, "openloop: --method/--path may not hold spaces or line breaks\n");
+    fprintf(stderr,
+            "openloop: --method/--path may not hold spaces or line breaks\n");
     return 2;
   }
   g.req = malloc(headlen + bodylen);
@@ -811,12 +827,13 @@ int main(int argc, char **argv)
     fprintf(stderr, "openloop: out of memory\n");
     return 1;
   }
-  int n = snprintf(g.req, headlen, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n", method, path,
-                   g.port);
+  int n = snprintf(g.req, headlen, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n",
+                   method, path, g.port);
   for (int i = 0; i < nheaders; i++)
     n += snprintf(g.req + n, headlen - (size_t)n, "%s\r\n", headers[i]);
   if (body_file)
-    n += snprintf(g.req + n, headlen - (size_t)n, "Content-Length: %zu\r\n", bodylen);
+    n += snprintf(g.req + n, headlen - (size_t)n, "Content-Length: %zu\r\n",
+                  bodylen);
   n += snprintf(g.req + n, headlen - (size_t)n, "\r\n");
   if (bodylen)
     memcpy(g.req + n, body, bodylen);
@@ -845,7 +862,8 @@ int main(int argc, char **argv)
     memcpy(t, &g, sizeof g);
     t->tid = k;
     t->nthreads = nthreads;
-    t->total = (g.total - (uint64_t)k + (uint64_t)nthreads - 1) / (uint64_t)nthreads;
+    t->total = (g.total - (uint64_t)k + (uint64_t)nthreads - 1) /
+               (uint64_t)nthreads;
     t->init_conns = (g.init_conns + nthreads - 1) / nthreads;
     t->max_conns = (g.max_conns + nthreads - 1) / nthreads;
     t->lat_ns = g.lat_ns + offset;
@@ -856,7 +874,7 @@ int main(int argc, char **argv)
       return 1;
     }
   }
-  pthread_barrier_wait(&start.bar);   /* every pool connected, or failed */
+  pthread_barrier_wait(&start.bar); /* every pool connected, or failed */
   for (int k = 0; k < nthreads; k++)
     start.failed |= gens[k].failed;
   start.t0 = now_ns() + 1000000u;

@@ -43,8 +43,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
   (void)cls, (void)url, (void)method, (void)version;
 
   if (u == NULL) {
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = MHD_lookup_connection_value(
+      conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if ((u = calloc(1, sizeof *u)) == NULL)
       return MHD_NO;
     u->cap = cl ? strtoull(cl, NULL, 10) : 0;
@@ -71,7 +71,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
   }
   static const char ok[] = "ok\n";
   struct MHD_Response *r = MHD_create_response_from_buffer(
-      sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
+    sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
   enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
   MHD_destroy_response(r);
   return ret;
@@ -103,16 +103,16 @@ int main(int argc, char **argv)
   sa.sin_addr.s_addr = htonl(0x7f000001);
   /* Same connection buffer as the daemon, so both read in equal chunks. */
   struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-      handler, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handler,
+    NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+    (size_t)(32 * 1024), MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+    MHD_OPTION_END);
   if (d == NULL) {
     fprintf(stderr, "sink: cannot start\n");
     return 1;
   }
   const union MHD_DaemonInfo *info =
-      MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   FILE *f = fopen(argv[1], "w");
   if (f == NULL || info == NULL) {
     fprintf(stderr, "sink: cannot write %s\n", argv[1]);

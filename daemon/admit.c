@@ -9,7 +9,7 @@
  * idle handle started by admit_release()/admit_resize(), never inside the
  * caller's own call.
  */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <assert.h>
 #include <stddef.h>
@@ -20,16 +20,14 @@
 #include "log.h"
 #include "metrics.h"
 
-static uint64_t
-now_ns(void)
+static uint64_t now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void
-gauges(struct admit *a)
+static void gauges(struct admit *a)
 {
   if (a->metrics != NULL)
     metrics_admit_set(a->metrics, (long)a->waiting, a->inflight_bytes);
@@ -37,14 +35,12 @@ gauges(struct admit *a)
 
 /* Fits next to what is admitted (an empty gate takes anything that is
  * within the budget: admit_request refused the rest). */
-static int
-fits(const struct admit *a, uint64_t bytes)
+static int fits(const struct admit *a, uint64_t bytes)
 {
   return a->admitted == 0 || bytes <= a->max_bytes - a->inflight_bytes;
 }
 
-static void
-take(struct admit *a, struct admit_ticket *t)
+static void take(struct admit *a, struct admit_ticket *t)
 {
   t->state = ADMIT_T_ADMITTED;
   a->admitted++;
@@ -54,8 +50,7 @@ take(struct admit *a, struct admit_ticket *t)
     metrics_queue_wait(a->metrics, now_ns() - t->t0_ns);
 }
 
-static void
-unlink_waiter(struct admit *a, struct admit_ticket *t)
+static void unlink_waiter(struct admit *a, struct admit_ticket *t)
 {
   assert(t->state == ADMIT_T_WAITING && a->waiting > 0);
   if (t->prev != NULL)
@@ -73,8 +68,7 @@ unlink_waiter(struct admit *a, struct admit_ticket *t)
 static void timer_cb(uv_timer_t *h);
 
 /* The timer follows the head's deadline. */
-static void
-arm(struct admit *a)
+static void arm(struct admit *a)
 {
   uint64_t now, due;
 
@@ -91,8 +85,7 @@ arm(struct admit *a)
 }
 
 /* Admits waiters from the head while they fit; their callbacks run. */
-static void
-pump(struct admit *a)
+static void pump(struct admit *a)
 {
   struct admit_ticket *t;
 
@@ -100,27 +93,23 @@ pump(struct admit *a)
     unlink_waiter(a, t);
     take(a, t);
     gauges(a);
-    t->cb(t, ADMIT_OK);   /* may release or request: re-read the head */
+    t->cb(t, ADMIT_OK); /* may release or request: re-read the head */
   }
   gauges(a);
   arm(a);
 }
 
-static void
-kick_cb(uv_idle_t *h)
+static void kick_cb(uv_idle_t *h)
 {
-  struct admit *a = (struct admit *)((char *)h - offsetof(struct admit,
-                                                            kick));
+  struct admit *a = (struct admit *)((char *)h - offsetof(struct admit, kick));
 
   uv_idle_stop(h);
   pump(a);
 }
 
-static void
-timer_cb(uv_timer_t *h)
+static void timer_cb(uv_timer_t *h)
 {
-  struct admit *a = (struct admit *)((char *)h - offsetof(struct admit,
-                                                            timer));
+  struct admit *a = (struct admit *)((char *)h - offsetof(struct admit, timer));
   uint64_t now = now_ns(), tmo = a->timeout_ms * 1000000u;
   struct admit_ticket *t;
 
@@ -131,20 +120,18 @@ timer_cb(uv_timer_t *h)
     gauges(a);
     t->cb(t, ADMIT_TIMEOUT);
   }
-  pump(a);   /* a large head gone may let the next ones in */
+  pump(a); /* a large head gone may let the next ones in */
 }
 
 /* Later, from the loop: waiters that may fit now. */
-static void
-kick(struct admit *a)
+static void kick(struct admit *a)
 {
   if (a->handles && a->head != NULL && !a->closing)
     uv_idle_start(&a->kick, kick_cb);
 }
 
-int
-admit_init(struct admit *a, uv_loop_t *loop, struct metrics *m,
-           uint64_t max_bytes, uint64_t max_pending, uint64_t timeout_s)
+int admit_init(struct admit *a, uv_loop_t *loop, struct metrics *m,
+               uint64_t max_bytes, uint64_t max_pending, uint64_t timeout_s)
 {
   int rc;
 
@@ -165,9 +152,8 @@ admit_init(struct admit *a, uv_loop_t *loop, struct metrics *m,
   return 0;
 }
 
-enum admit_result
-admit_request(struct admit *a, struct admit_ticket *t, uint64_t bytes,
-              admit_cb cb, void *arg)
+enum admit_result admit_request(struct admit *a, struct admit_ticket *t,
+                                uint64_t bytes, admit_cb cb, void *arg)
 {
   assert(t->state == ADMIT_T_NONE);
   if (bytes > a->max_bytes)
@@ -198,8 +184,7 @@ admit_request(struct admit *a, struct admit_ticket *t, uint64_t bytes,
   return ADMIT_WAIT;
 }
 
-void
-admit_resize(struct admit *a, struct admit_ticket *t, uint64_t bytes)
+void admit_resize(struct admit *a, struct admit_ticket *t, uint64_t bytes)
 {
   if (t->state != ADMIT_T_ADMITTED || bytes == t->bytes)
     return;
@@ -210,8 +195,7 @@ admit_resize(struct admit *a, struct admit_ticket *t, uint64_t bytes)
   gauges(a);
 }
 
-void
-admit_release(struct admit *a, struct admit_ticket *t)
+void admit_release(struct admit *a, struct admit_ticket *t)
 {
   switch (t->state) {
   case ADMIT_T_ADMITTED:
@@ -225,26 +209,23 @@ admit_release(struct admit *a, struct admit_ticket *t)
     unlink_waiter(a, t);
     if (was_head) {
       arm(a);
-      kick(a);   /* the next one may fit where the head did not */
+      kick(a); /* the next one may fit where the head did not */
     }
     break;
   }
-  default:
-    return;
+  default: return;
   }
   t->state = ADMIT_T_NONE;
   t->bytes = 0;
   gauges(a);
 }
 
-double
-admit_waited(const struct admit_ticket *t)
+double admit_waited(const struct admit_ticket *t)
 {
   return (double)(now_ns() - t->t0_ns) / 1e9;
 }
 
-void
-admit_close(struct admit *a)
+void admit_close(struct admit *a)
 {
   if (!a->handles)
     return;

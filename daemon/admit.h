@@ -35,8 +35,8 @@ struct admit_ticket;
 
 /* How a wait ended. */
 enum admit_outcome {
-  ADMIT_OK = 0,         /* admitted: the body may be read now */
-  ADMIT_TIMEOUT         /* waited --queue-timeout: answer 503 Retry-After;
+  ADMIT_OK = 0, /* admitted: the body may be read now */
+  ADMIT_TIMEOUT /* waited --queue-timeout: answer 503 Retry-After;
                          * the ticket is released already */
 };
 
@@ -47,14 +47,14 @@ typedef void (*admit_cb)(struct admit_ticket *t, enum admit_outcome how);
 
 /* What admit_request() decided. */
 enum admit_result {
-  ADMIT_NOW = 0,        /* admitted: go on reading */
-  ADMIT_WAIT,           /* queued: suspend; `cb` runs later, once */
-  ADMIT_E_TOO_LARGE,    /* more than --max-inflight-bytes: 413 */
-  ADMIT_E_FULL          /* --max-pending admitted plus waiting: 503 */
+  ADMIT_NOW = 0,     /* admitted: go on reading */
+  ADMIT_WAIT,        /* queued: suspend; `cb` runs later, once */
+  ADMIT_E_TOO_LARGE, /* more than --max-inflight-bytes: 413 */
+  ADMIT_E_FULL       /* --max-pending admitted plus waiting: 503 */
 };
 
 enum admit_ticket_state {
-  ADMIT_T_NONE = 0,     /* zeroed, released, timed out or refused */
+  ADMIT_T_NONE = 0, /* zeroed, released, timed out or refused */
   ADMIT_T_WAITING,
   ADMIT_T_ADMITTED
 };
@@ -63,25 +63,25 @@ enum admit_ticket_state {
  * unmoved while WAITING (it is linked in the queue). */
 struct admit_ticket {
   enum admit_ticket_state state;
-  uint64_t bytes;                 /* counted in inflight while ADMITTED */
-  uint64_t t0_ns;                 /* CLOCK_MONOTONIC at admit_request */
+  uint64_t bytes; /* counted in inflight while ADMITTED */
+  uint64_t t0_ns; /* CLOCK_MONOTONIC at admit_request */
   admit_cb cb;
-  void *arg;                      /* the caller's, for `cb` */
+  void *arg; /* the caller's, for `cb` */
   struct admit_ticket *next, *prev;
 };
 
 struct admit {
   uv_loop_t *loop;
-  struct metrics *metrics;        /* optional */
-  uint64_t max_bytes;             /* --max-inflight-bytes */
-  uint64_t max_pending;           /* --max-pending: admitted + waiting */
-  uint64_t timeout_ms;            /* --queue-timeout */
-  uint64_t inflight_bytes;        /* sum of admitted tickets' bytes */
+  struct metrics *metrics; /* optional */
+  uint64_t max_bytes;      /* --max-inflight-bytes */
+  uint64_t max_pending;    /* --max-pending: admitted + waiting */
+  uint64_t timeout_ms;     /* --queue-timeout */
+  uint64_t inflight_bytes; /* sum of admitted tickets' bytes */
   size_t admitted, waiting;
-  struct admit_ticket *head, *tail;   /* FIFO of the waiting */
-  uv_timer_t timer;               /* the head's deadline */
-  uv_idle_t kick;                 /* runs admissions freed by a release */
-  int handles;                    /* timer and kick initialised */
+  struct admit_ticket *head, *tail; /* FIFO of the waiting */
+  uv_timer_t timer;                 /* the head's deadline */
+  uv_idle_t kick;                   /* runs admissions freed by a release */
+  int handles;                      /* timer and kick initialised */
   int closing;
   uint64_t admitted_total, timeouts_total;
 };

@@ -1,6 +1,6 @@
 /* auth.c - API keys and TLS material (auth.h).  Secrets are wiped before
  * they are freed and never logged. */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,8 +15,7 @@
  * in full whatever matched before, and each comparison runs over the key's
  * length only, so the time depends on the key file, not on how much of a
  * key the client guessed. */
-static int
-key_matches(const struct auth *a, const char *tok, size_t n)
+static int key_matches(const struct auth *a, const char *tok, size_t n)
 {
   unsigned found = 0;
 
@@ -32,8 +31,8 @@ key_matches(const struct auth *a, const char *tok, size_t n)
   return found != 0;
 }
 
-int
-auth_allows(const struct auth *a, const char *url, const char *authorization)
+int auth_allows(const struct auth *a, const char *url,
+                const char *authorization)
 {
   const char *h = authorization, *end;
 
@@ -54,8 +53,7 @@ auth_allows(const struct auth *a, const char *url, const char *authorization)
 
 /* Reads `path` (at most AUTH_FILE_MAX bytes) into a NUL-terminated buffer;
  * `what` names the option in the messages, which never quote the content. */
-static char *
-read_small_file(const char *path, const char *what, size_t *len)
+static char *read_small_file(const char *path, const char *what, size_t *len)
 {
   FILE *f = fopen(path, "rb");
   char *buf;
@@ -88,8 +86,7 @@ read_small_file(const char *path, const char *what, size_t *len)
 /* One key a line (auth.h); surrounding blanks and a CR are dropped, and
  * empty lines and lines starting with '#' are skipped.  Keys are never
  * logged. */
-int
-auth_load_keys(struct auth *a, const char *path)
+int auth_load_keys(struct auth *a, const char *path)
 {
   size_t len, n = 0, cap = 0;
   char *text = read_small_file(path, "--api-key-file", &len);
@@ -109,8 +106,7 @@ auth_load_keys(struct auth *a, const char *path)
     while (*line == ' ' || *line == '\t')
       line++;
     end = line + strlen(line);
-    while (end > line && (end[-1] == ' ' || end[-1] == '\t' ||
-                          end[-1] == '\r'))
+    while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
       *--end = '\0';
     if (*line == '\0' || *line == '#')
       continue;
@@ -153,19 +149,16 @@ fail:
   return -1;
 }
 
-int
-auth_load_tls(struct auth *a, const char *cert_path, const char *key_path)
+int auth_load_tls(struct auth *a, const char *cert_path, const char *key_path)
 {
   size_t n;
 
   a->tls_cert = read_small_file(cert_path, "--tls-cert", &n);
-  a->tls_key = a->tls_cert ? read_small_file(key_path, "--tls-key", &n)
-                           : NULL;
+  a->tls_key = a->tls_cert ? read_small_file(key_path, "--tls-key", &n) : NULL;
   return a->tls_key != NULL ? 0 : -1;
 }
 
-void
-auth_free(struct auth *a)
+void auth_free(struct auth *a)
 {
   for (size_t k = 0; k < a->nkeys; k++) {
     explicit_bzero(a->keys[k], a->key_lens[k]);

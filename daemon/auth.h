@@ -13,10 +13,10 @@
 #define AUTH_FILE_MAX (1024 * 1024)
 
 struct auth {
-  char **keys;               /* --api-key-file; nkeys == 0: no auth */
+  char **keys; /* --api-key-file; nkeys == 0: no auth */
   size_t *key_lens;
   size_t nkeys;
-  char *tls_cert;            /* PEM text of --tls-cert / --tls-key */
+  char *tls_cert; /* PEM text of --tls-cert / --tls-key */
   char *tls_key;
 };
 
@@ -28,8 +28,7 @@ int auth_load_keys(struct auth *a, const char *path);
 
 /* Reads the PEM text of `cert_path` and `key_path` (at most AUTH_FILE_MAX
  * bytes each).  0, or -1 after logging why (never quoting the content). */
-int auth_load_tls(struct auth *a, const char *cert_path,
-                  const char *key_path);
+int auth_load_tls(struct auth *a, const char *cert_path, const char *key_path);
 
 /* 1 if a request for `url` may go on: no keys loaded, a probe route
  * (/healthz, /readyz), or `authorization` (the header's value, NULL when

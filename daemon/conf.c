@@ -1,6 +1,6 @@
 /* conf.c - the option table and everything derived from it: defaults,
  * environment variables, getopt_long parsing and --help. */
-#include "config.h"   /* autoconf: PACKAGE_VERSION */
+#include "config.h" /* autoconf: PACKAGE_VERSION */
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,22 +18,22 @@
 /* ------------------------------------------------------------------ */
 
 enum conf_type {
-  CT_LISTEN,   /* HOST:PORT -> listen, host, port */
-  CT_UINT,     /* decimal uint64_t in [min, max] */
-  CT_LEVEL,    /* log level name -> int */
-  CT_PATH,     /* non-empty string, or the default NULL */
+  CT_LISTEN,     /* HOST:PORT -> listen, host, port */
+  CT_UINT,       /* decimal uint64_t in [min, max] */
+  CT_LEVEL,      /* log level name -> int */
+  CT_PATH,       /* non-empty string, or the default NULL */
   CT_GRPC_LISTEN /* HOST:PORT or "none" -> grpc_listen, grpc_host, grpc_port */
 };
 
 struct conf_opt {
-  const char *name;          /* long option, without "--" */
-  const char *env;           /* environment variable */
+  const char *name; /* long option, without "--" */
+  const char *env;  /* environment variable */
   enum conf_type type;
-  uint64_t min, max;         /* CT_UINT bounds, inclusive */
-  const char *def;           /* default as text; NULL: see live_default / none */
+  uint64_t min, max; /* CT_UINT bounds, inclusive */
+  const char *def;   /* default as text; NULL: see live_default / none */
   const char *(*live_default)(void); /* default computed at run time */
-  size_t offset;             /* field in struct conf */
-  const char *metavar;       /* argument name shown in --help */
+  size_t offset;                     /* field in struct conf */
+  const char *metavar;               /* argument name shown in --help */
   const char *help;
 };
 
@@ -57,7 +57,8 @@ static const struct conf_opt options[] = {
     "JSON bodies up to this size are computed on the I/O thread, without a "
     "pool hand-off (0: every request goes to the pool)" },
   { "max-pending", "REDUCED_MAX_PENDING", CT_UINT, 1, 1000000, "4096", NULL,
-    F(max_pending), "N", "reduce requests admitted or waiting for admission "
+    F(max_pending), "N",
+    "reduce requests admitted or waiting for admission "
     "at once; more get 503" },
   { "max-inflight-bytes", "REDUCED_MAX_INFLIGHT_BYTES", CT_UINT, 1,
     UINT64_C(1) << 48, "1073741824", NULL, F(max_inflight_bytes), "BYTES",
@@ -65,28 +66,29 @@ static const struct conf_opt options[] = {
     "decoded input, outputs); a request that does not fit waits, its body "
     "unread" },
   { "queue-timeout", "REDUCED_QUEUE_TIMEOUT", CT_UINT, 0, 3600, "10", NULL,
-    F(queue_timeout), "SECONDS", "longest wait for admission; then 503 with "
+    F(queue_timeout), "SECONDS",
+    "longest wait for admission; then 503 with "
     "Retry-After" },
   { "max-connections", "REDUCED_MAX_CONNECTIONS", CT_UINT, 1, 1000000, "1024",
     NULL, F(max_connections), "N", "open connections" },
-  { "timeout", "REDUCED_TIMEOUT", CT_UINT, 1, 86400, "30", NULL,
-    F(timeout), "SECONDS", "idle connection / slow upload timeout" },
-  { "grace", "REDUCED_GRACE", CT_UINT, 0, 86400, "10", NULL,
-    F(grace), "SECONDS", "how long shutdown waits for in-flight requests" },
+  { "timeout", "REDUCED_TIMEOUT", CT_UINT, 1, 86400, "30", NULL, F(timeout),
+    "SECONDS", "idle connection / slow upload timeout" },
+  { "grace", "REDUCED_GRACE", CT_UINT, 0, 86400, "10", NULL, F(grace),
+    "SECONDS", "how long shutdown waits for in-flight requests" },
   { "log-level", "REDUCED_LOG_LEVEL", CT_LEVEL, 0, 0, "info", NULL,
     F(log_level), "LEVEL", "error, warn, info or debug" },
-  { "port-file", "REDUCED_PORT_FILE", CT_PATH, 0, 0, NULL, NULL,
-    F(port_file), "FILE", "write the bound port (decimal + newline) once listening" },
+  { "port-file", "REDUCED_PORT_FILE", CT_PATH, 0, 0, NULL, NULL, F(port_file),
+    "FILE", "write the bound port (decimal + newline) once listening" },
   { "max-connections-per-ip", "REDUCED_MAX_CONNECTIONS_PER_IP", CT_UINT, 0,
     1000000, "0", NULL, F(max_conn_per_ip), "N",
     "open connections per client address; 0: no limit" },
   { "api-key-file", "REDUCED_API_KEY_FILE", CT_PATH, 0, 0, NULL, NULL,
     F(api_key_file), "FILE",
     "keys, one a line; every route but /healthz, /readyz needs Bearer auth" },
-  { "tls-cert", "REDUCED_TLS_CERT", CT_PATH, 0, 0, NULL, NULL,
-    F(tls_cert), "FILE", "PEM certificate (chain): serve HTTPS (with --tls-key)" },
-  { "tls-key", "REDUCED_TLS_KEY", CT_PATH, 0, 0, NULL, NULL,
-    F(tls_key), "FILE", "PEM private key of --tls-cert" },
+  { "tls-cert", "REDUCED_TLS_CERT", CT_PATH, 0, 0, NULL, NULL, F(tls_cert),
+    "FILE", "PEM certificate (chain): serve HTTPS (with --tls-key)" },
+  { "tls-key", "REDUCED_TLS_KEY", CT_PATH, 0, 0, NULL, NULL, F(tls_key), "FILE",
+    "PEM private key of --tls-cert" },
   { "grpc-listen", "REDUCED_GRPC_LISTEN", CT_GRPC_LISTEN, 0, 0,
     "127.0.0.1:8081", NULL, F(grpc_listen), "HOST:PORT",
     "gRPC (Open Inference Protocol) address; port 0 picks a free port; "
@@ -102,22 +104,20 @@ static const struct conf_opt options[] = {
 /* getopt_long values for the options without a table row. */
 enum { OPT_HELP = 'h', OPT_VERSION = 'V', OPT_TABLE = 256 };
 
-static const char *
-default_threads(void)
+static const char *default_threads(void)
 {
   static char buf[24];
   long n = sysconf(_SC_NPROCESSORS_ONLN);
 
   if (n < 1)
     n = 1;
-  if (n > 1024)   /* libuv's own ceiling for UV_THREADPOOL_SIZE */
+  if (n > 1024) /* libuv's own ceiling for UV_THREADPOOL_SIZE */
     n = 1024;
   snprintf(buf, sizeof buf, "%ld", n);
   return buf;
 }
 
-static const char *
-opt_default(const struct conf_opt *o)
+static const char *opt_default(const struct conf_opt *o)
 {
   return o->live_default ? o->live_default() : o->def;
 }
@@ -127,8 +127,7 @@ opt_default(const struct conf_opt *o)
 /* ------------------------------------------------------------------ */
 
 /* Strict decimal: digits only (no sign, space or suffix), no overflow. */
-static int
-parse_u64(const char *s, uint64_t *out)
+static int parse_u64(const char *s, uint64_t *out)
 {
   uint64_t v = 0;
 
@@ -147,8 +146,7 @@ parse_u64(const char *s, uint64_t *out)
 
 /* "HOST:PORT" or "[V6]:PORT"; HOST non-empty, PORT in [0, 65535]: HOST
  * into `hostbuf` (CONF_HOST_MAX bytes), PORT into *portp. */
-static int
-parse_addr(const char *s, char *hostbuf, uint64_t *portp)
+static int parse_addr(const char *s, char *hostbuf, uint64_t *portp)
 {
   const char *colon, *host = s;
   size_t hostlen;
@@ -166,7 +164,7 @@ parse_addr(const char *s, char *hostbuf, uint64_t *portp)
     if (colon == NULL)
       return -1;
     hostlen = (size_t)(colon - s);
-    if (memchr(s, ':', hostlen) != NULL)   /* bare v6 needs brackets */
+    if (memchr(s, ':', hostlen) != NULL) /* bare v6 needs brackets */
       return -1;
   }
   if (hostlen == 0 || hostlen >= CONF_HOST_MAX)
@@ -179,8 +177,7 @@ parse_addr(const char *s, char *hostbuf, uint64_t *portp)
   return 0;
 }
 
-static int
-parse_listen(struct conf *c, const char *s)
+static int parse_listen(struct conf *c, const char *s)
 {
   if (parse_addr(s, c->host, &c->port) != 0)
     return -1;
@@ -190,9 +187,8 @@ parse_listen(struct conf *c, const char *s)
 
 /* Stores `val` (from `source`: "--name" or the variable) in `c`; on a bad
  * value prints a message naming the option and the value. */
-static int
-set_option(struct conf *c, const struct conf_opt *o, const char *val,
-           const char *source)
+static int set_option(struct conf *c, const struct conf_opt *o, const char *val,
+                      const char *source)
 {
   char *field = (char *)c + o->offset;
   uint64_t u;
@@ -202,8 +198,10 @@ set_option(struct conf *c, const struct conf_opt *o, const char *val,
   case CT_LISTEN:
     if (parse_listen(c, val) == 0)
       return 0;
-    fprintf(stderr, "reduced: invalid value '%s' for %s: expected HOST:PORT "
-            "([IPv6]:PORT) with a port in [0, 65535]\n", val, source);
+    fprintf(stderr,
+            "reduced: invalid value '%s' for %s: expected HOST:PORT "
+            "([IPv6]:PORT) with a port in [0, 65535]\n",
+            val, source);
     return -1;
   case CT_GRPC_LISTEN:
     if (strcmp(val, "none") == 0) {
@@ -214,16 +212,20 @@ set_option(struct conf *c, const struct conf_opt *o, const char *val,
       c->grpc_listen = val;
       return 0;
     }
-    fprintf(stderr, "reduced: invalid value '%s' for %s: expected HOST:PORT "
-            "([IPv6]:PORT) with a port in [0, 65535], or none\n", val, source);
+    fprintf(stderr,
+            "reduced: invalid value '%s' for %s: expected HOST:PORT "
+            "([IPv6]:PORT) with a port in [0, 65535], or none\n",
+            val, source);
     return -1;
   case CT_UINT:
     if (parse_u64(val, &u) == 0 && u >= o->min && u <= o->max) {
       memcpy(field, &u, sizeof u);
       return 0;
     }
-    fprintf(stderr, "reduced: invalid value '%s' for %s: expected an integer "
-            "in [%llu, %llu]\n", val, source, (unsigned long long)o->min,
+    fprintf(stderr,
+            "reduced: invalid value '%s' for %s: expected an integer "
+            "in [%llu, %llu]\n",
+            val, source, (unsigned long long)o->min,
             (unsigned long long)o->max);
     return -1;
   case CT_LEVEL:
@@ -231,13 +233,17 @@ set_option(struct conf *c, const struct conf_opt *o, const char *val,
       memcpy(field, &level, sizeof level);
       return 0;
     }
-    fprintf(stderr, "reduced: invalid value '%s' for %s: expected error, "
-            "warn, info or debug\n", val, source);
+    fprintf(stderr,
+            "reduced: invalid value '%s' for %s: expected error, "
+            "warn, info or debug\n",
+            val, source);
     return -1;
   case CT_PATH:
     if (val != NULL && *val == '\0') {
-      fprintf(stderr, "reduced: invalid value '' for %s: expected a file "
-              "name\n", source);
+      fprintf(stderr,
+              "reduced: invalid value '' for %s: expected a file "
+              "name\n",
+              source);
       return -1;
     }
     memcpy(field, &val, sizeof val);
@@ -250,15 +256,13 @@ set_option(struct conf *c, const struct conf_opt *o, const char *val,
 /* Help                                                               */
 /* ------------------------------------------------------------------ */
 
-void
-conf_usage(FILE *f)
+void conf_usage(FILE *f)
 {
-  fprintf(f,
-          "Usage: reduced [options]\n"
-          "HTTP service computing the ONNX operators ReduceL2 and "
-          "ReduceSumSquare.\n\n"
-          "Every option can also be set by its environment variable; a flag "
-          "beats the\nvariable, the variable beats the default.\n\n");
+  fprintf(f, "Usage: reduced [options]\n"
+             "HTTP service computing the ONNX operators ReduceL2 and "
+             "ReduceSumSquare.\n\n"
+             "Every option can also be set by its environment variable; a flag "
+             "beats the\nvariable, the variable beats the default.\n\n");
   for (size_t i = 0; i < NOPTIONS; i++) {
     const struct conf_opt *o = &options[i];
     const char *def = opt_default(o);
@@ -269,8 +273,8 @@ conf_usage(FILE *f)
     const char *env = getenv(o->env);
 
     if (env != NULL && *env != '\0')
-      fprintf(f, "  %-26s [env %s, now '%s'; default %s]\n", "", o->env,
-              env, def ? def : "none");
+      fprintf(f, "  %-26s [env %s, now '%s'; default %s]\n", "", o->env, env,
+              def ? def : "none");
     else
       fprintf(f, "  %-26s [env %s; default %s]\n", "", o->env,
               def ? def : "none");
@@ -283,8 +287,7 @@ conf_usage(FILE *f)
 /* Parsing                                                            */
 /* ------------------------------------------------------------------ */
 
-enum conf_result
-conf_parse(struct conf *c, int argc, char **argv)
+enum conf_result conf_parse(struct conf *c, int argc, char **argv)
 {
   struct option longopts[NOPTIONS + 3];
   char source[96];
@@ -297,7 +300,7 @@ conf_parse(struct conf *c, int argc, char **argv)
     const char *def = opt_default(&options[i]);
     snprintf(source, sizeof source, "the default of --%s", options[i].name);
     if (set_option(c, &options[i], def, source) != 0)
-      return CONF_EXIT_USAGE;   /* a bug in the table */
+      return CONF_EXIT_USAGE; /* a bug in the table */
   }
 
   for (size_t i = 0; i < NOPTIONS; i++) {
@@ -315,12 +318,12 @@ conf_parse(struct conf *c, int argc, char **argv)
     longopts[i].val = OPT_TABLE + (int)i;
   }
   longopts[NOPTIONS] = (struct option){ "help", no_argument, NULL, OPT_HELP };
-  longopts[NOPTIONS + 1] =
-    (struct option){ "version", no_argument, NULL, OPT_VERSION };
+  longopts[NOPTIONS + 1] = (struct option){ "version", no_argument, NULL,
+                                            OPT_VERSION };
   longopts[NOPTIONS + 2] = (struct option){ NULL, 0, NULL, 0 };
 
-  optind = 0;   /* glibc: 0 also resets the state of an earlier scan */
-  opterr = 0;   /* we print our own messages, naming the option */
+  optind = 0; /* glibc: 0 also resets the state of an earlier scan */
+  opterr = 0; /* we print our own messages, naming the option */
   /* Leading ':' : report a missing argument as ':' so we can name it. */
   while ((ch = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
     if (ch == OPT_HELP) {
@@ -334,8 +337,7 @@ conf_parse(struct conf *c, int argc, char **argv)
       if (set_option(c, o, optarg, source) != 0)
         return CONF_EXIT_USAGE;
     } else if (ch == ':') {
-      fprintf(stderr, "reduced: option '%s' needs a value\n",
-              argv[optind - 1]);
+      fprintf(stderr, "reduced: option '%s' needs a value\n", argv[optind - 1]);
       fprintf(stderr, "Try 'reduced --help'.\n");
       return CONF_EXIT_USAGE;
     } else {
@@ -354,8 +356,10 @@ conf_parse(struct conf *c, int argc, char **argv)
     return CONF_EXIT_OK;
   }
   if ((c->tls_cert == NULL) != (c->tls_key == NULL)) {
-    fprintf(stderr, "reduced: --tls-cert and --tls-key go together; only "
-            "%s was given\n", c->tls_cert != NULL ? "--tls-cert" : "--tls-key");
+    fprintf(stderr,
+            "reduced: --tls-cert and --tls-key go together; only "
+            "%s was given\n",
+            c->tls_cert != NULL ? "--tls-cert" : "--tls-key");
     return CONF_EXIT_USAGE;
   }
   return CONF_RUN;

@@ -1,7 +1,7 @@
 /* http.c - the HTTP routes: the route table, methods and the GET answers
  * (http.h); POST routes go on in post.c.  Loop thread, inside the access
  * handler. */
-#include "config.h"   /* autoconf: PACKAGE_VERSION */
+#include "config.h" /* autoconf: PACKAGE_VERSION */
 
 #include <string.h>
 
@@ -13,16 +13,22 @@
 #include "http.h"
 
 enum route_kind {
-  RT_REDUCE, RT_OPS, RT_HEALTHZ, RT_READYZ, RT_METRICS, RT_OPENAPI, RT_V2
+  RT_REDUCE,
+  RT_OPS,
+  RT_HEALTHZ,
+  RT_READYZ,
+  RT_METRICS,
+  RT_OPENAPI,
+  RT_V2
 };
 
 /* Every route the daemon serves, as its path or (/v2) path template. */
 struct route {
   const char *path;
   enum route_kind kind;
-  const char *allow;               /* the Allow header of a 405 */
-  int v2kind;                      /* RT_V2: enum api_v2_kind */
-  int v2versioned;                 /* RT_V2: has /versions/{version} */
+  const char *allow; /* the Allow header of a 405 */
+  int v2kind;        /* RT_V2: enum api_v2_kind */
+  int v2versioned;   /* RT_V2: has /versions/{version} */
 };
 
 static const struct route routes[] = {
@@ -43,26 +49,23 @@ static const struct route routes[] = {
   { "/v2/models/{model}/versions/{version}/ready", RT_V2, "GET, HEAD",
     API_V2_MODEL_READY, 1 },
   { "/v2/models/{model}/infer", RT_V2, "POST", API_V2_INFER, 0 },
-  { "/v2/models/{model}/versions/{version}/infer", RT_V2, "POST",
-    API_V2_INFER, 1 },
+  { "/v2/models/{model}/versions/{version}/infer", RT_V2, "POST", API_V2_INFER,
+    1 },
 };
 
 #define NROUTES (sizeof routes / sizeof routes[0])
 
-size_t
-http_route_count(void)
+size_t http_route_count(void)
 {
   return NROUTES;
 }
 
-const char *
-http_route_path(size_t i)
+const char *http_route_path(size_t i)
 {
   return i < NROUTES ? routes[i].path : NULL;
 }
 
-static enum MHD_Result
-refuse_method(struct req *r, const char *allow)
+static enum MHD_Result refuse_method(struct req *r, const char *allow)
 {
   return req_respond_error(r, allow, API_E_METHOD,
                            "method %s is not allowed for %s (allowed: %s)",
@@ -70,8 +73,7 @@ refuse_method(struct req *r, const char *allow)
 }
 
 /* MHD sends no body for HEAD, so HEAD is GET here. */
-static int
-is_get(const char *method)
+static int is_get(const char *method)
 {
   return strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
          strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
@@ -80,8 +82,8 @@ is_get(const char *method)
 /* A static page (pages.h), not in routes[]: pages are not API routes
  * (api/openapi.yaml does not list them; their metrics route is "none").
  * 304 when If-None-Match has its ETag; gzip when accepted. */
-static enum MHD_Result
-page_answer(struct req *r, const char *url, const char *method)
+static enum MHD_Result page_answer(struct req *r, const char *url,
+                                   const char *method)
 {
   struct page *p = pages_find(url);
   const char *hint = pages_missing_hint(url), *body;
@@ -89,28 +91,30 @@ page_answer(struct req *r, const char *url, const char *method)
   int gz;
 
   if (p == NULL)
-    return req_respond_error(r, NULL, API_E_NOT_FOUND, "no such path: "
-                             "%.200s%s%s", r->path, hint ? "; " : "",
-                             hint ? hint : "");
+    return req_respond_error(r, NULL, API_E_NOT_FOUND,
+                             "no such path: "
+                             "%.200s%s%s",
+                             r->path, hint ? "; " : "", hint ? hint : "");
   if (!is_get(method))
     return refuse_method(r, "GET, HEAD");
   r->page = p;
   r->ctype = p->ctype;
-  if (pages_not_modified(p, MHD_lookup_connection_value(
-                           r->conn, MHD_HEADER_KIND,
-                           MHD_HTTP_HEADER_IF_NONE_MATCH))) {
+  if (pages_not_modified(
+        p, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                       MHD_HTTP_HEADER_IF_NONE_MATCH))) {
     return req_respond_as(r, MHD_HTTP_NOT_MODIFIED, "", 0, 0, NULL, NULL);
   }
-  pages_body(p, api_accept_gzip(MHD_lookup_connection_value(
-                 r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING)),
+  pages_body(p,
+             api_accept_gzip(
+               MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                           MHD_HTTP_HEADER_ACCEPT_ENCODING)),
              &body, &len, &gz);
   r->encoded = gz;
   return req_respond_as(r, MHD_HTTP_OK, body, len, 0, NULL, NULL);
 }
 
 /* The readiness probes of both APIs. */
-static enum MHD_Result
-ready_answer(struct server *s, struct req *r)
+static enum MHD_Result ready_answer(struct server *s, struct req *r)
 {
   if (s->draining)
     return req_respond_error(r, NULL, API_E_DRAINING,
@@ -119,8 +123,7 @@ ready_answer(struct server *s, struct req *r)
 }
 
 /* GET /metrics: the exposition text (metrics.h). */
-static enum MHD_Result
-metrics_answer(struct server *s, struct req *r)
+static enum MHD_Result metrics_answer(struct server *s, struct req *r)
 {
   struct api_buf b;
   char *body;
@@ -143,8 +146,7 @@ metrics_answer(struct server *s, struct req *r)
 /* ------------------------------------------------------------------ */
 
 /* The routes[] entry of a parsed /v2 path (its template). */
-static const struct route *
-v2_route_find(const struct api_v2_route *v)
+static const struct route *v2_route_find(const struct api_v2_route *v)
 {
   for (size_t i = 0; i < NROUTES; i++)
     if (routes[i].kind == RT_V2 && routes[i].v2kind == v->kind &&
@@ -154,48 +156,43 @@ v2_route_find(const struct api_v2_route *v)
 }
 
 /* Every /v2 path: route, method, then answer or start an infer. */
-static enum MHD_Result
-v2_dispatch(struct server *s, struct req *r, const char *url,
-            const char *method)
+static enum MHD_Result v2_dispatch(struct server *s, struct req *r,
+                                   const char *url, const char *method)
 {
   const struct route *rt;
   struct rd_error err;
   struct api_buf b;
 
-  r->job.call.proto = &api_proto_v2;   /* errors in its form from here */
+  r->job.call.proto = &api_proto_v2; /* errors in its form from here */
   memset(&err, 0, sizeof err);
   if (api_v2_route_parse(url, &r->v2rt, &err) != 0) {
-    memset(&r->v2rt, 0, sizeof r->v2rt);   /* op label 0 too */
-    return req_respond_rd_error(r, &err);   /* route label "none" */
+    memset(&r->v2rt, 0, sizeof r->v2rt);  /* op label 0 too */
+    return req_respond_rd_error(r, &err); /* route label "none" */
   }
   rt = v2_route_find(&r->v2rt);
-  if (rt == NULL)   /* routes[] lacks a kind api_v2_route_parse() knows */
-    return req_respond_error(r, NULL, API_E_NOT_FOUND,
-                             "no such path: %.200s", r->path);
+  if (rt == NULL) /* routes[] lacks a kind api_v2_route_parse() knows */
+    return req_respond_error(r, NULL, API_E_NOT_FOUND, "no such path: %.200s",
+                             r->path);
   r->route = (unsigned)(rt - routes);
-  if (r->v2rt.kind == API_V2_INFER
-      ? strcmp(method, MHD_HTTP_METHOD_POST) != 0 : !is_get(method))
+  if (r->v2rt.kind == API_V2_INFER ? strcmp(method, MHD_HTTP_METHOD_POST) != 0
+                                   : !is_get(method))
     return refuse_method(r, rt->allow);
   api_buf_init(&b);
   switch (r->v2rt.kind) {
   case API_V2_SERVER_META:
-    return req_respond_built(r, api_v2_encode_server_meta(PACKAGE_VERSION,
-                                                          &b), &b);
+    return req_respond_built(r, api_v2_encode_server_meta(PACKAGE_VERSION, &b),
+                             &b);
   case API_V2_LIVE:
     return req_respond_static(r, MHD_HTTP_OK, api_proto_v2.live_body);
-  case API_V2_READY:
-    return ready_answer(s, r);
+  case API_V2_READY: return ready_answer(s, r);
   case API_V2_MODEL_READY:
     if (s->draining)
       return ready_answer(s, r);
-    return req_respond_built(r, api_v2_encode_model_ready(r->v2rt.op, &b),
-                             &b);
+    return req_respond_built(r, api_v2_encode_model_ready(r->v2rt.op, &b), &b);
   case API_V2_MODEL_META:
-    return req_respond_built(r, api_v2_encode_model_meta(r->v2rt.op,
-                                                         r->v2rt.version,
-                                                         &b), &b);
-  default:
-    return post_begin_v2(s, r);
+    return req_respond_built(
+      r, api_v2_encode_model_meta(r->v2rt.op, r->v2rt.version, &b), &b);
+  default: return post_begin_v2(s, r);
   }
 }
 
@@ -203,9 +200,8 @@ v2_dispatch(struct server *s, struct req *r, const char *url,
 /* Dispatch                                                           */
 /* ------------------------------------------------------------------ */
 
-enum MHD_Result
-http_dispatch(struct server *s, struct req *r, const char *url,
-               const char *method)
+enum MHD_Result http_dispatch(struct server *s, struct req *r, const char *url,
+                              const char *method)
 {
   const struct route *rt = NULL;
 
@@ -234,17 +230,14 @@ http_dispatch(struct server *s, struct req *r, const char *url,
                           NULL);
   case RT_HEALTHZ:
     return req_respond_static(r, MHD_HTTP_OK, api_proto_v1.live_body);
-  case RT_READYZ:
-    return ready_answer(s, r);
-  case RT_METRICS:
-    return metrics_answer(s, r);
+  case RT_READYZ: return ready_answer(s, r);
+  case RT_METRICS: return metrics_answer(s, r);
   case RT_OPENAPI:
     r->ctype = OPENAPI_CONTENT_TYPE;
     return req_respond_as(r, MHD_HTTP_OK, openapi_yaml, openapi_yaml_len, 0,
                           NULL, NULL);
   case RT_REDUCE:
-  case RT_V2:
-    break;
+  case RT_V2: break;
   }
   return MHD_NO;
 }

@@ -17,8 +17,8 @@
 /* The request's first real call (server.c runs it at the first call of a
  * request with a body, at the final call of one without): routes `url`,
  * checks `method`, answers or starts the POST (post.h). */
-enum MHD_Result http_dispatch(struct server *s, struct req *r,
-                               const char *url, const char *method);
+enum MHD_Result http_dispatch(struct server *s, struct req *r, const char *url,
+                              const char *method);
 
 /* The route table's size and its i-th path or path template (the route
  * index of a request, r->route, is its index here). */

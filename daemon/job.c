@@ -13,7 +13,7 @@
  * feeds of one job never overlap, so the library sees the bytes in order;
  * the close work feeds the rest, finishes and encodes.
  */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,8 +29,8 @@
  * from a few bytes of request; outputs never exceed the input otherwise. */
 #define JOB_MAX_EMPTY_OUTPUT (1u << 20)
 
-#define container_of(ptr, type, member) \
-  ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+  ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* Static fallback when even the error body cannot be allocated. */
 
@@ -38,16 +38,14 @@
 /* Helpers (pool threads)                                             */
 /* ------------------------------------------------------------------ */
 
-static void
-set_reply(struct job *j, int status, struct api_buf *b)
+static void set_reply(struct job *j, int status, struct api_buf *b)
 {
   j->status = status;
   j->reply = api_buf_steal(b, &j->reply_len);
 }
 
 /* Turns `rc`/`err` into the error reply. */
-static void
-fail(struct job *j, int rc, struct rd_error *err)
+static void fail(struct job *j, int rc, struct rd_error *err)
 {
   struct api_buf b;
 
@@ -59,7 +57,7 @@ fail(struct job *j, int rc, struct rd_error *err)
   api_buf_init(&b);
   if (j->call.proto->encode_error(err, &b) != 0) {
     api_buf_free(&b);
-    j->status = 503;   /* out of memory: retry later */
+    j->status = 503; /* out of memory: retry later */
     j->reply = NULL;
     return;
   }
@@ -68,8 +66,7 @@ fail(struct job *j, int rc, struct rd_error *err)
 
 /* Encodes j->out (in the order of j->plan) as the protocol answers it
  * (v1: the format Accept picks; v2: as the request's "outputs" say). */
-static void
-encode_result(struct job *j)
+static void encode_result(struct job *j)
 {
   struct api_buf b;
   struct rd_error err;
@@ -77,9 +74,9 @@ encode_result(struct job *j)
 
   memset(&err, 0, sizeof err);
   api_buf_init(&b);
-  rc = j->call.proto->encode_result(&j->call, &j->lplan,
-                                    j->req.params.opset, j->fortran, j->out,
-                                    &b, &j->reply_info, &err);
+  rc = j->call.proto->encode_result(&j->call, &j->lplan, j->req.params.opset,
+                                    j->fortran, j->out, &b, &j->reply_info,
+                                    &err);
   if (rc != 0) {
     api_buf_free(&b);
     fail(j, rc, &err);
@@ -90,21 +87,20 @@ encode_result(struct job *j)
 
 /* An input of no element can name a huge output of zeros from a few bytes
  * of request; outputs never exceed the input otherwise. */
-static int
-check_empty_output(const struct rd_plan *plan, struct rd_error *err)
+static int check_empty_output(const struct rd_plan *plan, struct rd_error *err)
 {
   if (plan->out_count > plan->in_count &&
       plan->out_count > JOB_MAX_EMPTY_OUTPUT)
-    return api_fail(err, RD_E_TOO_LARGE, "the input is empty but the output "
+    return api_fail(err, RD_E_TOO_LARGE,
+                    "the input is empty but the output "
                     "would have %" PRIu64 " elements; at most %u are answered "
-                    "for an empty input", plan->out_count,
-                    (unsigned)JOB_MAX_EMPTY_OUTPUT);
+                    "for an empty input",
+                    plan->out_count, (unsigned)JOB_MAX_EMPTY_OUTPUT);
   return 0;
 }
 
 /* Frees the computation's memory as soon as the reply exists. */
-static void
-drop_compute_state(struct job *j)
+static void drop_compute_state(struct job *j)
 {
   api_request_free(&j->req);
   free(j->out);
@@ -118,8 +114,7 @@ drop_compute_state(struct job *j)
 /* ------------------------------------------------------------------ */
 
 /* Pool thread: runs parts until none is left; the last task out finishes. */
-static void
-part_work_cb(uv_work_t *w)
+static void part_work_cb(uv_work_t *w)
 {
   struct job *j = w->data;
   struct rd_error err;
@@ -145,12 +140,11 @@ part_work_cb(uv_work_t *w)
 }
 
 /* Loop thread: the last part work released by libuv ends the job. */
-static void
-part_after_cb(uv_work_t *w, int status)
+static void part_after_cb(uv_work_t *w, int status)
 {
   struct job *j = w->data;
 
-  (void)status;   /* never cancelled */
+  (void)status; /* never cancelled */
   if (--j->tasks_running == 0) {
     free(j->tasks);
     j->tasks = NULL;
@@ -171,13 +165,13 @@ static void reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb);
  * reversed-shape plan over the bytes as sent would reorder the sum and
  * change the last bits: issue 13, 18.497377194503848 against
  * ...844).  The output is then in C order too.  0 or -1 (out of memory). */
-static int
-to_c_order(struct job *j, struct rd_error *err)
+static int to_c_order(struct job *j, struct rd_error *err)
 {
   void *c = malloc(j->req.data_bytes > 0 ? j->req.data_bytes : 1);
 
   if (c == NULL) {
-    api_fail(err, RD_E_NOMEM, "out of memory reordering the Fortran-order "
+    api_fail(err, RD_E_NOMEM,
+             "out of memory reordering the Fortran-order "
              "tensor; retry later");
     return -1;
   }
@@ -191,8 +185,7 @@ to_c_order(struct job *j, struct rd_error *err)
 }
 
 /* Pool thread (or the loop thread, from job_run_inline). */
-static void
-first_work_cb(uv_work_t *w)
+static void first_work_cb(uv_work_t *w)
 {
   struct job *j = container_of(w, struct job, work);
   struct rd_error err;
@@ -210,8 +203,8 @@ first_work_cb(uv_work_t *w)
       return;
     }
   } else {
-    rc = j->call.proto->decode(&j->call, j->body, j->body_len,
-                               j->max_elements, &j->req, &err);
+    rc = j->call.proto->decode(&j->call, j->body, j->body_len, j->max_elements,
+                               &j->req, &err);
     /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
     j->op = j->req.params.op;
     if (rc != 0) {
@@ -238,7 +231,7 @@ first_work_cb(uv_work_t *w)
   if (j->plan.nparts > 1 && j->max_tasks > 1 &&
       j->plan.in_bytes >= JOB_PAR_MIN_BYTES &&
       rd_exec_create(&j->plan, &j->ex) == 0)
-    return;   /* the parts stage follows; ex != NULL says so */
+    return; /* the parts stage follows; ex != NULL says so */
 
   j->ex = NULL;
   rc = rd_execute(&j->plan, j->req.data, j->out, &err);
@@ -250,13 +243,12 @@ first_work_cb(uv_work_t *w)
 }
 
 /* Loop thread: either the job is done or its parts are queued now. */
-static void
-first_after_cb(uv_work_t *w, int status)
+static void first_after_cb(uv_work_t *w, int status)
 {
   struct job *j = container_of(w, struct job, work);
   unsigned n;
 
-  (void)status;   /* never cancelled */
+  (void)status; /* never cancelled */
   if (j->ex == NULL) {
     j->busy = 0;
     j->done_cb(j);
@@ -294,8 +286,7 @@ first_after_cb(uv_work_t *w, int status)
 /* Public                                                             */
 /* ------------------------------------------------------------------ */
 
-int
-job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
+int job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
 {
   int rc;
 
@@ -309,21 +300,19 @@ job_submit(uv_loop_t *loop, struct job *j, job_done_cb done_cb)
   return rc;
 }
 
-void
-job_run_inline(uv_loop_t *loop, struct job *j)
+void job_run_inline(uv_loop_t *loop, struct job *j)
 {
   struct metrics *m = j->metrics;
 
   reset_run(j, loop, NULL);
-  j->max_tasks = 1;    /* never fans out: the reply is ready on return */
-  j->metrics = NULL;   /* never queued */
+  j->max_tasks = 1;  /* never fans out: the reply is ready on return */
+  j->metrics = NULL; /* never queued */
   first_work_cb(&j->work);
   j->metrics = m;
 }
 
 /* Loop thread: the state every run starts from. */
-static void
-reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb)
+static void reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb)
 {
   j->loop = loop;
   j->done_cb = done_cb;
@@ -346,9 +335,8 @@ reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb)
 /* Binary requests and streams                                        */
 /* ------------------------------------------------------------------ */
 
-int
-job_binary_setup(struct job *j, const struct api_request *req, int fortran,
-                 int swap, struct rd_error *err)
+int job_binary_setup(struct job *j, const struct api_request *req, int fortran,
+                     int swap, struct rd_error *err)
 {
   int rc;
 
@@ -367,22 +355,20 @@ job_binary_setup(struct job *j, const struct api_request *req, int fortran,
   return rc;
 }
 
-int
-job_busy(const struct job *j)
+int job_busy(const struct job *j)
 {
   return j->busy || j->srunning;
 }
 
 /* Pool thread: one full buffer into the library. */
-static void
-feed_work_cb(uv_work_t *w)
+static void feed_work_cb(uv_work_t *w)
 {
   struct job *j = container_of(w, struct job, feed_work);
   unsigned char *p = j->sbuf[j->sfeed];
   size_t n = j->slen[j->sfeed];
 
   if (j->src != 0)
-    return;   /* an earlier feed failed: the close work reports it */
+    return; /* an earlier feed failed: the close work reports it */
   if (j->swap)
     api_swap_bytes(p, n, j->plan.elem_size);
   j->src = rd_stream_feed(j->st, p, n, &j->serr);
@@ -391,12 +377,11 @@ feed_work_cb(uv_work_t *w)
 static void queue_feed(struct job *j);
 
 /* Loop thread: a buffer is free again; start the next full one. */
-static void
-feed_after_cb(uv_work_t *w, int status)
+static void feed_after_cb(uv_work_t *w, int status)
 {
   struct job *j = container_of(w, struct job, feed_work);
 
-  (void)status;   /* never cancelled */
+  (void)status; /* never cancelled */
   j->srunning = 0;
   j->slen[j->sfeed] = 0;
   if (j->slen[j->scur] == j->sbufsize)
@@ -405,8 +390,7 @@ feed_after_cb(uv_work_t *w, int status)
 }
 
 /* Loop thread: feeds the current (full) buffer; fills the other next. */
-static void
-queue_feed(struct job *j)
+static void queue_feed(struct job *j)
 {
   j->sfeed = j->scur;
   j->scur ^= 1;
@@ -416,9 +400,8 @@ queue_feed(struct job *j)
     abort();
 }
 
-int
-job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
-                job_done_cb wake_cb)
+int job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
+                    job_done_cb wake_cb)
 {
   bufsize = bufsize < 8 ? 8 : bufsize / 8 * 8;
   j->loop = loop;
@@ -437,8 +420,7 @@ job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
   return 0;
 }
 
-size_t
-job_stream_write(struct job *j, const void *p, size_t n)
+size_t job_stream_write(struct job *j, const void *p, size_t n)
 {
   const unsigned char *src = p;
   size_t taken = 0;
@@ -447,7 +429,7 @@ job_stream_write(struct job *j, const void *p, size_t n)
     size_t room, c;
     if (j->slen[j->scur] == j->sbufsize) {
       if (j->srunning)
-        break;   /* both buffers busy: backpressure */
+        break; /* both buffers busy: backpressure */
       queue_feed(j);
     }
     room = j->sbufsize - j->slen[j->scur];
@@ -463,8 +445,7 @@ job_stream_write(struct job *j, const void *p, size_t n)
 }
 
 /* Frees the stream's memory (not the reply). */
-static void
-drop_stream_state(struct job *j)
+static void drop_stream_state(struct job *j)
 {
   rd_stream_destroy(j->st);
   j->st = NULL;
@@ -476,8 +457,7 @@ drop_stream_state(struct job *j)
 }
 
 /* Pool thread: the rest of the body, finish, encode. */
-static void
-close_work_cb(uv_work_t *w)
+static void close_work_cb(uv_work_t *w)
 {
   struct job *j = container_of(w, struct job, work);
   unsigned char *p = j->sbuf[j->scur];
@@ -502,18 +482,16 @@ close_work_cb(uv_work_t *w)
 }
 
 /* Loop thread. */
-static void
-close_after_cb(uv_work_t *w, int status)
+static void close_after_cb(uv_work_t *w, int status)
 {
   struct job *j = container_of(w, struct job, work);
 
-  (void)status;   /* never cancelled */
+  (void)status; /* never cancelled */
   j->busy = 0;
   j->done_cb(j);
 }
 
-int
-job_stream_close(struct job *j, job_done_cb done_cb)
+int job_stream_close(struct job *j, job_done_cb done_cb)
 {
   int rc;
 
@@ -527,8 +505,7 @@ job_stream_close(struct job *j, job_done_cb done_cb)
   return rc;
 }
 
-void
-job_release(struct job *j)
+void job_release(struct job *j)
 {
   free(j->reply);
   j->reply = NULL;

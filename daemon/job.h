@@ -40,53 +40,53 @@ typedef void (*job_done_cb)(struct job *j);
 
 struct job {
   /* Inputs: set by the loop thread before job_submit(), then read-only. */
-  int in_fmt;                /* API_FMT_JSON (0 counts as JSON), RAW, NPY */
-  const char *body;          /* JSON request body (not owned) */
+  int in_fmt;       /* API_FMT_JSON (0 counts as JSON), RAW, NPY */
+  const char *body; /* JSON request body (not owned) */
   size_t body_len;
-  uint64_t max_elements;     /* bound passed to api_json_decode */
-  unsigned max_tasks;        /* pool threads one job may use at once */
-  struct metrics *metrics;   /* optional: counted in reduced_requests_queued
+  uint64_t max_elements;   /* bound passed to api_json_decode */
+  unsigned max_tasks;      /* pool threads one job may use at once */
+  struct metrics *metrics; /* optional: counted in reduced_requests_queued
                               * until a pool thread takes the job up */
-  struct api_call call;      /* the protocol (/v1, /v2: proto.h) decodes
+  struct api_call call;    /* the protocol (/v1, /v2: proto.h) decodes
                               * and encodes; its Accept or v2 state */
 
   /* Outputs: valid in done_cb. */
-  int status;                /* HTTP status */
-  char *reply;               /* malloc'ed body, or NULL if out of memory */
+  int status;  /* HTTP status */
+  char *reply; /* malloc'ed body, or NULL if out of memory */
   size_t reply_len;
-  int op;                    /* enum rd_op the body named, 0 if not read */
-  struct api_reply reply_info;   /* a 200's format and headers; errors
+  int op;                      /* enum rd_op the body named, 0 if not read */
+  struct api_reply reply_info; /* a 200's format and headers; errors
                                   * are JSON */
 
   /* Private. */
   job_done_cb done_cb;
   uv_loop_t *loop;
-  uv_work_t work;            /* decode/plan (and the whole job if small) */
-  struct api_request req;    /* binary: params, and data when buffered */
-  struct rd_plan plan;       /* the plan run over the bytes as sent */
-  struct rd_plan lplan;      /* what the client asked (Fortran: != plan) */
-  int fortran;               /* output needs Fortran -> C reordering */
-  int swap;                  /* input elements are byte-swapped */
+  uv_work_t work;         /* decode/plan (and the whole job if small) */
+  struct api_request req; /* binary: params, and data when buffered */
+  struct rd_plan plan;    /* the plan run over the bytes as sent */
+  struct rd_plan lplan;   /* what the client asked (Fortran: != plan) */
+  int fortran;            /* output needs Fortran -> C reordering */
+  int swap;               /* input elements are byte-swapped */
   /* Streaming (binary bodies above --buffer-max). */
   struct rd_stream *st;
-  unsigned char *sbuf[2];    /* the filling buffer and the one being fed */
+  unsigned char *sbuf[2]; /* the filling buffer and the one being fed */
   size_t slen[2];
-  size_t sbufsize;           /* a multiple of every element size */
-  int scur;                  /* buffer the loop thread fills */
-  int sfeed;                 /* buffer the running feed reads */
-  int srunning;              /* loop thread: a feed work is queued */
-  int src;                   /* first feed error (pool, then loop) */
+  size_t sbufsize; /* a multiple of every element size */
+  int scur;        /* buffer the loop thread fills */
+  int sfeed;       /* buffer the running feed reads */
+  int srunning;    /* loop thread: a feed work is queued */
+  int src;         /* first feed error (pool, then loop) */
   struct rd_error serr;
   uv_work_t feed_work;
   job_done_cb wake_cb;
-  int busy;                  /* loop thread: a job_submit/close work runs */
-  void *out;                 /* plan.out_bytes */
-  struct rd_exec *ex;        /* non-NULL: the parts stage follows */
-  uv_work_t *tasks;          /* ntasks part workers */
+  int busy;           /* loop thread: a job_submit/close work runs */
+  void *out;          /* plan.out_bytes */
+  struct rd_exec *ex; /* non-NULL: the parts stage follows */
+  uv_work_t *tasks;   /* ntasks part workers */
   unsigned ntasks;
-  unsigned tasks_running;    /* loop thread only: part works not yet done */
-  atomic_size_t next_part;   /* next part index to take */
-  atomic_uint tasks_left;    /* the last task to finish encodes */
+  unsigned tasks_running;  /* loop thread only: part works not yet done */
+  atomic_size_t next_part; /* next part index to take */
+  atomic_uint tasks_left;  /* the last task to finish encodes */
 };
 
 /* Queues the job (loop thread).  0, or a negative libuv error; then
@@ -104,8 +104,8 @@ void job_run_inline(uv_loop_t *loop, struct job *j);
  * `req` (params from the query string, or .npy dtype/shape added; copied),
  * `fortran` and `swap` as the body says.  Plans (api_binary_plan) and
  * refuses a huge output of an empty input (413).  0 or an error. */
-int job_binary_setup(struct job *j, const struct api_request *req,
-                     int fortran, int swap, struct rd_error *err);
+int job_binary_setup(struct job *j, const struct api_request *req, int fortran,
+                     int swap, struct rd_error *err);
 
 /* Loop thread: starts streaming a set-up binary job: allocates the library
  * stream, the output and two buffers of `bufsize` bytes (rounded down to a

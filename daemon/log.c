@@ -1,5 +1,5 @@
 /* log.c - timestamped, level-filtered lines on stderr. */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,23 +13,20 @@ int log_threshold = LOG_LVL_INFO;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
-void
-log_init(int level)
+void log_init(int level)
 {
   setvbuf(stderr, NULL, _IONBF, 0);
   log_threshold = level;
 }
 
-const char *
-log_level_name(int level)
+const char *log_level_name(int level)
 {
   if (level < LOG_LVL_ERROR || level > LOG_LVL_DEBUG)
     return NULL;
   return level_names[level];
 }
 
-int
-log_level_parse(const char *name, int *out)
+int log_level_parse(const char *name, int *out)
 {
   for (int i = LOG_LVL_ERROR; i <= LOG_LVL_DEBUG; i++) {
     if (strcmp(name, level_names[i]) == 0) {
@@ -40,8 +37,7 @@ log_level_parse(const char *name, int *out)
   return -1;
 }
 
-void
-log_write(int level, const char *fmt, ...)
+void log_write(int level, const char *fmt, ...)
 {
   char line[2048];
   struct timespec ts;
@@ -54,8 +50,8 @@ log_write(int level, const char *fmt, ...)
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
   n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-  m = snprintf(line + n, sizeof line - n, ".%03ldZ %s ",
-               ts.tv_nsec / 1000000L, name ? name : "?");
+  m = snprintf(line + n, sizeof line - n, ".%03ldZ %s ", ts.tv_nsec / 1000000L,
+               name ? name : "?");
   if (m > 0)
     n += (size_t)m;
 

@@ -19,15 +19,15 @@ enum log_level {
 /* The current threshold; lines above it are dropped. */
 extern int log_threshold;
 
-#define LOG(level, ...)                                                 \
-  do {                                                                  \
-    if ((level) <= log_threshold)                                       \
-      log_write((level), __VA_ARGS__);                                  \
+#define LOG(level, ...)                                                        \
+  do {                                                                         \
+    if ((level) <= log_threshold)                                              \
+      log_write((level), __VA_ARGS__);                                         \
   } while (0)
 
 #define LOG_ERROR(...) LOG(LOG_LVL_ERROR, __VA_ARGS__)
-#define LOG_WARN(...)  LOG(LOG_LVL_WARN, __VA_ARGS__)
-#define LOG_INFO(...)  LOG(LOG_LVL_INFO, __VA_ARGS__)
+#define LOG_WARN(...) LOG(LOG_LVL_WARN, __VA_ARGS__)
+#define LOG_INFO(...) LOG(LOG_LVL_INFO, __VA_ARGS__)
 #define LOG_DEBUG(...) LOG(LOG_LVL_DEBUG, __VA_ARGS__)
 
 /* Makes stderr unbuffered and sets the threshold. */

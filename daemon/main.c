@@ -5,7 +5,7 @@
  * in-flight work outlives --grace (or on a second signal), 2 for a bad
  * command line or environment, or unusable key/certificate files.
  */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <signal.h>
 #include <stdio.h>
@@ -28,17 +28,16 @@ static struct server server;
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t grace_timer;
 static int draining;
-static int idle_left;   /* front ends still draining (HTTP, gRPC) */
+static int idle_left; /* front ends still draining (HTTP, gRPC) */
 #ifdef HAVE_GRPC
 static struct grpcd grpcd;
 #endif
 
 /* Loop thread: closes every handle so that uv_run() returns. */
-static void
-close_all(void)
+static void close_all(void)
 {
 #ifdef HAVE_GRPC
-  grpcd_close(&grpcd);   /* first: its thread counts in the server's metrics */
+  grpcd_close(&grpcd); /* first: its thread counts in the server's metrics */
 #endif
   server_close(&server);
   uv_close((uv_handle_t *)&sig_term, NULL);
@@ -49,8 +48,7 @@ close_all(void)
 
 /* Loop thread, outside MHD: a draining front end has nothing in flight;
  * stop once both have none. */
-static void
-idle_cb(void *arg)
+static void idle_cb(void *arg)
 {
   (void)arg;
   if (--idle_left > 0)
@@ -61,8 +59,7 @@ idle_cb(void *arg)
 
 /* Loop thread: work outlived --grace.  Pool threads are still computing,
  * so leave without running exit handlers under their feet. */
-static void
-grace_cb(uv_timer_t *t)
+static void grace_cb(uv_timer_t *t)
 {
   (void)t;
   LOG_ERROR("%zu request(s) still in flight after --grace %llu s: exiting",
@@ -71,8 +68,7 @@ grace_cb(uv_timer_t *t)
 }
 
 /* Loop thread (uv_signal delivers signals through the loop). */
-static void
-signal_cb(uv_signal_t *h, int signum)
+static void signal_cb(uv_signal_t *h, int signum)
 {
   (void)h;
   if (draining) {
@@ -93,8 +89,7 @@ signal_cb(uv_signal_t *h, int signum)
 }
 
 /* Loop thread: SIGHUP re-reads the secrets (server_reload). */
-static void
-hup_cb(uv_signal_t *h, int signum)
+static void hup_cb(uv_signal_t *h, int signum)
 {
   (void)h;
   LOG_INFO("received %s: re-reading the secrets", strsignal(signum));
@@ -105,8 +100,7 @@ hup_cb(uv_signal_t *h, int signum)
 }
 
 /* Room for --max-connections sockets plus a few descriptors of our own. */
-static void
-raise_fd_limit(uint64_t max_connections)
+static void raise_fd_limit(uint64_t max_connections)
 {
   struct rlimit rl;
   rlim_t want = (rlim_t)max_connections + 64;
@@ -114,27 +108,24 @@ raise_fd_limit(uint64_t max_connections)
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
     return;
   rl.rlim_cur = (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
-                  ? rl.rlim_max : want;
+                  ? rl.rlim_max
+                  : want;
   if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
     LOG_WARN("open file limit %llu is below --max-connections %llu + 64",
              (unsigned long long)rl.rlim_cur,
              (unsigned long long)max_connections);
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   uv_loop_t *loop;
   char threads[24];
   int status = 0, rc;
 
   switch (conf_parse(&conf, argc, argv)) {
-  case CONF_RUN:
-    break;
-  case CONF_EXIT_OK:
-    return 0;
-  case CONF_EXIT_USAGE:
-    return 2;
+  case CONF_RUN: break;
+  case CONF_EXIT_OK: return 0;
+  case CONF_EXIT_USAGE: return 2;
   }
   log_init(conf.log_level);
   signal(SIGPIPE, SIG_IGN);
@@ -158,8 +149,7 @@ main(int argc, char **argv)
 
   LOG_DEBUG("threads=%llu max-body=%llu max-pending=%llu "
             "max-connections=%llu timeout=%llu grace=%llu",
-            (unsigned long long)conf.threads,
-            (unsigned long long)conf.max_body,
+            (unsigned long long)conf.threads, (unsigned long long)conf.max_body,
             (unsigned long long)conf.max_pending,
             (unsigned long long)conf.max_connections,
             (unsigned long long)conf.timeout, (unsigned long long)conf.grace);

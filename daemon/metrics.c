@@ -6,7 +6,7 @@
  * printed without floating-point rounding.  Histogram buckets are stored
  * per bucket and made cumulative when rendered.
  */
-#include "config.h"   /* autoconf: PACKAGE_VERSION */
+#include "config.h" /* autoconf: PACKAGE_VERSION */
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -20,29 +20,25 @@
 /* Route slots: the registered patterns, then "none". */
 #define NROUTE (METRICS_MAX_ROUTES + 1)
 #define NOP (RD_OP_COUNT + 1) /* the operators in enum order, then none */
-#define NFMT 5       /* json, raw, npy, binary, none */
+#define NFMT 5                /* json, raw, npy, binary, none */
 #define MAX_BUCKETS 20
 
 /* Statuses with their own label value; then "other", then "none". */
-static const int statuses[] = {
-  200, 400, 401, 403, 404, 405, 406, 408, 411, 413, 415, 422, 429, 500, 501,
-  503
-};
+static const int statuses[] = { 200, 400, 401, 403, 404, 405, 406, 408,
+                                411, 413, 415, 422, 429, 500, 501, 503 };
 #define NSTATUS_NUM (sizeof statuses / sizeof statuses[0])
 #define STATUS_OTHER NSTATUS_NUM
 #define STATUS_NONE (NSTATUS_NUM + 1)
 #define NSTATUS (NSTATUS_NUM + 2)
 
 /* Labels from rd_op_name(slot + 1); the last slot is "none". */
-static const char *
-op_label(unsigned slot)
+static const char *op_label(unsigned slot)
 {
   const char *n = slot < RD_OP_COUNT ? rd_op_name((int)slot + 1) : NULL;
   return n != NULL ? n : "none";
 }
-static const char *const fmt_labels[NFMT] = {
-  "json", "raw", "npy", "binary", "none"
-};
+static const char *const fmt_labels[NFMT] = { "json", "raw", "npy", "binary",
+                                              "none" };
 
 /* Bucket upper bounds: the value compared (ns or bytes) and its label. */
 struct bucket_def {
@@ -51,21 +47,26 @@ struct bucket_def {
 };
 
 static const struct bucket_def dur_buckets[] = {
-  { 500000, "0.0005" }, { 1000000, "0.001" }, { 2500000, "0.0025" },
-  { 5000000, "0.005" }, { 10000000, "0.01" }, { 25000000, "0.025" },
-  { 50000000, "0.05" }, { 100000000, "0.1" }, { 250000000, "0.25" },
-  { 500000000, "0.5" }, { 1000000000, "1" }, { 2500000000u, "2.5" },
-  { 5000000000u, "5" }, { 10000000000u, "10" }, { 30000000000u, "30" },
+  { 500000, "0.0005" },  { 1000000, "0.001" },   { 2500000, "0.0025" },
+  { 5000000, "0.005" },  { 10000000, "0.01" },   { 25000000, "0.025" },
+  { 50000000, "0.05" },  { 100000000, "0.1" },   { 250000000, "0.25" },
+  { 500000000, "0.5" },  { 1000000000, "1" },    { 2500000000u, "2.5" },
+  { 5000000000u, "5" },  { 10000000000u, "10" }, { 30000000000u, "30" },
   { 60000000000u, "60" }
 };
 
 /* Powers of 4 from 64 B to 64 MiB (the default --max-body). */
-static const struct bucket_def size_buckets[] = {
-  { 64, "64" }, { 256, "256" }, { 1024, "1024" }, { 4096, "4096" },
-  { 16384, "16384" }, { 65536, "65536" }, { 262144, "262144" },
-  { 1048576, "1048576" }, { 4194304, "4194304" }, { 16777216, "16777216" },
-  { 67108864, "67108864" }
-};
+static const struct bucket_def size_buckets[] = { { 64, "64" },
+                                                  { 256, "256" },
+                                                  { 1024, "1024" },
+                                                  { 4096, "4096" },
+                                                  { 16384, "16384" },
+                                                  { 65536, "65536" },
+                                                  { 262144, "262144" },
+                                                  { 1048576, "1048576" },
+                                                  { 4194304, "4194304" },
+                                                  { 16777216, "16777216" },
+                                                  { 67108864, "67108864" } };
 
 #define NDUR (sizeof dur_buckets / sizeof dur_buckets[0])
 
@@ -92,9 +93,8 @@ struct metrics {
   atomic_uint_least64_t qwait[MAX_BUCKETS + 1], qwait_sum;
 };
 
-struct metrics *
-metrics_create(unsigned threads, uint64_t max_pending,
-               const struct timespec *start)
+struct metrics *metrics_create(unsigned threads, uint64_t max_pending,
+                               const struct timespec *start)
 {
   /* calloc: all-zero bytes is a valid zero for lock-free atomics (C11
    * leaves it unspecified, but every target we build for does this). */
@@ -108,14 +108,12 @@ metrics_create(unsigned threads, uint64_t max_pending,
   return m;
 }
 
-void
-metrics_destroy(struct metrics *m)
+void metrics_destroy(struct metrics *m)
 {
   free(m);
 }
 
-int
-metrics_route_add(struct metrics *m, const char *pattern)
+int metrics_route_add(struct metrics *m, const char *pattern)
 {
   if (m->nroutes >= METRICS_MAX_ROUTES)
     return -1;
@@ -123,28 +121,24 @@ metrics_route_add(struct metrics *m, const char *pattern)
   return (int)m->nroutes++;
 }
 
-void
-metrics_inflight_add(struct metrics *m, int delta)
+void metrics_inflight_add(struct metrics *m, int delta)
 {
   atomic_fetch_add_explicit(&m->inflight, delta, memory_order_relaxed);
 }
 
-void
-metrics_queued_add(struct metrics *m, int delta)
+void metrics_queued_add(struct metrics *m, int delta)
 {
   atomic_fetch_add_explicit(&m->queued, delta, memory_order_relaxed);
 }
 
-void
-metrics_admit_set(struct metrics *m, long waiting, uint64_t inflight_bytes)
+void metrics_admit_set(struct metrics *m, long waiting, uint64_t inflight_bytes)
 {
   atomic_store_explicit(&m->waiting, waiting, memory_order_relaxed);
   atomic_store_explicit(&m->inflight_bytes, inflight_bytes,
                         memory_order_relaxed);
 }
 
-void
-metrics_queue_wait(struct metrics *m, uint64_t ns)
+void metrics_queue_wait(struct metrics *m, uint64_t ns)
 {
   size_t i = 0;
 
@@ -154,8 +148,7 @@ metrics_queue_wait(struct metrics *m, uint64_t ns)
   atomic_fetch_add_explicit(&m->qwait_sum, ns, memory_order_relaxed);
 }
 
-void
-metrics_reload_failure(struct metrics *m)
+void metrics_reload_failure(struct metrics *m)
 {
   atomic_fetch_add_explicit(&m->reload_failures, 1, memory_order_relaxed);
 }
@@ -164,20 +157,17 @@ metrics_reload_failure(struct metrics *m)
 /* Observing                                                          */
 /* ------------------------------------------------------------------ */
 
-static unsigned
-route_slot(const struct metrics *m, unsigned route)
+static unsigned route_slot(const struct metrics *m, unsigned route)
 {
   return route < m->nroutes ? route : METRICS_MAX_ROUTES;
 }
 
-static unsigned
-op_slot(int op)
+static unsigned op_slot(int op)
 {
   return op >= 1 && op <= RD_OP_COUNT ? (unsigned)op - 1 : RD_OP_COUNT;
 }
 
-static unsigned
-fmt_slot(int format)
+static unsigned fmt_slot(int format)
 {
   switch (format) {
   case METRICS_FMT_JSON: return 0;
@@ -188,8 +178,7 @@ fmt_slot(int format)
   }
 }
 
-static unsigned
-status_slot(int status)
+static unsigned status_slot(int status)
 {
   if (status == 0)
     return STATUS_NONE;
@@ -199,9 +188,8 @@ status_slot(int status)
   return STATUS_OTHER;
 }
 
-static void
-hist_observe(struct hist *h, const struct bucket_def *defs, size_t nb,
-             unsigned r, uint64_t v)
+static void hist_observe(struct hist *h, const struct bucket_def *defs,
+                         size_t nb, unsigned r, uint64_t v)
 {
   size_t i = 0;
 
@@ -214,17 +202,15 @@ hist_observe(struct hist *h, const struct bucket_def *defs, size_t nb,
 #define NSIZE (sizeof size_buckets / sizeof size_buckets[0])
 _Static_assert(NDUR <= MAX_BUCKETS && NSIZE <= MAX_BUCKETS, "MAX_BUCKETS");
 
-void
-metrics_observe(struct metrics *m, const struct metrics_obs *o)
+void metrics_observe(struct metrics *m, const struct metrics_obs *o)
 {
   unsigned r = route_slot(m, o->route);
 
-  atomic_fetch_add_explicit(&m->requests[r][op_slot(o->op)]
-                            [fmt_slot(o->format)][status_slot(o->status)], 1,
-                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&m->requests[r][op_slot(o->op)][fmt_slot(o->format)]
+                                        [status_slot(o->status)],
+                            1, memory_order_relaxed);
   atomic_fetch_add_explicit(&m->bytes_in, o->in_bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&m->bytes_out, o->out_bytes,
-                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&m->bytes_out, o->out_bytes, memory_order_relaxed);
   hist_observe(&m->duration, dur_buckets, NDUR, r, o->duration_ns);
   hist_observe(&m->req_size, size_buckets, NSIZE, r, o->in_bytes);
   hist_observe(&m->resp_size, size_buckets, NSIZE, r, o->out_bytes);
@@ -241,11 +227,10 @@ struct out {
   int err;
 };
 
-static void
-outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct out *o, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
 
-static void
-outf(struct out *o, const char *fmt, ...)
+static void outf(struct out *o, const char *fmt, ...)
 {
   char small[256];
   va_list ap;
@@ -265,8 +250,7 @@ outf(struct out *o, const char *fmt, ...)
 }
 
 /* A label value with \, " and newline escaped, as the format requires. */
-static void
-out_label(struct out *o, const char *v)
+static void out_label(struct out *o, const char *v)
 {
   for (; !o->err && *v != '\0'; v++) {
     if (*v == '\\')
@@ -280,16 +264,14 @@ out_label(struct out *o, const char *v)
   }
 }
 
-static void
-outs(struct out *o, const char *s)
+static void outs(struct out *o, const char *s)
 {
   if (!o->err)
     o->err = api_buf_puts(o->b, s);
 }
 
-static void
-out_family(struct out *o, const char *name, const char *type,
-           const char *help)
+static void out_family(struct out *o, const char *name, const char *type,
+                       const char *help)
 {
   outs(o, "# HELP ");
   outs(o, name);
@@ -303,8 +285,7 @@ out_family(struct out *o, const char *name, const char *type,
 }
 
 /* Nanoseconds as decimal seconds, exact, without trailing zeros. */
-static void
-out_seconds(struct out *o, uint64_t sec, uint64_t ns)
+static void out_seconds(struct out *o, uint64_t sec, uint64_t ns)
 {
   char frac[24];
   int n;
@@ -319,21 +300,18 @@ out_seconds(struct out *o, uint64_t sec, uint64_t ns)
   outf(o, "%llu.%s", (unsigned long long)sec, frac);
 }
 
-static uint64_t
-load(const atomic_uint_least64_t *a)
+static uint64_t load(const atomic_uint_least64_t *a)
 {
   return atomic_load_explicit(a, memory_order_relaxed);
 }
 
-static const char *
-route_label(const struct metrics *m, unsigned r)
+static const char *route_label(const struct metrics *m, unsigned r)
 {
   return r < m->nroutes ? m->routes[r] : "none";
 }
 
 /* The route slots in output order: registered routes, then "none". */
-static int
-next_route(const struct metrics *m, int r)
+static int next_route(const struct metrics *m, int r)
 {
   if (r < 0)
     return m->nroutes > 0 ? 0 : METRICS_MAX_ROUTES;
@@ -342,8 +320,7 @@ next_route(const struct metrics *m, int r)
   return (unsigned)r == METRICS_MAX_ROUTES ? -1 : METRICS_MAX_ROUTES;
 }
 
-static void
-render_requests(const struct metrics *m, struct out *o)
+static void render_requests(const struct metrics *m, struct out *o)
 {
   out_family(o, "reduced_requests_total", "counter",
              "HTTP requests answered, by route pattern, operator, request "
@@ -367,10 +344,10 @@ render_requests(const struct metrics *m, struct out *o)
         }
 }
 
-static void
-render_hist(const struct metrics *m, struct out *o, const struct hist *h,
-            const struct bucket_def *defs, size_t nb, const char *name,
-            const char *help, int seconds)
+static void render_hist(const struct metrics *m, struct out *o,
+                        const struct hist *h, const struct bucket_def *defs,
+                        size_t nb, const char *name, const char *help,
+                        int seconds)
 {
   out_family(o, name, "histogram", help);
   for (int r = next_route(m, -1); r >= 0; r = next_route(m, r)) {
@@ -379,7 +356,7 @@ render_hist(const struct metrics *m, struct out *o, const struct hist *h,
     for (size_t i = 0; i <= nb; i++)
       cum += load(&h->bucket[r][i]);
     if (cum == 0)
-      continue;   /* no request on this route yet */
+      continue; /* no request on this route yet */
     cum = 0;
     for (size_t i = 0; i <= nb; i++) {
       cum += load(&h->bucket[r][i]);
@@ -403,8 +380,7 @@ render_hist(const struct metrics *m, struct out *o, const struct hist *h,
 }
 
 /* The queue wait histogram, without labels. */
-static void
-render_qwait(const struct metrics *m, struct out *o)
+static void render_qwait(const struct metrics *m, struct out *o)
 {
   uint64_t cum = 0, sum = load(&m->qwait_sum);
 
@@ -417,12 +393,10 @@ render_qwait(const struct metrics *m, struct out *o)
   }
   outf(o, "reduced_queue_wait_seconds_sum ");
   out_seconds(o, sum / 1000000000u, sum % 1000000000u);
-  outf(o, "\nreduced_queue_wait_seconds_count %llu\n",
-       (unsigned long long)cum);
+  outf(o, "\nreduced_queue_wait_seconds_count %llu\n", (unsigned long long)cum);
 }
 
-int
-metrics_render(const struct metrics *m, struct api_buf *b)
+int metrics_render(const struct metrics *m, struct api_buf *b)
 {
   struct out o = { b, 0 };
   long v;
@@ -430,14 +404,12 @@ metrics_render(const struct metrics *m, struct api_buf *b)
   render_requests(m, &o);
   render_hist(m, &o, &m->duration, dur_buckets, NDUR,
               "reduced_request_duration_seconds",
-              "Time from the start of a request to its response, by route.",
-              1);
+              "Time from the start of a request to its response, by route.", 1);
   render_hist(m, &o, &m->req_size, size_buckets, NSIZE,
-              "reduced_request_size_bytes",
-              "Request body sizes, by route.", 0);
+              "reduced_request_size_bytes", "Request body sizes, by route.", 0);
   render_hist(m, &o, &m->resp_size, size_buckets, NSIZE,
-              "reduced_response_size_bytes",
-              "Response body sizes, by route.", 0);
+              "reduced_response_size_bytes", "Response body sizes, by route.",
+              0);
 
   out_family(&o, "reduced_bytes_received_total", "counter",
              "Request body bytes received.");

@@ -34,23 +34,23 @@
 
 /* The request body format (label "format"). */
 enum metrics_format {
-  METRICS_FMT_NONE = 0,   /* no body format was accepted */
+  METRICS_FMT_NONE = 0, /* no body format was accepted */
   METRICS_FMT_JSON,
-  METRICS_FMT_RAW,        /* application/octet-stream */
-  METRICS_FMT_NPY,        /* application/x-npy */
-  METRICS_FMT_BINARY      /* /v2 binary tensor data extension (a JSON header
+  METRICS_FMT_RAW,   /* application/octet-stream */
+  METRICS_FMT_NPY,   /* application/x-npy */
+  METRICS_FMT_BINARY /* /v2 binary tensor data extension (a JSON header
                            * and blobs: Inference-Header-Content-Length) */
 };
 
 /* One finished request. */
 struct metrics_obs {
-  unsigned route;          /* index from metrics_route_add() or ROUTE_NONE */
-  int op;                  /* enum rd_op, or 0: none */
-  int format;              /* enum metrics_format */
-  int status;              /* HTTP status sent, or 0: none */
-  uint64_t duration_ns;    /* first byte of the request to the response sent */
-  uint64_t in_bytes;       /* request body bytes received */
-  uint64_t out_bytes;      /* response body bytes */
+  unsigned route;       /* index from metrics_route_add() or ROUTE_NONE */
+  int op;               /* enum rd_op, or 0: none */
+  int format;           /* enum metrics_format */
+  int status;           /* HTTP status sent, or 0: none */
+  uint64_t duration_ns; /* first byte of the request to the response sent */
+  uint64_t in_bytes;    /* request body bytes received */
+  uint64_t out_bytes;   /* response body bytes */
 };
 
 struct metrics;

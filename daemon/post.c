@@ -19,7 +19,7 @@
  * Errors found mid-upload (a bad .npy header, too many bytes) cannot be
  * answered before the final call: the rest of the body is discarded.
  */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <assert.h>
 #include <stdio.h>
@@ -43,8 +43,7 @@
 #define POST_STREAM_BUF_MIN (256u * 1024)
 #define POST_STREAM_BUF_MAX (4u << 20)
 
-static size_t
-stream_buf(uint64_t tensor_bytes)
+static size_t stream_buf(uint64_t tensor_bytes)
 {
   uint64_t b = tensor_bytes / 16 / (64 * 1024) * (64 * 1024);
 
@@ -67,8 +66,7 @@ static void stream_wake_cb(struct job *j);
 /* The first error found mid-upload is the answer (at the final call); the
  * rest of the body is dropped until then.  `err` NULL: more tensor bytes
  * than the plan (named at the end, with the count). */
-static void
-discard(struct req *r, const struct rd_error *err)
+static void discard(struct req *r, const struct rd_error *err)
 {
   if (r->state == REQ_DISCARDING)
     return;
@@ -82,15 +80,15 @@ discard(struct req *r, const struct rd_error *err)
 /* A chunked body passed --max-body (MHD enforces a Content-Length).  This
  * answer replaces an earlier one of a binary body; a JSON body keeps the
  * first (an earlier out-of-memory). */
-static void
-discard_too_large(struct server *s, struct req *r)
+static void discard_too_large(struct server *s, struct req *r)
 {
   if (r->state == REQ_DISCARDING && r->job.in_fmt == API_FMT_JSON)
     return;
   free(r->body);
   r->body = NULL;
   r->body_len = r->body_cap = 0;
-  api_fail(&r->derr, API_E_BODY_TOO_LARGE, "the chunked body is above the "
+  api_fail(&r->derr, API_E_BODY_TOO_LARGE,
+           "the chunked body is above the "
            "limit of %llu bytes (--max-body)",
            (unsigned long long)s->conf->max_body);
   req_set_state(r, REQ_DISCARDING);
@@ -105,9 +103,8 @@ discard_too_large(struct server *s, struct req *r)
 
 /* Content-Length or chunked Transfer-Encoding, within --max-body; sets
  * r->expect_len. */
-static int
-body_length(struct server *s, struct req *r, int *chunked,
-            uint64_t *len, enum MHD_Result *res)
+static int body_length(struct server *s, struct req *r, int *chunked,
+                       uint64_t *len, enum MHD_Result *res)
 {
   const struct conf *c = s->conf;
   const char *cl;
@@ -143,25 +140,25 @@ body_length(struct server *s, struct req *r, int *chunked,
 /* Content-Encoding: identity, or gzip / deflate decoded as the body
  * streams (zbody.h), its decoded length unknown until the end: read as if
  * chunked.  Another coding is 415 naming it. */
-static int
-body_coding(struct server *s, struct req *r, int *chunked,
-            enum MHD_Result *res)
+static int body_coding(struct server *s, struct req *r, int *chunked,
+                       enum MHD_Result *res)
 {
   enum api_coding coding;
   struct rd_error err;
 
   memset(&err, 0, sizeof err);
-  if (api_coding_parse(MHD_lookup_connection_value(
-                         r->conn, MHD_HEADER_KIND,
-                         MHD_HTTP_HEADER_CONTENT_ENCODING),
-                       &coding, &err) != 0) {
+  if (api_coding_parse(
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                    MHD_HTTP_HEADER_CONTENT_ENCODING),
+        &coding, &err) != 0) {
     *res = req_respond_rd_error(r, &err);
     return 1;
   }
   if (coding == API_CODING_IDENTITY)
     return 0;
   if (zbody_open(r, coding, s->conf->max_body) != 0) {
-    *res = req_respond_error(r, NULL, API_E_OVERLOADED, "cannot allocate "
+    *res = req_respond_error(r, NULL, API_E_OVERLOADED,
+                             "cannot allocate "
                              "the %s decoder; retry later",
                              api_coding_name(coding));
     return 1;
@@ -180,16 +177,15 @@ body_coding(struct server *s, struct req *r, int *chunked,
 #define POST_REQ_BYTES (16u * 1024)
 #define POST_JSON_FACTOR 5u
 
-static uint64_t
-json_bytes(uint64_t body)
+static uint64_t json_bytes(uint64_t body)
 {
   return POST_REQ_BYTES + body * POST_JSON_FACTOR;
 }
 
-static uint64_t
-planned_bytes(struct server *s, const struct rd_plan *p, int fortran)
+static uint64_t planned_bytes(struct server *s, const struct rd_plan *p,
+                              int fortran)
 {
-  if (fortran)   /* and its C-order copy (job.c) */
+  if (fortran) /* and its C-order copy (job.c) */
     return POST_REQ_BYTES + 2u * p->in_bytes + p->out_bytes;
   if (p->in_bytes <= s->conf->buffer_max)
     return POST_REQ_BYTES + p->in_bytes + p->out_bytes;
@@ -198,8 +194,7 @@ planned_bytes(struct server *s, const struct rd_plan *p, int fortran)
 
 /* The first estimate, before the body: exact for raw bodies and JSON with
  * a Content-Length; chunked JSON starts at its first buffer and grows. */
-static uint64_t
-declared_bytes(struct server *s, struct req *r)
+static uint64_t declared_bytes(struct server *s, struct req *r)
 {
   uint64_t len = r->expect_len;
   int chunked = len == UINT64_MAX;
@@ -214,7 +209,8 @@ declared_bytes(struct server *s, struct req *r)
     return planned_bytes(s, &r->job.lplan, 0);
   if (chunked)
     return json_bytes(s->conf->max_body < POST_CHUNKED_START
-                      ? s->conf->max_body : POST_CHUNKED_START);
+                        ? s->conf->max_body
+                        : POST_CHUNKED_START);
   return json_bytes(len);
 }
 
@@ -226,8 +222,7 @@ static int begin_body(struct server *s, struct req *r, struct rd_error *err);
  * waits: its connection is suspended before the body (QUEUED), and
  * admitted_cb() goes on.  Otherwise the body's buffer or stream is set up
  * at once.  Returns the handler's result. */
-static enum MHD_Result
-admission(struct server *s, struct req *r)
+static enum MHD_Result admission(struct server *s, struct req *r)
 {
   const struct conf *c = s->conf;
   struct rd_error err;
@@ -258,23 +253,21 @@ admission(struct server *s, struct req *r)
      * the resume (server.c skips it, or answers there). */
     r->recall = r->expect_len != 0;
     MHD_suspend_connection(r->conn);
-    req_watch_start(r);   /* a client closing while it waits */
+    req_watch_start(r); /* a client closing while it waits */
     return MHD_YES;
-  case ADMIT_NOW:
-    break;
+  case ADMIT_NOW: break;
   }
   memset(&err, 0, sizeof err);
   if (begin_body(s, r, &err) != 0)
     return req_respond_rd_error(r, &err);
-  req_watch_start(r);   /* a client closing mid-body or while it runs */
+  req_watch_start(r); /* a client closing mid-body or while it runs */
   return MHD_YES;
 }
 
 /* Loop thread (admit.c's timer or idle callback): a QUEUED request was
  * admitted, timed out, or (watch) lost its client.  Sets up its body, or
  * the 503 answered at the final call, and resumes the connection. */
-static void
-admitted_cb(struct admit_ticket *t, enum admit_outcome how)
+static void admitted_cb(struct admit_ticket *t, enum admit_outcome how)
 {
   struct req *r = t->arg;
   struct server *s = r->srv;
@@ -283,34 +276,37 @@ admitted_cb(struct admit_ticket *t, enum admit_outcome how)
   assert(r->state == REQ_QUEUED);
   memset(&err, 0, sizeof err);
   if (how == ADMIT_TIMEOUT) {
-    api_fail(&err, API_E_OVERLOADED, "waited %.1f s for admission "
+    api_fail(&err, API_E_OVERLOADED,
+             "waited %.1f s for admission "
              "(--queue-timeout %llu, --max-inflight-bytes %llu); retry "
-             "later", admit_waited(t),
-             (unsigned long long)s->conf->queue_timeout,
+             "later",
+             admit_waited(t), (unsigned long long)s->conf->queue_timeout,
              (unsigned long long)s->conf->max_inflight_bytes);
     discard(r, &err);
   } else if (begin_body(s, r, &err) != 0) {
     discard(r, &err);
   }
   MHD_resume_connection(r->conn);
-  server_run(s);   /* required in external mode after a resume */
+  server_run(s); /* required in external mode after a resume */
 }
 
 /* The buffer of a JSON body: allocated once when the length is known;
  * chunked grows geometrically from POST_CHUNKED_START.  BODY. */
-static int
-body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
-           struct rd_error *err)
+static int body_alloc(struct server *s, struct req *r, int chunked,
+                      uint64_t len, struct rd_error *err)
 {
   const struct conf *c = s->conf;
 
   r->body_cap = chunked ? (size_t)(c->max_body < POST_CHUNKED_START
-                                   ? c->max_body : POST_CHUNKED_START)
+                                     ? c->max_body
+                                     : POST_CHUNKED_START)
                         : (size_t)len;
   r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
   if (r->body == NULL)
-    return api_fail(err, API_E_OVERLOADED, "cannot allocate %zu bytes for "
-                    "the body; retry later", r->body_cap);
+    return api_fail(err, API_E_OVERLOADED,
+                    "cannot allocate %zu bytes for "
+                    "the body; retry later",
+                    r->body_cap);
   r->job.in_fmt = API_FMT_JSON;
   req_set_state(r, REQ_BODY);
   return 0;
@@ -319,33 +315,34 @@ body_alloc(struct server *s, struct req *r, int chunked, uint64_t len,
 /* The plan of a binary body is set up (job_binary_setup()): check the
  * declared size and the response format, then allocate the whole tensor
  * (up to --buffer-max: DATA) or open a stream (STREAMING). */
-static int
-plan_ready(struct server *s, struct req *r, struct rd_error *err)
+static int plan_ready(struct server *s, struct req *r, struct rd_error *err)
 {
   const struct conf *c = s->conf;
   const struct rd_plan *p = &r->job.lplan;
   int rc;
 
   if ((rc = api_prefix_check_size(&r->prefix, p, c->max_body, err)) != 0 ||
-      (rc = r->job.call.proto->check_accept(&r->job.call, p->out_dtype,
-                                            err)) != 0 ||
+      (rc = r->job.call.proto->check_accept(&r->job.call, p->out_dtype, err)) !=
+        0 ||
       (rc = api_prefix_check_length(&r->prefix, p, err)) != 0)
     return rc;
   /* Now the exact need (a raw body was admitted with it already). */
-  admit_resize(&s->admit, &r->ticket,
-               planned_bytes(s, p, r->job.fortran));
+  admit_resize(&s->admit, &r->ticket, planned_bytes(s, p, r->job.fortran));
   /* Fortran order is transposed to C order before reducing (job.c), so
    * that the sum runs in the same order as for C order: the whole tensor
    * is buffered, also above --buffer-max. */
   if (r->job.fortran && p->in_bytes > c->buffer_max)
     LOG_DEBUG("request id=%s: Fortran order: buffering %llu tensor bytes "
-              "to reorder them", r->id, (unsigned long long)p->in_bytes);
+              "to reorder them",
+              r->id, (unsigned long long)p->in_bytes);
   if (p->in_bytes <= c->buffer_max || r->job.fortran) {
     r->body_cap = (size_t)p->in_bytes;
     r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
     if (r->body == NULL)
-      return api_fail(err, API_E_OVERLOADED, "cannot allocate %zu bytes for "
-                      "the body; retry later", r->body_cap);
+      return api_fail(err, API_E_OVERLOADED,
+                      "cannot allocate %zu bytes for "
+                      "the body; retry later",
+                      r->body_cap);
     req_set_state(r, REQ_DATA);
     return 0;
   }
@@ -353,22 +350,23 @@ plan_ready(struct server *s, struct req *r, struct rd_error *err)
             (unsigned long long)p->in_bytes);
   if (job_stream_open(&r->job, s->loop, stream_buf(p->in_bytes),
                       stream_wake_cb) != 0)
-    return api_fail(err, API_E_OVERLOADED, "cannot allocate the stream "
+    return api_fail(err, API_E_OVERLOADED,
+                    "cannot allocate the stream "
                     "buffers and the output; retry later");
   req_set_state(r, REQ_STREAMING);
   return 0;
 }
 
 /* The query string of a raw or .npy body, and a raw body's plan. */
-static int
-binary_begin(struct req *r, struct rd_error *err)
+static int binary_begin(struct req *r, struct rd_error *err)
 {
   struct api_request q;
   size_t taken;
   int rc;
 
   if (r->query_lost)
-    return api_fail(err, API_E_OVERLOADED, "out of memory while reading "
+    return api_fail(err, API_E_OVERLOADED,
+                    "out of memory while reading "
                     "the query string; retry later");
   memset(&q, 0, sizeof q);
   if ((rc = api_query_parse(r->query, r->job.in_fmt, &q, err)) != 0)
@@ -384,8 +382,7 @@ binary_begin(struct req *r, struct rd_error *err)
                           r->prefix.swap, err);
 }
 
-enum MHD_Result
-post_begin_v1(struct server *s, struct req *r)
+enum MHD_Result post_begin_v1(struct server *s, struct req *r)
 {
   enum MHD_Result res;
   struct rd_error err;
@@ -400,7 +397,8 @@ post_begin_v1(struct server *s, struct req *r)
     return req_respond_error(r, NULL, API_E_MEDIA_TYPE,
                              "Content-Type must be application/json, "
                              "application/octet-stream or application/x-npy, "
-                             "not '%.64s'", ct ? ct : "(none)");
+                             "not '%.64s'",
+                             ct ? ct : "(none)");
   r->job.in_fmt = fmt;
   r->format = fmt == API_FMT_RAW   ? METRICS_FMT_RAW
               : fmt == API_FMT_NPY ? METRICS_FMT_NPY
@@ -421,10 +419,9 @@ post_begin_v1(struct server *s, struct req *r)
 
 /* Inference-Header-Content-Length: absent (SIZE_MAX), or within the body
  * and --max-body.  0, or 1 with *res the queued answer. */
-static int
-v2_header_length(struct server *s, struct req *r, const char *ih,
-                 int chunked, uint64_t len, size_t *hlen,
-                 enum MHD_Result *res)
+static int v2_header_length(struct server *s, struct req *r, const char *ih,
+                            int chunked, uint64_t len, size_t *hlen,
+                            enum MHD_Result *res)
 {
   const struct conf *c = s->conf;
   uint64_t hl;
@@ -433,20 +430,25 @@ v2_header_length(struct server *s, struct req *r, const char *ih,
   if (ih == NULL)
     return 0;
   if (req_parse_length(ih, &hl) != 0)
-    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD, "invalid "
-                             "Inference-Header-Content-Length '%.32s'", ih);
+    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD,
+                             "invalid "
+                             "Inference-Header-Content-Length '%.32s'",
+                             ih);
   else if (hl == 0)
-    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD, "Inference-Header-"
+    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD,
+                             "Inference-Header-"
                              "Content-Length 0 (a raw binary request) is not "
                              "supported: the shape of input \"data\" must "
                              "come in a JSON header");
   else if (!chunked && hl > len)
-    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD, "Inference-Header-"
+    *res = req_respond_error(r, NULL, API_E_INVALID_FIELD,
+                             "Inference-Header-"
                              "Content-Length %llu is larger than the body "
-                             "(Content-Length %llu)", (unsigned long long)hl,
-                             (unsigned long long)len);
+                             "(Content-Length %llu)",
+                             (unsigned long long)hl, (unsigned long long)len);
   else if (hl > c->max_body)
-    *res = req_respond_error(r, NULL, API_E_BODY_TOO_LARGE, "Inference-"
+    *res = req_respond_error(r, NULL, API_E_BODY_TOO_LARGE,
+                             "Inference-"
                              "Header-Content-Length %llu is above the limit "
                              "of %llu bytes (--max-body)",
                              (unsigned long long)hl,
@@ -462,8 +464,7 @@ v2_header_length(struct server *s, struct req *r, const char *ih,
  * Inference-Header-Content-Length.  The body's Content-Type is not
  * consulted (tritonclient sends none); Content-Encoding as on /v1
  * (body_coding). */
-enum MHD_Result
-post_begin_v2(struct server *s, struct req *r)
+enum MHD_Result post_begin_v2(struct server *s, struct req *r)
 {
   struct api_call *call = &r->job.call;
   const char *ih;
@@ -492,8 +493,7 @@ post_begin_v2(struct server *s, struct req *r)
 
 /* Admitted: the body's buffer (BODY, DATA), stream (STREAMING) or prefix
  * decoder (PREFIX).  0, or an error to answer. */
-static int
-begin_body(struct server *s, struct req *r, struct rd_error *err)
+static int begin_body(struct server *s, struct req *r, struct rd_error *err)
 {
   struct api_call *call = &r->job.call;
   int chunked = r->expect_len == UINT64_MAX;
@@ -507,7 +507,7 @@ begin_body(struct server *s, struct req *r, struct rd_error *err)
     return 0;
   }
   if (r->prefix_first) {
-    req_set_state(r, REQ_PREFIX);   /* planned once the header is here */
+    req_set_state(r, REQ_PREFIX); /* planned once the header is here */
     return 0;
   }
   if (r->job.in_fmt == API_FMT_RAW)
@@ -520,8 +520,8 @@ begin_body(struct server *s, struct req *r, struct rd_error *err)
 /* ------------------------------------------------------------------ */
 
 /* BODY: keep the bytes (the buffer grows up to --max-body). */
-static void
-body_append(struct server *s, struct req *r, const char *data, size_t n)
+static void body_append(struct server *s, struct req *r, const char *data,
+                        size_t n)
 {
   uint64_t max = s->conf->max_body;
 
@@ -537,14 +537,15 @@ body_append(struct server *s, struct req *r, const char *data, size_t n)
       free(r->body);
       r->body = NULL;
       r->body_len = r->body_cap = 0;
-      api_fail(&err, API_E_OVERLOADED, "out of memory while reading the "
+      api_fail(&err, API_E_OVERLOADED,
+               "out of memory while reading the "
                "body; retry later");
       discard(r, &err);
       return;
     }
     r->body = p;
     r->body_cap = cap;
-    admit_resize(&s->admit, &r->ticket, json_bytes(cap));   /* chunked */
+    admit_resize(&s->admit, &r->ticket, json_bytes(cap)); /* chunked */
   }
   memcpy(r->body + r->body_len, data, n);
   r->body_len += n;
@@ -553,8 +554,7 @@ body_append(struct server *s, struct req *r, const char *data, size_t n)
 /* A /v2 body that cannot stream: buffered whole from here on, starting
  * with the JSON header the decoder holds.  BODY (JSON, decoded on the
  * pool). */
-static void
-body_from_prefix(struct server *s, struct req *r)
+static void body_from_prefix(struct server *s, struct req *r)
 {
   const unsigned char *hdr;
   struct rd_error err;
@@ -562,15 +562,18 @@ body_from_prefix(struct server *s, struct req *r)
 
   hdr = api_prefix_bytes(&r->prefix, &hl);
   cap = r->expect_len != UINT64_MAX
-        ? (size_t)r->expect_len
-        : (size_t)(s->conf->max_body < POST_CHUNKED_START
-                   ? s->conf->max_body : POST_CHUNKED_START);
+          ? (size_t)r->expect_len
+          : (size_t)(s->conf->max_body < POST_CHUNKED_START
+                       ? s->conf->max_body
+                       : POST_CHUNKED_START);
   if (cap < hl)
     cap = hl;
   r->body = malloc(cap > 0 ? cap : 1);
   if (r->body == NULL) {
-    api_fail(&err, API_E_OVERLOADED, "cannot allocate %zu bytes for the "
-             "body; retry later", cap);
+    api_fail(&err, API_E_OVERLOADED,
+             "cannot allocate %zu bytes for the "
+             "body; retry later",
+             cap);
     discard(r, &err);
     return;
   }
@@ -585,42 +588,36 @@ body_from_prefix(struct server *s, struct req *r)
 /* PREFIX: offers the bytes to the decoder; once it answers, plans (DATA or
  * STREAMING), or buffers whole (BODY), or discards.  Returns the bytes
  * taken. */
-static size_t
-prefix_upload(struct server *s, struct req *r, const char *data,
-              size_t n)
+static size_t prefix_upload(struct server *s, struct req *r, const char *data,
+                            size_t n)
 {
   struct rd_error err;
   size_t taken;
 
   memset(&err, 0, sizeof err);
   switch (api_prefix_feed(&r->prefix, data, n, &taken, &err)) {
-  case API_PREFIX_MORE:
-    break;
+  case API_PREFIX_MORE: break;
   case API_PREFIX_READY:
     if (job_binary_setup(&r->job, &r->prefix.req, r->prefix.fortran,
                          r->prefix.swap, &err) != 0 ||
         plan_ready(s, r, &err) != 0)
       discard(r, &err);
     break;
-  case API_PREFIX_WHOLE:
-    body_from_prefix(s, r);
-    break;
-  default:
-    discard(r, &err);
+  case API_PREFIX_WHOLE: body_from_prefix(s, r); break;
+  default: discard(r, &err);
   }
   return taken;
 }
 
 /* DATA, STREAMING: the tensor bytes.  Leaves in *n what the stream did not
  * take; the connection is then suspended until a feed frees a buffer. */
-static void
-data_upload(struct req *r, const char *data, size_t left, size_t *n)
+static void data_upload(struct req *r, const char *data, size_t left, size_t *n)
 {
   size_t taken;
 
   assert(r->state == REQ_DATA || r->state == REQ_STREAMING);
   if (r->data_bytes + left > r->job.lplan.in_bytes) {
-    discard(r, NULL);   /* more than the plan: answered at the end */
+    discard(r, NULL); /* more than the plan: answered at the end */
     r->in_bytes += left;
     r->data_bytes += left;
     return;
@@ -641,15 +638,15 @@ data_upload(struct req *r, const char *data, size_t left, size_t *n)
 }
 
 /* The plain (decoded) body's bytes. */
-static void
-plain_upload(struct server *s, struct req *r, const char *data, size_t *n)
+static void plain_upload(struct server *s, struct req *r, const char *data,
+                         size_t *n)
 {
   size_t left = *n, taken;
 
   assert(req_reading(r));
   *n = 0;
   if (r->in_bytes + left > s->conf->max_body)
-    discard_too_large(s, r);   /* only when chunked */
+    discard_too_large(s, r); /* only when chunked */
   if (r->state == REQ_PREFIX) {
     taken = prefix_upload(s, r, data, left);
     r->in_bytes += taken;
@@ -662,9 +659,7 @@ plain_upload(struct server *s, struct req *r, const char *data, size_t *n)
       body_append(s, r, data, left);
     return;
   case REQ_DATA:
-  case REQ_STREAMING:
-    data_upload(r, data, left, n);
-    return;
+  case REQ_STREAMING: data_upload(r, data, left, n); return;
   default:
     /* DISCARDING (or PREFIX with nothing left): count and drop. */
     r->in_bytes += left;
@@ -672,9 +667,7 @@ plain_upload(struct server *s, struct req *r, const char *data, size_t *n)
   }
 }
 
-void
-post_upload(struct server *s, struct req *r, const char *data,
-            size_t *n)
+void post_upload(struct server *s, struct req *r, const char *data, size_t *n)
 {
   if (r->zbody != NULL)
     zbody_upload(s, r, data, n, plain_upload, discard);
@@ -688,8 +681,7 @@ post_upload(struct server *s, struct req *r, const char *data,
 
 /* Loop thread: the job finished; wake the connection so that MHD re-enters
  * the handler, which queues the response. */
-static void
-reduce_done_cb(struct job *j)
+static void reduce_done_cb(struct job *j)
 {
   struct req *r = container_of(j, struct req, job);
   struct server *s = r->srv;
@@ -706,12 +698,11 @@ reduce_done_cb(struct job *j)
   r->body = NULL;
   req_set_state(r, REQ_DONE);
   MHD_resume_connection(r->conn);
-  server_run(s);   /* required in external mode after a resume */
+  server_run(s); /* required in external mode after a resume */
 }
 
 /* Loop thread: a feed of a streamed body finished. */
-static void
-stream_wake_cb(struct job *j)
+static void stream_wake_cb(struct job *j)
 {
   struct req *r = container_of(j, struct req, job);
 
@@ -729,8 +720,7 @@ stream_wake_cb(struct job *j)
 }
 
 /* Queues the job (or the stream's close) and suspends: RUNNING. */
-static enum MHD_Result
-run_job(struct req *r, int rc)
+static enum MHD_Result run_job(struct req *r, int rc)
 {
   if (rc != 0)
     return req_respond_error(r, NULL, API_E_OVERLOADED,
@@ -738,12 +728,11 @@ run_job(struct req *r, int rc)
                              uv_strerror(rc));
   req_set_state(r, REQ_RUNNING);
   MHD_suspend_connection(r->conn);
-  return MHD_YES;   /* never MHD_NO after suspending */
+  return MHD_YES; /* never MHD_NO after suspending */
 }
 
 /* BODY: the whole JSON body is here. */
-static enum MHD_Result
-submit_body(struct server *s, struct req *r)
+static enum MHD_Result submit_body(struct server *s, struct req *r)
 {
   struct job *j = &r->job;
 
@@ -764,8 +753,7 @@ submit_body(struct server *s, struct req *r)
 }
 
 /* DATA, STREAMING: exactly the plan's bytes must have come. */
-static enum MHD_Result
-submit_data(struct server *s, struct req *r)
+static enum MHD_Result submit_data(struct server *s, struct req *r)
 {
   struct rd_error err;
 
@@ -782,29 +770,26 @@ submit_data(struct server *s, struct req *r)
     }
     return run_job(r, job_stream_close(&r->job, reduce_done_cb));
   }
-  r->job.req.data = r->body;   /* the job owns it now */
+  r->job.req.data = r->body; /* the job owns it now */
   r->job.req.data_bytes = (size_t)r->job.lplan.in_bytes;
   r->body = NULL;
   r->job.max_tasks = (unsigned)s->conf->threads;
   return run_job(r, job_submit(s->loop, &r->job, reduce_done_cb));
 }
 
-enum MHD_Result
-post_submit(struct server *s, struct req *r)
+enum MHD_Result post_submit(struct server *s, struct req *r)
 {
   struct rd_error err;
 
   assert(req_reading(r));
   /* A compressed body: the decoded bytes still pending, and its end. */
   if (r->zbody != NULL && zbody_finish(s, r, plain_upload, discard))
-    return MHD_YES;   /* PAUSED: the final call comes again */
+    return MHD_YES; /* PAUSED: the final call comes again */
   memset(&err, 0, sizeof err);
   switch (r->state) {
-  case REQ_BODY:
-    return submit_body(s, r);
+  case REQ_BODY: return submit_body(s, r);
   case REQ_DATA:
-  case REQ_STREAMING:
-    return submit_data(s, r);
+  case REQ_STREAMING: return submit_data(s, r);
   case REQ_PREFIX:
     /* The body ended inside the header. */
     api_prefix_check_end(&r->prefix, NULL, r->in_bytes, 0, &err);
@@ -813,14 +798,13 @@ post_submit(struct server *s, struct req *r)
     if (r->derr.code != 0)
       return req_respond_rd_error(r, &r->derr);
     /* More tensor bytes than the plan. */
-    api_prefix_check_end(&r->prefix, &r->job.lplan, r->in_bytes,
-                         r->data_bytes, &err);
+    api_prefix_check_end(&r->prefix, &r->job.lplan, r->in_bytes, r->data_bytes,
+                         &err);
     return req_respond_rd_error(r, &err);
   }
 }
 
-enum MHD_Result
-post_answer(struct req *r)
+enum MHD_Result post_answer(struct req *r)
 {
   struct job *j = &r->job;
   char *body = j->reply;
@@ -829,7 +813,7 @@ post_answer(struct req *r)
   if (body == NULL)
     return req_respond_static(r, MHD_HTTP_SERVICE_UNAVAILABLE,
                               j->call.proto->nomem_body);
-  j->reply = NULL;   /* MHD owns it now */
+  j->reply = NULL; /* MHD owns it now */
   return req_respond_as(r, j->status, body, j->reply_len, 1, NULL,
                         j->status == MHD_HTTP_OK ? j : NULL);
 }

@@ -26,8 +26,7 @@ enum MHD_Result post_begin_v2(struct server *s, struct req *r);
 /* Upload call in a reading state: consumes the bytes, leaving in *n those
  * it could not take (the connection is then suspended, PAUSED, until a
  * feed of the stream frees a buffer). */
-void post_upload(struct server *s, struct req *r, const char *data,
-                 size_t *n);
+void post_upload(struct server *s, struct req *r, const char *data, size_t *n);
 
 /* Final call in a reading state: answers an error, or queues the job and
  * suspends (RUNNING), or waits for the stream's last feed (PAUSED). */

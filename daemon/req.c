@@ -1,6 +1,6 @@
 /* req.c - the request context: its state edges and its responses (loop
  * thread, inside the access handler).  The diagram is in req.h. */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <assert.h>
 #include <stdarg.h>
@@ -30,8 +30,7 @@ static const unsigned edges[REQ_NSTATES] = {
   [REQ_NEW] = S(HEADERS),
   [REQ_HEADERS] = S(ANSWERED) | S(QUEUED) | READING,
   [REQ_QUEUED] = READING | S(DISCARDING),
-  [REQ_PREFIX] = S(DATA) | S(STREAMING) | S(BODY) | S(DISCARDING) |
-                 S(ANSWERED),
+  [REQ_PREFIX] = S(DATA) | S(STREAMING) | S(BODY) | S(DISCARDING) | S(ANSWERED),
   [REQ_BODY] = S(DISCARDING) | S(RUNNING) | S(DONE) | S(ANSWERED),
   [REQ_DATA] = S(DISCARDING) | S(RUNNING) | S(ANSWERED),
   [REQ_STREAMING] = S(PAUSED) | S(DISCARDING) | S(RUNNING) | S(ANSWERED),
@@ -43,24 +42,21 @@ static const unsigned edges[REQ_NSTATES] = {
   [REQ_ORPHANED] = 0,
 };
 
-void
-req_set_state(struct req *r, enum req_state to)
+void req_set_state(struct req *r, enum req_state to)
 {
   assert(r->state < REQ_NSTATES && to < REQ_NSTATES);
-  assert((edges[r->state] & (1u << to)) != 0 ||
-         (to == REQ_ORPHANED && r->state != REQ_NEW &&
-          r->state != REQ_ORPHANED));
+  assert(
+    (edges[r->state] & (1u << to)) != 0 ||
+    (to == REQ_ORPHANED && r->state != REQ_NEW && r->state != REQ_ORPHANED));
   r->state = to;
 }
 
-int
-req_reading(const struct req *r)
+int req_reading(const struct req *r)
 {
   return ((READING | S(DISCARDING)) & (1u << r->state)) != 0;
 }
 
-int
-req_parse_length(const char *s, uint64_t *out)
+int req_parse_length(const char *s, uint64_t *out)
 {
   uint64_t v = 0;
 
@@ -77,12 +73,10 @@ req_parse_length(const char *s, uint64_t *out)
   return 0;
 }
 
-int
-req_is_chunked(struct MHD_Connection *conn)
+int req_is_chunked(struct MHD_Connection *conn)
 {
-  const char *te =
-    MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                MHD_HTTP_HEADER_TRANSFER_ENCODING);
+  const char *te = MHD_lookup_connection_value(
+    conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
   return te != NULL && strcasestr(te, "chunked") != NULL;
 }
 
@@ -93,11 +87,11 @@ req_is_chunked(struct MHD_Connection *conn)
  * freed by the poll's close callback. */
 struct req_watch {
   uv_poll_t poll;
-  uv_timer_t later;           /* re-looks while the kernel holds data */
+  uv_timer_t later; /* re-looks while the kernel holds data */
   struct server *srv;
-  struct req *r;              /* admitted or QUEUED request, or NULL */
+  struct req *r; /* admitted or QUEUED request, or NULL */
   int fd;
-  int open_handles;           /* freed when both are closed */
+  int open_handles; /* freed when both are closed */
 };
 
 /* Request bytes libmicrohttpd may hold in its connection buffer. */
@@ -106,8 +100,7 @@ struct req_watch {
  * unread bytes MHD is still to take. */
 #define REQ_WATCH_LATER_MS 250
 
-static void
-watch_closed(uv_handle_t *h)
+static void watch_closed(uv_handle_t *h)
 {
   struct req_watch *w = h->data;
 
@@ -117,12 +110,11 @@ watch_closed(uv_handle_t *h)
 
 static void watch_cb(uv_poll_t *h, int status, int events);
 
-static void
-later_cb(uv_timer_t *t)
+static void later_cb(uv_timer_t *t)
 {
   struct req_watch *w = t->data;
 
-  uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb);   /* fires again if
+  uv_poll_start(&w->poll, UV_DISCONNECT, watch_cb); /* fires again if
                                                          * still closed */
 }
 
@@ -140,8 +132,7 @@ later_cb(uv_timer_t *t)
  *     connection until --timeout: shut the socket down, which wakes MHD,
  *     whose next read or write fails, and it closes the connection; with
  *     bytes unread, look again a little later. */
-static void
-watch_cb(uv_poll_t *h, int status, int events)
+static void watch_cb(uv_poll_t *h, int status, int events)
 {
   struct req_watch *w = h->data;
   struct req *r = w->r;
@@ -150,22 +141,23 @@ watch_cb(uv_poll_t *h, int status, int events)
 
   (void)status;
   (void)events;
-  uv_poll_stop(h);   /* level-triggered: looked at once */
+  uv_poll_stop(h); /* level-triggered: looked at once */
   if (ioctl(w->fd, FIONREAD, &unread) != 0)
     unread = 0;
   if (r != NULL && r->state == REQ_QUEUED) {
     if (r->expect_len != UINT64_MAX &&
         (uint64_t)unread + REQ_MHD_BUFFERED >= r->expect_len)
-      return;   /* the whole body may be here: a half-close */
-    LOG_DEBUG("request id=%s: the client closed while waiting %.3f s",
-              r->id, admit_waited(&r->ticket));
+      return; /* the whole body may be here: a half-close */
+    LOG_DEBUG("request id=%s: the client closed while waiting %.3f s", r->id,
+              admit_waited(&r->ticket));
     req_watch_stop(r);
     admit_release(&s->admit, &r->ticket);
-    api_fail(&r->derr, API_E_OVERLOADED, "the client closed the "
+    api_fail(&r->derr, API_E_OVERLOADED,
+             "the client closed the "
              "connection");
     req_set_state(r, REQ_DISCARDING);
     MHD_resume_connection(r->conn);
-    server_run(s);   /* MHD reads the close and completes the request */
+    server_run(s); /* MHD reads the close and completes the request */
     return;
   }
   if (r != NULL && (r->state == REQ_PAUSED || r->state == REQ_RUNNING ||
@@ -182,15 +174,14 @@ watch_cb(uv_poll_t *h, int status, int events)
   server_run(s);
 }
 
-void *
-req_conn_open(struct server *s, struct MHD_Connection *conn)
+void *req_conn_open(struct server *s, struct MHD_Connection *conn)
 {
   const union MHD_ConnectionInfo *ci;
   struct req_watch *w;
 
   ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
   if (ci == NULL || (w = calloc(1, sizeof *w)) == NULL)
-    return NULL;   /* unwatched: MHD's own detection, or --timeout */
+    return NULL; /* unwatched: MHD's own detection, or --timeout */
   w->srv = s;
   w->fd = ci->connect_fd;
   w->poll.data = w;
@@ -208,8 +199,7 @@ req_conn_open(struct server *s, struct MHD_Connection *conn)
   return w;
 }
 
-void
-req_conn_close(void *watch)
+void req_conn_close(void *watch)
 {
   struct req_watch *w = watch;
 
@@ -221,8 +211,7 @@ req_conn_close(void *watch)
   uv_close((uv_handle_t *)&w->later, watch_closed);
 }
 
-void
-req_watch_start(struct req *r)
+void req_watch_start(struct req *r)
 {
   const union MHD_ConnectionInfo *ci;
   struct req_watch *w;
@@ -235,8 +224,7 @@ req_watch_start(struct req *r)
   r->watch = w;
 }
 
-void
-req_watch_stop(struct req *r)
+void req_watch_stop(struct req *r)
 {
   if (r->watch == NULL)
     return;
@@ -244,15 +232,14 @@ req_watch_stop(struct req *r)
   r->watch = NULL;
 }
 
-void
-req_free(struct req *r)
+void req_free(struct req *r)
 {
   /* Give a large request's memory back to the system (the pool threads'
    * arenas too): the daemon's size returns to idle after large bodies. */
   int large = r->in_bytes + r->out_bytes >= REQ_TRIM_BYTES ||
               r->ticket.bytes >= REQ_TRIM_BYTES;
 
-  assert(!job_busy(&r->job));   /* a pool thread would use freed memory */
+  assert(!job_busy(&r->job)); /* a pool thread would use freed memory */
   req_watch_stop(r);
   admit_release(&r->srv->admit, &r->ticket);
   job_release(&r->job);
@@ -266,28 +253,25 @@ req_free(struct req *r)
 }
 
 /* api_header_cb over an MHD response. */
-static int
-add_header(void *arg, const char *name, const char *value)
+static int add_header(void *arg, const char *name, const char *value)
 {
   return MHD_add_response_header(arg, name, value) == MHD_YES ? 0 : -1;
 }
 
 /* Every response's headers; a job's 200 adds its protocol's. */
-static int
-add_headers(struct req *r, struct MHD_Response *resp, int status,
-            const char *allow, const struct job *result)
+static int add_headers(struct req *r, struct MHD_Response *resp, int status,
+                       const char *allow, const struct job *result)
 {
-  const char *ctype = result != NULL
-                      ? api_reply_media_type(&result->reply_info)
-                      : r->ctype != NULL ? r->ctype : "application/json";
+  const char *ctype = result != NULL ? api_reply_media_type(&result->reply_info)
+                      : r->ctype != NULL ? r->ctype
+                                         : "application/json";
 
   if (add_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) != 0 ||
       (result != NULL &&
        result->call.proto->reply_headers(&result->reply_info, add_header,
                                          resp) != 0) ||
       add_header(resp, "X-Request-Id", r->id) != 0 ||
-      (allow != NULL &&
-       add_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != 0) ||
+      (allow != NULL && add_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != 0) ||
       (status == MHD_HTTP_SERVICE_UNAVAILABLE &&
        add_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER) != 0) ||
       (status == MHD_HTTP_UNAUTHORIZED &&
@@ -312,14 +296,14 @@ add_headers(struct req *r, struct MHD_Response *resp, int status,
 /* The gzip form of an answer the client accepts gzipped: 1 with *body,
  * *len the new (malloc'ed) body, or 0 to send it as it is (small, not
  * accepted, no smaller gzipped, out of memory). */
-static int
-gzip_answer(struct req *r, const char **body, size_t *len)
+static int gzip_answer(struct req *r, const char **body, size_t *len)
 {
   struct api_buf b;
 
   if (r->encoded || *len < API_GZIP_MIN ||
-      !api_accept_gzip(MHD_lookup_connection_value(
-        r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING)))
+      !api_accept_gzip(
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                    MHD_HTTP_HEADER_ACCEPT_ENCODING)))
     return 0;
   api_buf_init(&b);
   /* zlib's level 1 for large answers: the loop thread does this work. */
@@ -332,9 +316,9 @@ gzip_answer(struct req *r, const char **body, size_t *len)
   return *body != NULL;
 }
 
-enum MHD_Result
-req_respond_as(struct req *r, int status, const char *body, size_t len,
-               int must_free, const char *allow, const struct job *result)
+enum MHD_Result req_respond_as(struct req *r, int status, const char *body,
+                               size_t len, int must_free, const char *allow,
+                               const struct job *result)
 {
   struct MHD_Response *resp;
   enum MHD_Result ret;
@@ -353,7 +337,7 @@ req_respond_as(struct req *r, int status, const char *body, size_t len,
     if (must_free)
       free((void *)body);
     LOG_ERROR("request id=%s: cannot create a response", r->id);
-    return MHD_NO;   /* closes the connection */
+    return MHD_NO; /* closes the connection */
   }
   if (add_headers(r, resp, status, allow, result) != 0) {
     MHD_destroy_response(resp);
@@ -362,7 +346,7 @@ req_respond_as(struct req *r, int status, const char *body, size_t len,
   }
   ret = MHD_queue_response(r->conn, (unsigned int)status, resp);
   MHD_destroy_response(resp);
-  r->encoded = 0;   /* said of this body only */
+  r->encoded = 0; /* said of this body only */
   req_set_state(r, REQ_ANSWERED);
   if (ret == MHD_YES) {
     r->status = status;
@@ -371,22 +355,19 @@ req_respond_as(struct req *r, int status, const char *body, size_t len,
   return ret;
 }
 
-enum MHD_Result
-req_respond_static(struct req *r, int status, const char *body)
+enum MHD_Result req_respond_static(struct req *r, int status, const char *body)
 {
   return req_respond_as(r, status, body, strlen(body), 0, NULL, NULL);
 }
 
-static enum MHD_Result
-respond_nomem(struct req *r)
+static enum MHD_Result respond_nomem(struct req *r)
 {
   return req_respond_static(r, MHD_HTTP_SERVICE_UNAVAILABLE,
                             r->job.call.proto->nomem_body);
 }
 
-enum MHD_Result
-req_respond_error(struct req *r, const char *allow, int code,
-                  const char *fmt, ...)
+enum MHD_Result req_respond_error(struct req *r, const char *allow, int code,
+                                  const char *fmt, ...)
 {
   struct rd_error err;
   struct api_buf b;
@@ -405,18 +386,15 @@ req_respond_error(struct req *r, const char *allow, int code,
     return respond_nomem(r);
   }
   body = api_buf_steal(&b, &len);
-  return req_respond_as(r, api_http_status(code), body, len, 1, allow,
-                        NULL);
+  return req_respond_as(r, api_http_status(code), body, len, 1, allow, NULL);
 }
 
-enum MHD_Result
-req_respond_rd_error(struct req *r, const struct rd_error *err)
+enum MHD_Result req_respond_rd_error(struct req *r, const struct rd_error *err)
 {
   return req_respond_error(r, NULL, err->code, "%s", err->msg);
 }
 
-enum MHD_Result
-req_respond_built(struct req *r, int rc, struct api_buf *b)
+enum MHD_Result req_respond_built(struct req *r, int rc, struct api_buf *b)
 {
   char *body;
   size_t len;

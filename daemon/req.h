@@ -60,65 +60,65 @@
 #define HTTP_ID_MAX 128
 #define HTTP_LOG_PATH_MAX 200
 
-#define container_of(ptr, type, member) \
-  ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+  ((type *)((char *)(ptr)-offsetof(type, member)))
 
 enum req_state {
-  REQ_NEW,          /* made by uri_log_cb; the handler has not run */
-  REQ_HEADERS,      /* headers read, not routed yet (no body: until the
+  REQ_NEW,        /* made by uri_log_cb; the handler has not run */
+  REQ_HEADERS,    /* headers read, not routed yet (no body: until the
                      * final call), or a queued answer failed */
-  REQ_QUEUED,       /* suspended before the body, waiting for admission */
-  REQ_PREFIX,       /* binary body: bytes go to the prefix decoder */
-  REQ_BODY,         /* the whole body is copied into r->body (JSON) */
-  REQ_DATA,         /* tensor bytes are copied into r->body (planned) */
-  REQ_STREAMING,    /* tensor bytes go to job_stream_write() */
-  REQ_PAUSED,       /* suspended until a feed of the stream finishes */
-  REQ_DISCARDING,   /* r->derr is answered at the final call, the rest of
+  REQ_QUEUED,     /* suspended before the body, waiting for admission */
+  REQ_PREFIX,     /* binary body: bytes go to the prefix decoder */
+  REQ_BODY,       /* the whole body is copied into r->body (JSON) */
+  REQ_DATA,       /* tensor bytes are copied into r->body (planned) */
+  REQ_STREAMING,  /* tensor bytes go to job_stream_write() */
+  REQ_PAUSED,     /* suspended until a feed of the stream finishes */
+  REQ_DISCARDING, /* r->derr is answered at the final call, the rest of
                      * the body is dropped; derr.code 0: more tensor bytes
                      * than the plan, named from the counts at the end */
-  REQ_RUNNING,      /* suspended; the job owns the CPU work */
-  REQ_DONE,         /* job finished, connection resumed, not answered */
-  REQ_ANSWERED,     /* response queued */
-  REQ_ORPHANED,     /* completed by MHD while pool work holds the job */
+  REQ_RUNNING,    /* suspended; the job owns the CPU work */
+  REQ_DONE,       /* job finished, connection resumed, not answered */
+  REQ_ANSWERED,   /* response queued */
+  REQ_ORPHANED,   /* completed by MHD while pool work holds the job */
   REQ_NSTATES
 };
 
 struct req {
-  struct job job;                  /* embedded; see job.h for its lifetime;
+  struct job job; /* embedded; see job.h for its lifetime;
                                     * job.call is the request's protocol */
   struct server *srv;
   struct MHD_Connection *conn;
   enum req_state state;
-  struct admit_ticket ticket;      /* admission: waiting, or admitted */
-  struct req_watch *watch;         /* admitted or QUEUED: the socket's
+  struct admit_ticket ticket; /* admission: waiting, or admitted */
+  struct req_watch *watch;    /* admitted or QUEUED: the socket's
                                     * close is watched (req_watch_start) */
-  int recall;                      /* resumed from QUEUED: MHD repeats the
+  int recall;                 /* resumed from QUEUED: MHD repeats the
                                     * first call (upload size 0) */
-  int prefix_first;                /* .npy, /v2 blobs: a header to read */
-  int status;                      /* queued status; 0 = none */
-  size_t out_bytes;                /* queued body length */
-  uint64_t in_bytes;               /* body bytes received, kept or not */
-  uint64_t data_bytes;             /* of them, tensor bytes (binary) */
+  int prefix_first;           /* .npy, /v2 blobs: a header to read */
+  int status;                 /* queued status; 0 = none */
+  size_t out_bytes;           /* queued body length */
+  uint64_t in_bytes;          /* body bytes received, kept or not */
+  uint64_t data_bytes;        /* of them, tensor bytes (binary) */
   uint64_t t0_ns;
-  char *body;                      /* BODY: the body; DATA: tensor bytes */
+  char *body; /* BODY: the body; DATA: tensor bytes */
   size_t body_len, body_cap;
-  uint64_t expect_len;             /* Content-Length, or UINT64_MAX: chunked */
-  char *query;                     /* raw query string, or NULL */
-  int query_lost;                  /* out of memory copying it */
-  struct api_prefix prefix;        /* binary bodies: what precedes the data */
-  struct rd_error derr;            /* DISCARDING: the answer */
-  struct api_v2_route v2rt;        /* a /v2 path: kind, model (op), version */
+  uint64_t expect_len;      /* Content-Length, or UINT64_MAX: chunked */
+  char *query;              /* raw query string, or NULL */
+  int query_lost;           /* out of memory copying it */
+  struct api_prefix prefix; /* binary bodies: what precedes the data */
+  struct rd_error derr;     /* DISCARDING: the answer */
+  struct api_v2_route v2rt; /* a /v2 path: kind, model (op), version */
   char id[HTTP_ID_MAX + 1];
   char method[16];
   char path[HTTP_LOG_PATH_MAX + 1];
-  const char *ctype;               /* Content-Type; NULL: application/json */
-  unsigned route;                  /* index in the route table, or
+  const char *ctype;   /* Content-Type; NULL: application/json */
+  unsigned route;      /* index in the route table, or
                                     * METRICS_ROUTE_NONE */
-  int format;                      /* enum metrics_format of the body */
-  struct zbody *zbody;             /* Content-Encoding gzip / deflate: the
+  int format;          /* enum metrics_format of the body */
+  struct zbody *zbody; /* Content-Encoding gzip / deflate: the
                                     * body's decoder (zbody.h), else NULL */
-  struct page *page;               /* a static page (pages.h): its headers */
-  int encoded;                     /* the body given is gzip already */
+  struct page *page;   /* a static page (pages.h): its headers */
+  int encoded;         /* the body given is gzip already */
 };
 
 /* Moves `r` to `to`, asserting the edge is in the diagram above. */
@@ -161,8 +161,7 @@ enum MHD_Result req_respond_as(struct req *r, int status, const char *body,
                                const struct job *result);
 
 /* req_respond_as() without a job, of a static body. */
-enum MHD_Result req_respond_static(struct req *r, int status,
-                                   const char *body);
+enum MHD_Result req_respond_static(struct req *r, int status, const char *body);
 
 /* Queues the protocol's error body with the status api_http_status()
  * gives `code` (the static out-of-memory body if it cannot be built). */
@@ -170,8 +169,7 @@ enum MHD_Result req_respond_error(struct req *r, const char *allow, int code,
                                   const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
-enum MHD_Result req_respond_rd_error(struct req *r,
-                                     const struct rd_error *err);
+enum MHD_Result req_respond_rd_error(struct req *r, const struct rd_error *err);
 
 /* Queues a built body as 200, or the out-of-memory 503 if building it
  * failed (`rc`). */

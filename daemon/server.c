@@ -11,7 +11,7 @@
  * callback.  The pool threads touch only the job inside a request context,
  * never MHD or this file's state.
  */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <assert.h>
 #include <errno.h>
@@ -52,8 +52,7 @@
 /* Request ids and log fields                                         */
 /* ------------------------------------------------------------------ */
 
-static uint64_t
-now_ns(void)
+static uint64_t now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -61,8 +60,7 @@ now_ns(void)
 }
 
 /* Copies `src` for the log: printable ASCII only, bounded. */
-static void
-copy_printable(char *dst, size_t cap, const char *src)
+static void copy_printable(char *dst, size_t cap, const char *src)
 {
   size_t i = 0;
 
@@ -72,8 +70,7 @@ copy_printable(char *dst, size_t cap, const char *src)
 }
 
 /* A client id is echoed only if it is 1-128 of [A-Za-z0-9._:-]. */
-static int
-valid_request_id(const char *id)
+static int valid_request_id(const char *id)
 {
   size_t n = 0;
 
@@ -92,8 +89,7 @@ valid_request_id(const char *id)
 }
 
 /* splitmix64: distinct counters give distinct, unguessable-looking ids. */
-static uint64_t
-mix64(uint64_t x)
+static uint64_t mix64(uint64_t x)
 {
   x += UINT64_C(0x9e3779b97f4a7c15);
   x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -101,8 +97,7 @@ mix64(uint64_t x)
   return x ^ (x >> 31);
 }
 
-static void
-set_request_id(struct server *s, struct req *r)
+static void set_request_id(struct server *s, struct req *r)
 {
   const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                "X-Request-Id");
@@ -115,8 +110,7 @@ set_request_id(struct server *s, struct req *r)
 }
 
 /* Chunked, or a Content-Length other than 0. */
-static int
-has_body(struct MHD_Connection *conn)
+static int has_body(struct MHD_Connection *conn)
 {
   const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -133,9 +127,9 @@ has_body(struct MHD_Connection *conn)
 
 /* The first call of a request: the context's fields, the API key check,
  * then routing (at once when a body follows).  HEADERS, or ANSWERED. */
-static enum MHD_Result
-first_call(struct server *s, struct req *r, struct MHD_Connection *conn,
-           const char *url, const char *method)
+static enum MHD_Result first_call(struct server *s, struct req *r,
+                                  struct MHD_Connection *conn, const char *url,
+                                  const char *method)
 {
   r->srv = s;
   r->conn = conn;
@@ -165,10 +159,10 @@ first_call(struct server *s, struct req *r, struct MHD_Connection *conn,
   return http_dispatch(s, r, url, method);
 }
 
-static enum MHD_Result
-access_cb(void *cls, struct MHD_Connection *conn, const char *url,
-          const char *method, const char *version, const char *upload_data,
-          size_t *upload_data_size, void **con_cls)
+static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn,
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
 {
   struct server *s = cls;
   struct req *r = *con_cls;
@@ -183,13 +177,12 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
     *con_cls = r;
   }
   switch (r->state) {
-  case REQ_NEW:
-    return first_call(s, r, conn, url, method);
+  case REQ_NEW: return first_call(s, r, conn, url, method);
   case REQ_HEADERS:
     /* The final call of a request without a body. */
     if (http_dispatch(s, r, url, method) != MHD_YES)
       return MHD_NO;
-    if (req_reading(r))   /* an admitted empty POST body */
+    if (req_reading(r)) /* an admitted empty POST body */
       return post_submit(s, r);
     return MHD_YES;
   case REQ_PREFIX:
@@ -209,11 +202,9 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
     if (*upload_data_size == 0)
       return post_submit(s, r);
     post_upload(s, r, upload_data, upload_data_size);
-    return MHD_YES;   /* suspended if it left bytes unprocessed */
-  case REQ_DONE:
-    return post_answer(r);
-  default:
-    break;
+    return MHD_YES; /* suspended if it left bytes unprocessed */
+  case REQ_DONE: return post_answer(r);
+  default: break;
   }
   /* Answered early (or not expecting data): drop whatever still arrives. */
   r->in_bytes += *upload_data_size;
@@ -222,9 +213,8 @@ access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 }
 
 /* Loop thread (inside MHD_run): the request is over; log it, free it. */
-static void
-completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
-             enum MHD_RequestTerminationCode toe)
+static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
   struct server *s = cls;
   struct req *r = *con_cls;
@@ -235,7 +225,7 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (r == NULL)
     return;
   *con_cls = NULL;
-  req_watch_stop(r);   /* before MHD closes the socket */
+  req_watch_stop(r); /* before MHD closes the socket */
   if (r->state == REQ_NEW) {
     /* Refused by MHD before the handler ran (its own error page): never
      * counted in flight, never logged. */
@@ -258,9 +248,9 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   metrics_observe(s->metrics, &obs);
   metrics_inflight_add(s->metrics, -1);
   LOG_INFO("request id=%s method=%s path=%s status=%d in=%llu out=%zu "
-           "ms=%.3f", r->id, r->method, r->path, r->status,
-           (unsigned long long)r->in_bytes, r->out_bytes,
-           (double)ns / 1e6);
+           "ms=%.3f",
+           r->id, r->method, r->path, r->status,
+           (unsigned long long)r->in_bytes, r->out_bytes, (double)ns / 1e6);
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
     LOG_DEBUG("request id=%s ended early (MHD reason %d)", r->id, (int)toe);
   admit_release(&s->admit, &r->ticket);
@@ -276,9 +266,9 @@ completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* Loop thread (inside MHD_run): a connection starts or closes; its
  * socket is watched for the client's close meanwhile (req.h). */
-static void
-notify_conn_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
-               enum MHD_ConnectionNotificationCode toe)
+static void notify_conn_cb(void *cls, struct MHD_Connection *conn,
+                           void **socket_context,
+                           enum MHD_ConnectionNotificationCode toe)
 {
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
     *socket_context = req_conn_open(cls, conn);
@@ -292,8 +282,7 @@ notify_conn_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
  * place MHD 0.9.75 shows the raw request target, so keep its query string
  * (api_query_parse() decodes it).  The context starts here; the access
  * handler completes it. */
-static void *
-uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
+static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 {
   struct req *r = calloc(1, sizeof *r);
   const char *q = uri != NULL ? strchr(uri, '?') : NULL;
@@ -303,7 +292,7 @@ uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
   if (r == NULL)
     return NULL;
   r->state = REQ_NEW;
-  r->job.call.proto = &api_proto_v1;   /* a /v2 path switches it */
+  r->job.call.proto = &api_proto_v1; /* a /v2 path switches it */
   if (q != NULL) {
     r->query = strdup(q + 1);
     r->query_lost = r->query == NULL;
@@ -312,8 +301,7 @@ uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
 }
 
 /* MHD's own diagnostics (loop thread). */
-static void
-mhd_log_cb(void *cls, const char *fmt, va_list ap)
+static void mhd_log_cb(void *cls, const char *fmt, va_list ap)
 {
   char msg[512];
   size_t n;
@@ -345,8 +333,7 @@ struct server_old {
 };
 
 /* Stops a retired daemon without connections.  1 if it was stopped. */
-static int
-old_stop_if_idle(struct server *s, struct server_old *o)
+static int old_stop_if_idle(struct server *s, struct server_old *o)
 {
   const union MHD_DaemonInfo *info;
   struct server_old **pp;
@@ -366,8 +353,7 @@ old_stop_if_idle(struct server *s, struct server_old *o)
 }
 
 /* Runs a retired daemon; 1 if it is gone. */
-static int
-old_run(struct server *s, struct server_old *o)
+static int old_run(struct server *s, struct server_old *o)
 {
   MHD_run(o->mhd);
   return old_stop_if_idle(s, o);
@@ -375,8 +361,7 @@ old_run(struct server *s, struct server_old *o)
 
 /* Runs MHD, re-arms the timer, and tells a draining owner when idle
  * (server.h).  Nothing may touch `s` after the idle callback. */
-void
-server_run(struct server *s)
+void server_run(struct server *s)
 {
   const union MHD_DaemonInfo *info;
   MHD_UNSIGNED_LONG_LONG ms;
@@ -417,8 +402,7 @@ server_run(struct server *s)
   }
 }
 
-static void
-poll_cb(uv_poll_t *p, int status, int events)
+static void poll_cb(uv_poll_t *p, int status, int events)
 {
   (void)events;
   if (status < 0)
@@ -426,8 +410,7 @@ poll_cb(uv_poll_t *p, int status, int events)
   server_run(container_of(p, struct server, poll));
 }
 
-static void
-timer_cb(uv_timer_t *t)
+static void timer_cb(uv_timer_t *t)
 {
   server_run(container_of(t, struct server, timer));
 }
@@ -436,8 +419,7 @@ timer_cb(uv_timer_t *t)
 /* Start, drain, close                                                */
 /* ------------------------------------------------------------------ */
 
-static void
-seed_ids(struct server *s)
+static void seed_ids(struct server *s)
 {
   uint64_t seed;
 
@@ -448,8 +430,7 @@ seed_ids(struct server *s)
 }
 
 /* Writes the port to `path` atomically: a temp file renamed over it. */
-static int
-write_port_file(const char *path, unsigned port)
+static int write_port_file(const char *path, unsigned port)
 {
   char tmp[4096];
   FILE *f;
@@ -481,8 +462,7 @@ write_port_file(const char *path, unsigned port)
 
 /* The metrics, with every route pattern of the route table as a label
  * value (the route index of a request is its index there). */
-static int
-metrics_setup(struct server *s)
+static int metrics_setup(struct server *s)
 {
   struct timespec start;
 
@@ -502,8 +482,7 @@ metrics_setup(struct server *s)
 }
 
 /* --api-key-file, --tls-cert and --tls-key.  0 or SERVER_E_CONFIG. */
-static int
-secrets_load(struct server *s, const struct conf *c)
+static int secrets_load(struct server *s, const struct conf *c)
 {
   if (c->api_key_file != NULL && auth_load_keys(&s->auth, c->api_key_file))
     return SERVER_E_CONFIG;
@@ -513,13 +492,12 @@ secrets_load(struct server *s, const struct conf *c)
     LOG_ERROR("--tls-cert: this libmicrohttpd has no TLS support");
     return SERVER_E_CONFIG;
   }
-  return auth_load_tls(&s->auth, c->tls_cert, c->tls_key) != 0
-         ? SERVER_E_CONFIG : 0;
+  return auth_load_tls(&s->auth, c->tls_cert, c->tls_key) != 0 ? SERVER_E_CONFIG
+                                                               : 0;
 }
 
 /* The bodies built once: GET /v1/ops. */
-static int
-bodies_build(struct server *s)
+static int bodies_build(struct server *s)
 {
   struct api_buf b;
 
@@ -536,9 +514,9 @@ bodies_build(struct server *s)
 /* Starts MHD in external epoll mode on conf->host:conf->port, or on
  * `listen_fd` (>= 0: a reload's copy of the listen socket), with the TLS
  * PEM texts `cert`/`key` (NULL: plain HTTP).  NULL after logging why. */
-static struct MHD_Daemon *
-mhd_open(struct server *s, const struct conf *c, const char *cert,
-         const char *key, int listen_fd)
+static struct MHD_Daemon *mhd_open(struct server *s, const struct conf *c,
+                                   const char *cert, const char *key,
+                                   int listen_fd)
 {
   struct addrinfo hints, *ai = NULL;
   struct MHD_Daemon *d;
@@ -562,21 +540,20 @@ mhd_open(struct server *s, const struct conf *c, const char *cert,
     flags |= MHD_USE_IPv6;
   if (cert != NULL)
     flags |= MHD_USE_TLS;
-  /* Options that may be absent go last, each ending the list when unused
+    /* Options that may be absent go last, each ending the list when unused
    * (MHD stops at the first MHD_OPTION_END).  A listen socket given
    * replaces the address. */
-#define SERVER_MHD_OPTIONS                                                  \
-    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,          \
-    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,   \
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,                \
-    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,         \
-    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,                           \
-    MHD_OPTION_NOTIFY_CONNECTION, notify_conn_cb, s,                        \
-    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,                             \
-    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,                              \
-    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,        \
-    MHD_OPTION_HTTPS_MEM_KEY, key,                                          \
-    MHD_OPTION_END
+#define SERVER_MHD_OPTIONS                                                     \
+  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,               \
+    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,      \
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,                   \
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,            \
+    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,                              \
+    MHD_OPTION_NOTIFY_CONNECTION, notify_conn_cb, s,                           \
+    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,                                \
+    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,                                 \
+    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,           \
+    MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END
   if (listen_fd >= 0)
     d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
@@ -585,26 +562,25 @@ mhd_open(struct server *s, const struct conf *c, const char *cert,
   else
     d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
-                         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                         SERVER_MHD_OPTIONS);
+                         MHD_OPTION_SOCK_ADDR, ai->ai_addr, SERVER_MHD_OPTIONS);
 #undef SERVER_MHD_OPTIONS
   freeaddrinfo(ai);
   if (d == NULL && listen_fd < 0)
     LOG_ERROR("cannot listen on %s (address in use or not available%s?)",
-              c->listen, cert != NULL ? ", or a bad TLS certificate "
-              "or key" : "");
+              c->listen,
+              cert != NULL ? ", or a bad TLS certificate "
+                             "or key"
+                           : "");
   return d;
 }
 
-static int
-mhd_start(struct server *s, const struct conf *c)
+static int mhd_start(struct server *s, const struct conf *c)
 {
   s->mhd = mhd_open(s, c, s->auth.tls_cert, s->auth.tls_key, -1);
   return s->mhd != NULL ? 0 : -1;
 }
 
-static int
-epoll_add(int epfd, int fd)
+static int epoll_add(int epfd, int fd)
 {
   struct epoll_event ev;
 
@@ -617,8 +593,7 @@ epoll_add(int epfd, int fd)
 /* Reads the bound port and watches MHD's epoll fd from the loop.  0; -1
  * before the handles exist (the caller stops MHD); -2 after (the caller
  * runs server_close()). */
-static int
-mhd_watch(struct server *s, uv_loop_t *loop)
+static int mhd_watch(struct server *s, uv_loop_t *loop)
 {
   const union MHD_DaemonInfo *info;
   int rc, fd;
@@ -654,8 +629,7 @@ mhd_watch(struct server *s, uv_loop_t *loop)
   return 0;
 }
 
-int
-server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
+int server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
 {
   int rc;
 
@@ -678,7 +652,7 @@ server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
     goto fail;
   rc = mhd_watch(s, loop);
   if (rc == -2)
-    return -1;   /* the caller runs server_close() */
+    return -1; /* the caller runs server_close() */
   if (rc != 0) {
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
@@ -704,14 +678,13 @@ fail:
   auth_free(&s->auth);
   metrics_destroy(s->metrics);
   s->metrics = NULL;
-  s->closed = 1;   /* nothing left for server_close() */
+  s->closed = 1; /* nothing left for server_close() */
   return rc;
 }
 
 /* SIGHUP, --api-key-file: the new keys replace the old ones, or nothing
  * changes. */
-static void
-reload_keys(struct server *s, const char *path)
+static void reload_keys(struct server *s, const char *path)
 {
   struct auth na;
   char *cert = s->auth.tls_cert, *key = s->auth.tls_key;
@@ -720,12 +693,13 @@ reload_keys(struct server *s, const char *path)
   if (auth_load_keys(&na, path) != 0) {
     auth_free(&na);
     LOG_ERROR("reload: --api-key-file %s is missing or invalid (see above): "
-              "keeping the old keys", path);
+              "keeping the old keys",
+              path);
     metrics_reload_failure(s->metrics);
     return;
   }
   s->auth.tls_cert = s->auth.tls_key = NULL;
-  auth_free(&s->auth);   /* wipes the old keys */
+  auth_free(&s->auth); /* wipes the old keys */
   s->auth = na;
   s->auth.tls_cert = cert;
   s->auth.tls_key = key;
@@ -738,8 +712,7 @@ reload_keys(struct server *s, const char *path)
  * old one stops listening and is retired: it serves the connections it
  * has until they close (server_old).  New connections get the new
  * certificate; none is dropped. */
-static void
-reload_tls(struct server *s, const char *cert, const char *key)
+static void reload_tls(struct server *s, const char *cert, const char *key)
 {
   const union MHD_DaemonInfo *info;
   struct server_old *o = NULL;
@@ -750,7 +723,8 @@ reload_tls(struct server *s, const char *cert, const char *key)
   memset(&na, 0, sizeof na);
   if (auth_load_tls(&na, cert, key) != 0) {
     LOG_ERROR("reload: --tls-cert %s or --tls-key %s is missing or invalid "
-              "(see above): keeping the old certificate", cert, key);
+              "(see above): keeping the old certificate",
+              cert, key);
     goto fail;
   }
   info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
@@ -764,15 +738,16 @@ reload_tls(struct server *s, const char *cert, const char *key)
   if (d == NULL) {
     LOG_ERROR("reload: libmicrohttpd refused --tls-cert %s with --tls-key "
               "%s (not a certificate and its key?): keeping the old "
-              "certificate", cert, key);
+              "certificate",
+              cert, key);
     goto fail;
   }
-  fd = -1;   /* the new daemon's now */
+  fd = -1; /* the new daemon's now */
   info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
   efd = info != NULL ? info->epoll_fd : -1;
   if (efd < 0 || epoll_add(s->epfd, efd) != 0) {
     LOG_ERROR("reload: cannot watch the new daemon: %s", strerror(errno));
-    MHD_stop_daemon(d);   /* closes the copy; the old daemon goes on */
+    MHD_stop_daemon(d); /* closes the copy; the old daemon goes on */
     goto fail;
   }
   /* Retire the old daemon: it stops listening (its listen fd is ours to
@@ -795,7 +770,8 @@ reload_tls(struct server *s, const char *cert, const char *key)
   free(s->auth.tls_key);
   s->auth.tls_key = na.tls_key;
   LOG_INFO("reload: new certificate from %s; the old one serves its "
-           "connections until they close", cert);
+           "connections until they close",
+           cert);
   return;
 
 fail:
@@ -806,8 +782,7 @@ fail:
   metrics_reload_failure(s->metrics);
 }
 
-void
-server_reload(struct server *s)
+void server_reload(struct server *s)
 {
   const struct conf *c = s->conf;
 
@@ -828,8 +803,7 @@ server_reload(struct server *s)
  * completed but MHD has not accepted would be reset when the listen socket
  * closes.  Let MHD accept them first; being draining, they are answered 503
  * DRAINING with Retry-After, a clean refusal the client can retry. */
-static void
-accept_backlog(struct server *s)
+static void accept_backlog(struct server *s)
 {
   const union MHD_DaemonInfo *info;
   struct pollfd p;
@@ -848,8 +822,7 @@ accept_backlog(struct server *s)
   }
 }
 
-void
-server_drain(struct server *s, server_idle_cb idle_cb, void *arg)
+void server_drain(struct server *s, server_idle_cb idle_cb, void *arg)
 {
   int fd;
 
@@ -866,11 +839,10 @@ server_drain(struct server *s, server_idle_cb idle_cb, void *arg)
   if (fd >= 0)
     close(fd);
   LOG_INFO("draining: %zu request(s) in flight", s->inflight);
-  server_run(s);   /* also reports idle at once if nothing is in flight */
+  server_run(s); /* also reports idle at once if nothing is in flight */
 }
 
-void
-server_close(struct server *s)
+void server_close(struct server *s)
 {
   if (s->closed)
     return;
@@ -895,7 +867,7 @@ server_close(struct server *s)
     close(s->epfd);
     s->epfd = -1;
   }
-  admit_close(&s->admit);   /* after MHD_stop_daemon: completions release */
+  admit_close(&s->admit); /* after MHD_stop_daemon: completions release */
   pages_free();
   free(s->ops_body);
   s->ops_body = NULL;

@@ -32,25 +32,25 @@ struct server {
   const struct conf *conf;
   uv_loop_t *loop;
   struct MHD_Daemon *mhd;
-  int epfd;                  /* epoll set of the MHD daemons' epoll fds */
-  uv_poll_t poll;            /* epfd */
-  struct server_old *old;    /* daemons retired by a TLS reload */
-  uv_timer_t timer;          /* re-armed from MHD_get_timeout() */
-  uint16_t port;             /* bound port */
-  size_t inflight;           /* requests between first call and completion */
-  struct admit admit;        /* --max-inflight-bytes, --max-pending */
+  int epfd;               /* epoll set of the MHD daemons' epoll fds */
+  uv_poll_t poll;         /* epfd */
+  struct server_old *old; /* daemons retired by a TLS reload */
+  uv_timer_t timer;       /* re-armed from MHD_get_timeout() */
+  uint16_t port;          /* bound port */
+  size_t inflight;        /* requests between first call and completion */
+  struct admit admit;     /* --max-inflight-bytes, --max-pending */
   int draining;
   int closed;
-  int handles;               /* poll and timer initialised */
-  int at_limit;              /* --max-connections open after the last run */
+  int handles;  /* poll and timer initialised */
+  int at_limit; /* --max-connections open after the last run */
   server_idle_cb idle_cb;
   void *idle_arg;
-  char *ops_body;            /* GET /v1/ops, built once */
+  char *ops_body; /* GET /v1/ops, built once */
   size_t ops_len;
-  uint64_t id_seed;          /* request id generator */
+  uint64_t id_seed; /* request id generator */
   uint64_t id_counter;
-  struct auth auth;          /* API keys, TLS material (auth.h) */
-  struct metrics *metrics;   /* GET /metrics (metrics.h) */
+  struct auth auth;        /* API keys, TLS material (auth.h) */
+  struct metrics *metrics; /* GET /metrics (metrics.h) */
 };
 
 /* Binds conf->host:conf->port, starts MHD and watches it on `loop`, logs

@@ -124,142 +124,141 @@ static const u128 floor_exp[89] = {
 
 /* e^-d as double-double (hi, lo), d = 0..RD__LSE_D. */
 static const double exp_neg[RD__LSE_D + 1][2] = {
-  {0x1.0000000000000p+0, 0x0.0p+0},
-  {0x1.78b56362cef38p-2, -0x1.ca8a4270fadf5p-57},
-  {0x1.152aaa3bf81ccp-3, -0x1.809224547b4bfp-57},
-  {0x1.97db0ccceb0afp-5, -0x1.b5becfe6e37bfp-60},
-  {0x1.2c155b8213cf4p-6, 0x1.dfa2bc04cb0acp-60},
-  {0x1.b993fe00d5376p-8, 0x1.c45c249149a5cp-64},
-  {0x1.44e51f113d4d6p-9, -0x1.3fa2fdc1fffbdp-64},
-  {0x1.de16b9c24a98fp-11, -0x1.5199a20550217p-65},
-  {0x1.5fc21041027adp-12, -0x1.100cae61fc046p-66},
-  {0x1.02cf22526545ap-13, -0x1.baa4930fbe89fp-67},
-  {0x1.7cd79b5647c9bp-15, -0x1.8e936e2abd9dep-69},
-  {0x1.18354238f6764p-16, 0x1.e4f7e77977d57p-75},
-  {0x1.9c54c3b43bc8bp-18, -0x1.cde27c98071b8p-75},
-  {0x1.2f6053b981d98p-19, 0x1.a10a92959636ap-74},
-  {0x1.be6c6fdb01612p-21, 0x1.0dcce17ab3189p-77},
-  {0x1.4875ca227ec38p-22, 0x1.7f1c5b1f75e66p-79},
-  {0x1.e355bbaee85cbp-24, -0x1.2cd0460668bb8p-79},
-  {0x1.639e3175a689dp-25, -0x1.0998f1158bcc0p-79},
-  {0x1.05a628c699fa1p-26, -0x1.bbdc7542d4a05p-81},
-  {0x1.81056ff2c5772p-28, -0x1.6203c1b890129p-82},
-  {0x1.1b48655f37267p-29, -0x1.9fb4baeafe811p-85},
-  {0x1.a0db0d0ddb3ecp-31, 0x1.0455b91e979d7p-86},
-  {0x1.32b48bf117da2p-32, 0x1.4f3bc17da1645p-86},
-  {0x1.c3527e433fab1p-34, 0x1.7eb4c3b7ab339p-90},
-  {0x1.4c1078fe9228ap-35, 0x1.436addb03221bp-92},
-  {0x1.e8a37a45fc32ep-37, -0x1.7e71b11e189cbp-92},
-  {0x1.67852a7007e42p-38, -0x1.e1c9c22a66d9fp-92},
-  {0x1.0885298767e9ap-39, 0x1.1bc77ef31e402p-94},
-  {0x1.853f01d6d53bap-41, -0x1.49be7c3750c39p-100},
-  {0x1.1e642baeb84a0p-42, 0x1.42bbc1e73b1ecp-96},
-  {0x1.a56e0c2ac7f75p-44, -0x1.578158e15ff84p-99},
-  {0x1.36121e24d3bbap-45, -0x1.da1cefd9b76adp-99},
-  {0x1.c8464f7616468p-47, 0x1.e299a01244879p-103},
-  {0x1.4fb547c775da8p-48, -0x1.e40f737eee33bp-102},
-  {0x1.ee001eed62aa0p-50, -0x1.5c38e0860fca2p-105},
-  {0x1.6b7719a59f0e0p-51, 0x1.53dc2ca571670p-106},
-  {0x1.0b6c3afdde064p-52, -0x1.fe4bbfcd1d1a9p-106},
-  {0x1.898471fca6055p-54, -0x1.89525dddd5ca7p-114},
-  {0x1.2188ad6ae3303p-55, 0x1.bb01ef4917a06p-112},
-  {0x1.aa0de4bf35b38p-57, -0x1.61c26e015c13dp-113},
-  {0x1.39792499b1a24p-58, 0x1.4aa50a41ade9fp-113},
-  {0x1.cd480a1b74820p-60, -0x1.14715b4373074p-115},
-  {0x1.536452ee2f75cp-61, -0x1.7fbc0f2f04b4dp-117},
-  {0x1.f36bd37f42f3ep-63, 0x1.7d826616688cdp-119},
-  {0x1.6f741de1748ecp-64, -0x1.41278269671d9p-120},
-  {0x1.0e5b73d1ff53dp-65, -0x1.5f06aa8633b42p-123},
-  {0x1.8dd5e1bb09d7ep-67, 0x1.b24dd5ddb6dccp-121},
-  {0x1.24b6031b49bdap-68, 0x1.c1301831eba4dp-122},
-  {0x1.aebabae3a41b5p-70, -0x1.0702a2463f3f1p-124},
-  {0x1.3ce9b9de78f85p-71, 0x1.57c5ae581a407p-128},
-  {0x1.d257d547e083fp-73, -0x1.47129a7319d46p-128},
-  {0x1.571db733a9d61p-74, 0x1.a03596c7667efp-128},
-  {0x1.f8e6c24b5592ep-76, 0x1.a10ef93d678f0p-131},
-  {0x1.737c5645114b5p-77, 0x1.4b0189dcc4118p-131},
-  {0x1.1152eaeb73c08p-78, -0x1.c342cd092a741p-134},
-  {0x1.923372c67a074p-80, -0x1.00c09efa25c9bp-134},
-  {0x1.27ec458c65e3cp-81, 0x1.21e214a0cbb6dp-135},
-  {0x1.b374b315f87c1p-83, 0x1.73111c9d44d09p-138},
-  {0x1.4063f8cc8bb98p-84, 0x1.901166b118c6bp-138},
-  {0x1.d775d87da854dp-86, -0x1.bfb996ad8aaebp-141},
-  {0x1.5ae191a99585ap-87, 0x1.ae0ed519077f4p-142},
-  {0x1.fe7116182e9ccp-89, 0x1.c4e516bad59a3p-143},
-  {0x1.778fe2497184cp-90, 0x1.6e5850b13aaefp-145},
-  {0x1.1452b7723aed2p-91, 0x1.11c9d61a697bdp-146},
-  {0x1.969d47321e4ccp-93, -0x1.5034b5fe3da71p-147},
-  {0x1.2b2b8dd05b318p-94, 0x1.b460756a6e88fp-148},
-  {0x1.b83bf23a9a9ebp-96, -0x1.8aca80eb0a3d0p-151},
-  {0x1.43e7fc88b8056p-97, -0x1.f579969437eccp-152},
-  {0x1.dca23bae16424p-99, 0x1.97faa3a8faadbp-153},
-  {0x1.5eafffb34ba31p-100, 0x1.232b940518789p-157},
-  {0x1.02057d1245cebp-101, -0x1.3abbdecc5777dp-158},
-  {0x1.7baee1bffa80bp-103, 0x1.f95e6d9887b31p-159},
-  {0x1.175af0cf60ec5p-104, 0x1.3c73fa4f606fap-159},
-  {0x1.9b138170d6bfep-106, 0x1.7a4850e292019p-161},
-  {0x1.2e73f53fba844p-107, 0x1.16dc6c4dad9a7p-161},
-  {0x1.bd109d9d94bdap-109, 0x1.76b0537fd01dbp-163},
-  {0x1.4775e0840bfddp-110, 0x1.4e0606a006cc5p-164},
-  {0x1.e1dd273aa8a4ap-112, -0x1.3cefc63b9345fp-167},
-  {0x1.62891f06b3450p-113, -0x1.f2cc2f9ecf693p-169},
-  {0x1.04da4d1452919p-114, -0x1.f0961772d56ffp-169},
-  {0x1.7fd974d372e45p-116, -0x1.e423729d4c8bbp-170},
+  { 0x1.0000000000000p+0, 0x0.0p+0 },
+  { 0x1.78b56362cef38p-2, -0x1.ca8a4270fadf5p-57 },
+  { 0x1.152aaa3bf81ccp-3, -0x1.809224547b4bfp-57 },
+  { 0x1.97db0ccceb0afp-5, -0x1.b5becfe6e37bfp-60 },
+  { 0x1.2c155b8213cf4p-6, 0x1.dfa2bc04cb0acp-60 },
+  { 0x1.b993fe00d5376p-8, 0x1.c45c249149a5cp-64 },
+  { 0x1.44e51f113d4d6p-9, -0x1.3fa2fdc1fffbdp-64 },
+  { 0x1.de16b9c24a98fp-11, -0x1.5199a20550217p-65 },
+  { 0x1.5fc21041027adp-12, -0x1.100cae61fc046p-66 },
+  { 0x1.02cf22526545ap-13, -0x1.baa4930fbe89fp-67 },
+  { 0x1.7cd79b5647c9bp-15, -0x1.8e936e2abd9dep-69 },
+  { 0x1.18354238f6764p-16, 0x1.e4f7e77977d57p-75 },
+  { 0x1.9c54c3b43bc8bp-18, -0x1.cde27c98071b8p-75 },
+  { 0x1.2f6053b981d98p-19, 0x1.a10a92959636ap-74 },
+  { 0x1.be6c6fdb01612p-21, 0x1.0dcce17ab3189p-77 },
+  { 0x1.4875ca227ec38p-22, 0x1.7f1c5b1f75e66p-79 },
+  { 0x1.e355bbaee85cbp-24, -0x1.2cd0460668bb8p-79 },
+  { 0x1.639e3175a689dp-25, -0x1.0998f1158bcc0p-79 },
+  { 0x1.05a628c699fa1p-26, -0x1.bbdc7542d4a05p-81 },
+  { 0x1.81056ff2c5772p-28, -0x1.6203c1b890129p-82 },
+  { 0x1.1b48655f37267p-29, -0x1.9fb4baeafe811p-85 },
+  { 0x1.a0db0d0ddb3ecp-31, 0x1.0455b91e979d7p-86 },
+  { 0x1.32b48bf117da2p-32, 0x1.4f3bc17da1645p-86 },
+  { 0x1.c3527e433fab1p-34, 0x1.7eb4c3b7ab339p-90 },
+  { 0x1.4c1078fe9228ap-35, 0x1.436addb03221bp-92 },
+  { 0x1.e8a37a45fc32ep-37, -0x1.7e71b11e189cbp-92 },
+  { 0x1.67852a7007e42p-38, -0x1.e1c9c22a66d9fp-92 },
+  { 0x1.0885298767e9ap-39, 0x1.1bc77ef31e402p-94 },
+  { 0x1.853f01d6d53bap-41, -0x1.49be7c3750c39p-100 },
+  { 0x1.1e642baeb84a0p-42, 0x1.42bbc1e73b1ecp-96 },
+  { 0x1.a56e0c2ac7f75p-44, -0x1.578158e15ff84p-99 },
+  { 0x1.36121e24d3bbap-45, -0x1.da1cefd9b76adp-99 },
+  { 0x1.c8464f7616468p-47, 0x1.e299a01244879p-103 },
+  { 0x1.4fb547c775da8p-48, -0x1.e40f737eee33bp-102 },
+  { 0x1.ee001eed62aa0p-50, -0x1.5c38e0860fca2p-105 },
+  { 0x1.6b7719a59f0e0p-51, 0x1.53dc2ca571670p-106 },
+  { 0x1.0b6c3afdde064p-52, -0x1.fe4bbfcd1d1a9p-106 },
+  { 0x1.898471fca6055p-54, -0x1.89525dddd5ca7p-114 },
+  { 0x1.2188ad6ae3303p-55, 0x1.bb01ef4917a06p-112 },
+  { 0x1.aa0de4bf35b38p-57, -0x1.61c26e015c13dp-113 },
+  { 0x1.39792499b1a24p-58, 0x1.4aa50a41ade9fp-113 },
+  { 0x1.cd480a1b74820p-60, -0x1.14715b4373074p-115 },
+  { 0x1.536452ee2f75cp-61, -0x1.7fbc0f2f04b4dp-117 },
+  { 0x1.f36bd37f42f3ep-63, 0x1.7d826616688cdp-119 },
+  { 0x1.6f741de1748ecp-64, -0x1.41278269671d9p-120 },
+  { 0x1.0e5b73d1ff53dp-65, -0x1.5f06aa8633b42p-123 },
+  { 0x1.8dd5e1bb09d7ep-67, 0x1.b24dd5ddb6dccp-121 },
+  { 0x1.24b6031b49bdap-68, 0x1.c1301831eba4dp-122 },
+  { 0x1.aebabae3a41b5p-70, -0x1.0702a2463f3f1p-124 },
+  { 0x1.3ce9b9de78f85p-71, 0x1.57c5ae581a407p-128 },
+  { 0x1.d257d547e083fp-73, -0x1.47129a7319d46p-128 },
+  { 0x1.571db733a9d61p-74, 0x1.a03596c7667efp-128 },
+  { 0x1.f8e6c24b5592ep-76, 0x1.a10ef93d678f0p-131 },
+  { 0x1.737c5645114b5p-77, 0x1.4b0189dcc4118p-131 },
+  { 0x1.1152eaeb73c08p-78, -0x1.c342cd092a741p-134 },
+  { 0x1.923372c67a074p-80, -0x1.00c09efa25c9bp-134 },
+  { 0x1.27ec458c65e3cp-81, 0x1.21e214a0cbb6dp-135 },
+  { 0x1.b374b315f87c1p-83, 0x1.73111c9d44d09p-138 },
+  { 0x1.4063f8cc8bb98p-84, 0x1.901166b118c6bp-138 },
+  { 0x1.d775d87da854dp-86, -0x1.bfb996ad8aaebp-141 },
+  { 0x1.5ae191a99585ap-87, 0x1.ae0ed519077f4p-142 },
+  { 0x1.fe7116182e9ccp-89, 0x1.c4e516bad59a3p-143 },
+  { 0x1.778fe2497184cp-90, 0x1.6e5850b13aaefp-145 },
+  { 0x1.1452b7723aed2p-91, 0x1.11c9d61a697bdp-146 },
+  { 0x1.969d47321e4ccp-93, -0x1.5034b5fe3da71p-147 },
+  { 0x1.2b2b8dd05b318p-94, 0x1.b460756a6e88fp-148 },
+  { 0x1.b83bf23a9a9ebp-96, -0x1.8aca80eb0a3d0p-151 },
+  { 0x1.43e7fc88b8056p-97, -0x1.f579969437eccp-152 },
+  { 0x1.dca23bae16424p-99, 0x1.97faa3a8faadbp-153 },
+  { 0x1.5eafffb34ba31p-100, 0x1.232b940518789p-157 },
+  { 0x1.02057d1245cebp-101, -0x1.3abbdecc5777dp-158 },
+  { 0x1.7baee1bffa80bp-103, 0x1.f95e6d9887b31p-159 },
+  { 0x1.175af0cf60ec5p-104, 0x1.3c73fa4f606fap-159 },
+  { 0x1.9b138170d6bfep-106, 0x1.7a4850e292019p-161 },
+  { 0x1.2e73f53fba844p-107, 0x1.16dc6c4dad9a7p-161 },
+  { 0x1.bd109d9d94bdap-109, 0x1.76b0537fd01dbp-163 },
+  { 0x1.4775e0840bfddp-110, 0x1.4e0606a006cc5p-164 },
+  { 0x1.e1dd273aa8a4ap-112, -0x1.3cefc63b9345fp-167 },
+  { 0x1.62891f06b3450p-113, -0x1.f2cc2f9ecf693p-169 },
+  { 0x1.04da4d1452919p-114, -0x1.f0961772d56ffp-169 },
+  { 0x1.7fd974d372e45p-116, -0x1.e423729d4c8bbp-170 },
 };
 
 /* e^j as double-double, j = 0..48 (S < 2^62 gives log S < 43). */
 static const double exp_pos[49][2] = {
-  {0x1.0000000000000p+0, 0x0.0p+0},
-  {0x1.5bf0a8b145769p+1, 0x1.4d57ee2b1013ap-53},
-  {0x1.d8e64b8d4ddaep+2, -0x1.9e62e22efca4cp-53},
-  {0x1.415e5bf6fb106p+4, -0x1.a568407591768p-53},
-  {0x1.b4c902e273a58p+5, 0x1.9e35b4eff6e4fp-49},
-  {0x1.28d389970338fp+7, 0x1.f66faad9235acp-49},
-  {0x1.936dc5690c08fp+8, 0x1.bd4d728fcb999p-47},
-  {0x1.122885aaeddaap+10, 0x1.bc7e802a24decp-44},
-  {0x1.749ea7d470c6ep+11, -0x1.e83fe3ef6afd4p-46},
-  {0x1.fa7157c470f82p+12, -0x1.e4d50f21f5ac5p-43},
-  {0x1.5829dcf950560p+14, -0x1.83e055cfea4bbp-40},
-  {0x1.d3c4488ee4f7fp+15, 0x1.f7b8937dac77dp-40},
-  {0x1.3de1654d37c9ap+17, 0x1.75002e232b908p-38},
-  {0x1.b00b5916ac955p+18, 0x1.aa63a6c655d68p-37},
-  {0x1.259ac48bf05d7p+20, -0x1.07e45cbbee1cfp-36},
-  {0x1.8f0ccafad2a87p+21, -0x1.0e8d00e46995ap-35},
-  {0x1.0f2ebd0a80020p+23, 0x1.2488fc5c220adp-31},
-  {0x1.709348c0ea4f9p+24, -0x1.8c0b379ab7956p-31},
-  {0x1.f4f22091940bdp+25, 0x1.85611a95e0b5cp-30},
-  {0x1.546d8f9ed26e1p+27, 0x1.ca058cc7bba0bp-27},
-  {0x1.ceb088b68e804p+28, 0x1.0c4bcbfcacce6p-31},
-  {0x1.3a6e1fd9eecfdp+30, 0x1.5976a7206a588p-24},
-  {0x1.ab5adb9c43600p+31, -0x1.f9132e536ac1ep-23},
-  {0x1.226af33b1fdc1p+33, -0x1.6a1ec7c1458dbp-21},
-  {0x1.8ab7fb5475fb7p+34, 0x1.9bcd1d08231dap-21},
-  {0x1.0c3d3920962c9p+36, -0x1.d541354634a5fp-18},
-  {0x1.6c932696a6b5dp+37, -0x1.7d58839c0b099p-17},
-  {0x1.ef822f7f6731dp+38, -0x1.db6543ee2eb82p-16},
-  {0x1.50bba3796379ap+40, 0x1.3edab5ae0a77cp-14},
-  {0x1.c9aae4631c056p+41, 0x1.58c6c7f9454bep-14},
-  {0x1.370470aec28edp+43, -0x1.85e0eff0462d6p-11},
-  {0x1.a6b765d8cdf6dp+44, -0x1.2071ce05a530ep-11},
-  {0x1.1f43fcc4b662cp+46, 0x1.f611e21006108p-8},
-  {0x1.866f34a725782p+47, 0x1.166f9ad353055p-9},
-  {0x1.0953e2f3a1ef7p+49, 0x1.a39ee1d8390e3p-8},
-  {0x1.689e221bc8d5bp+50, -0x1.6652eb4563764p-6},
-  {0x1.ea215a1d20d76p+51, 0x1.d120d789d7fa4p-3},
-  {0x1.4d13fbb1a001ap+53, -0x1.61e883636a03ep-1},
-  {0x1.c4b334617cc67p+54, 0x1.c33badbaa0267p-3},
-  {0x1.33a43d282a519p+56, 0x1.7a0fcabea251ap+1},
-  {0x1.a220d397972ebp+57, -0x1.d2f27be2e954ap+3},
-  {0x1.1c25c88df6862p+59, 0x1.29c803c020ec6p+5},
-  {0x1.8232558201159p+60, 0x1.bb284eabdad2cp+5},
-  {0x1.0672a3c9eb871p+62, 0x1.0179760d0353ap+8},
-  {0x1.64b41c6d37832p+63, -0x1.861a37a868fa5p+3},
-  {0x1.e4cf766fe49bep+64, 0x1.b408e878b3787p+8},
-  {0x1.49767bc0483e3p+66, 0x1.7292236d41b2ap+12},
-  {0x1.bfc951eb8bb76p+67, -0x1.dac5b6ae6071bp+13},
-  {0x1.304d6aeca254bp+69, 0x1.d7a5e2eb149ebp+14},
+  { 0x1.0000000000000p+0, 0x0.0p+0 },
+  { 0x1.5bf0a8b145769p+1, 0x1.4d57ee2b1013ap-53 },
+  { 0x1.d8e64b8d4ddaep+2, -0x1.9e62e22efca4cp-53 },
+  { 0x1.415e5bf6fb106p+4, -0x1.a568407591768p-53 },
+  { 0x1.b4c902e273a58p+5, 0x1.9e35b4eff6e4fp-49 },
+  { 0x1.28d389970338fp+7, 0x1.f66faad9235acp-49 },
+  { 0x1.936dc5690c08fp+8, 0x1.bd4d728fcb999p-47 },
+  { 0x1.122885aaeddaap+10, 0x1.bc7e802a24decp-44 },
+  { 0x1.749ea7d470c6ep+11, -0x1.e83fe3ef6afd4p-46 },
+  { 0x1.fa7157c470f82p+12, -0x1.e4d50f21f5ac5p-43 },
+  { 0x1.5829dcf950560p+14, -0x1.83e055cfea4bbp-40 },
+  { 0x1.d3c4488ee4f7fp+15, 0x1.f7b8937dac77dp-40 },
+  { 0x1.3de1654d37c9ap+17, 0x1.75002e232b908p-38 },
+  { 0x1.b00b5916ac955p+18, 0x1.aa63a6c655d68p-37 },
+  { 0x1.259ac48bf05d7p+20, -0x1.07e45cbbee1cfp-36 },
+  { 0x1.8f0ccafad2a87p+21, -0x1.0e8d00e46995ap-35 },
+  { 0x1.0f2ebd0a80020p+23, 0x1.2488fc5c220adp-31 },
+  { 0x1.709348c0ea4f9p+24, -0x1.8c0b379ab7956p-31 },
+  { 0x1.f4f22091940bdp+25, 0x1.85611a95e0b5cp-30 },
+  { 0x1.546d8f9ed26e1p+27, 0x1.ca058cc7bba0bp-27 },
+  { 0x1.ceb088b68e804p+28, 0x1.0c4bcbfcacce6p-31 },
+  { 0x1.3a6e1fd9eecfdp+30, 0x1.5976a7206a588p-24 },
+  { 0x1.ab5adb9c43600p+31, -0x1.f9132e536ac1ep-23 },
+  { 0x1.226af33b1fdc1p+33, -0x1.6a1ec7c1458dbp-21 },
+  { 0x1.8ab7fb5475fb7p+34, 0x1.9bcd1d08231dap-21 },
+  { 0x1.0c3d3920962c9p+36, -0x1.d541354634a5fp-18 },
+  { 0x1.6c932696a6b5dp+37, -0x1.7d58839c0b099p-17 },
+  { 0x1.ef822f7f6731dp+38, -0x1.db6543ee2eb82p-16 },
+  { 0x1.50bba3796379ap+40, 0x1.3edab5ae0a77cp-14 },
+  { 0x1.c9aae4631c056p+41, 0x1.58c6c7f9454bep-14 },
+  { 0x1.370470aec28edp+43, -0x1.85e0eff0462d6p-11 },
+  { 0x1.a6b765d8cdf6dp+44, -0x1.2071ce05a530ep-11 },
+  { 0x1.1f43fcc4b662cp+46, 0x1.f611e21006108p-8 },
+  { 0x1.866f34a725782p+47, 0x1.166f9ad353055p-9 },
+  { 0x1.0953e2f3a1ef7p+49, 0x1.a39ee1d8390e3p-8 },
+  { 0x1.689e221bc8d5bp+50, -0x1.6652eb4563764p-6 },
+  { 0x1.ea215a1d20d76p+51, 0x1.d120d789d7fa4p-3 },
+  { 0x1.4d13fbb1a001ap+53, -0x1.61e883636a03ep-1 },
+  { 0x1.c4b334617cc67p+54, 0x1.c33badbaa0267p-3 },
+  { 0x1.33a43d282a519p+56, 0x1.7a0fcabea251ap+1 },
+  { 0x1.a220d397972ebp+57, -0x1.d2f27be2e954ap+3 },
+  { 0x1.1c25c88df6862p+59, 0x1.29c803c020ec6p+5 },
+  { 0x1.8232558201159p+60, 0x1.bb284eabdad2cp+5 },
+  { 0x1.0672a3c9eb871p+62, 0x1.0179760d0353ap+8 },
+  { 0x1.64b41c6d37832p+63, -0x1.861a37a868fa5p+3 },
+  { 0x1.e4cf766fe49bep+64, 0x1.b408e878b3787p+8 },
+  { 0x1.49767bc0483e3p+66, 0x1.7292236d41b2ap+12 },
+  { 0x1.bfc951eb8bb76p+67, -0x1.dac5b6ae6071bp+13 },
+  { 0x1.304d6aeca254bp+69, 0x1.d7a5e2eb149ebp+14 },
 };
-
 
 static void i128_decimal(i128 v, char *buf, size_t len)
 {
@@ -290,23 +289,60 @@ static const char *op_name(const struct rd__final *f)
 static void int_range(int dt, i128 *lo, i128 *hi)
 {
   switch (dt) {
-  case RD_INT8: *lo = INT8_MIN; *hi = INT8_MAX; break;
-  case RD_UINT8: case RD_BOOL: *lo = 0; *hi = UINT8_MAX; break;
-  case RD_INT16: *lo = INT16_MIN; *hi = INT16_MAX; break;
-  case RD_UINT16: *lo = 0; *hi = UINT16_MAX; break;
-  case RD_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
-  case RD_UINT32: *lo = 0; *hi = UINT32_MAX; break;
-  case RD_INT64: *lo = INT64_MIN; *hi = INT64_MAX; break;
-  default: *lo = 0; *hi = UINT64_MAX; break;
+  case RD_INT8:
+    *lo = INT8_MIN;
+    *hi = INT8_MAX;
+    break;
+  case RD_UINT8:
+  case RD_BOOL:
+    *lo = 0;
+    *hi = UINT8_MAX;
+    break;
+  case RD_INT16:
+    *lo = INT16_MIN;
+    *hi = INT16_MAX;
+    break;
+  case RD_UINT16:
+    *lo = 0;
+    *hi = UINT16_MAX;
+    break;
+  case RD_INT32:
+    *lo = INT32_MIN;
+    *hi = INT32_MAX;
+    break;
+  case RD_UINT32:
+    *lo = 0;
+    *hi = UINT32_MAX;
+    break;
+  case RD_INT64:
+    *lo = INT64_MIN;
+    *hi = INT64_MAX;
+    break;
+  default:
+    *lo = 0;
+    *hi = UINT64_MAX;
+    break;
   }
 }
 
 static void put_int(int dt, uint64_t bits, void *dst)
 {
   switch (rd_dtype_size(dt)) {
-  case 1: { uint8_t u = (uint8_t)bits; memcpy(dst, &u, 1); break; }
-  case 2: { uint16_t u = (uint16_t)bits; memcpy(dst, &u, 2); break; }
-  case 4: { uint32_t u = (uint32_t)bits; memcpy(dst, &u, 4); break; }
+  case 1: {
+    uint8_t u = (uint8_t)bits;
+    memcpy(dst, &u, 1);
+    break;
+  }
+  case 2: {
+    uint16_t u = (uint16_t)bits;
+    memcpy(dst, &u, 2);
+    break;
+  }
+  case 4: {
+    uint32_t u = (uint32_t)bits;
+    memcpy(dst, &u, 4);
+    break;
+  }
   default: memcpy(dst, &bits, 8); break;
   }
 }
@@ -332,10 +368,12 @@ int rd__int_out(const struct rd__final *f, i128 v, int over, int neg,
                neg ? "-" : "");
     else
       i128_decimal(v, dec, sizeof dec);
-    return rd__set_err(err, RD_E_OVERFLOW, "%s: output[%" PRIu64 "] = %s does "
-                   "not fit %s (overflow policy \"error\"; use \"saturate\" "
-                   "or \"wrap\")", op_name(f), o, dec,
-                   rd_dtype_name(dt));
+    return rd__set_err(
+      err, RD_E_OVERFLOW,
+      "%s: output[%" PRIu64 "] = %s does "
+      "not fit %s (overflow policy \"error\"; use \"saturate\" "
+      "or \"wrap\")",
+      op_name(f), o, dec, rd_dtype_name(dt));
   }
   if (f->overflow == RD_OVERFLOW_SATURATE)
     put_int(dt, (uint64_t)(neg ? lo : hi), dst);
@@ -347,9 +385,10 @@ int rd__int_out(const struct rd__final *f, i128 v, int over, int neg,
 static int undefined(const struct rd__final *f, uint64_t o,
                      struct rd_error *err, const char *why)
 {
-  return rd__set_err(err, RD_E_UNDEFINED, "%s: output[%" PRIu64 "] has no %s "
-                 "value: %s", op_name(f), o, rd_dtype_name(f->out_dtype),
-                 why);
+  return rd__set_err(err, RD_E_UNDEFINED,
+                     "%s: output[%" PRIu64 "] has no %s "
+                     "value: %s",
+                     op_name(f), o, rd_dtype_name(f->out_dtype), why);
 }
 
 /* ------------------------------------------------------------------ */
@@ -385,7 +424,8 @@ static int ilse_final(const struct rd__final *f, const struct rd__acc_ilse *a,
   int exact_one;
   i128 r;
   if (a->any == 0)
-    return undefined(f, o, err, "the log of the sum of exponentials of an "
+    return undefined(f, o, err,
+                     "the log of the sum of exponentials of an "
                      "empty set is -inf");
   /* S = sum n[d] e^-d, smallest terms first. */
   for (int d = RD__LSE_D; d >= 0; d--) {
@@ -395,8 +435,7 @@ static int ilse_final(const struct rd__final *f, const struct rd__acc_ilse *a,
     nh = (double)a->n[d];
     nl = (double)(int64_t)(a->n[d] - (uint64_t)nh); /* exact remainder */
     ph = nh * exp_neg[d][0];
-    pe = fma(nh, exp_neg[d][0], -ph) + nh * exp_neg[d][1] +
-         nl * exp_neg[d][0];
+    pe = fma(nh, exp_neg[d][0], -ph) + nh * exp_neg[d][1] + nl * exp_neg[d][0];
     s = hi + ph;
     {
       double bb = s - hi;
@@ -415,7 +454,8 @@ static int ilse_final(const struct rd__final *f, const struct rd__acc_ilse *a,
     j = 0;
   if (j > 47)
     j = 47;
-  while (j + 1 <= 48 && dd_cmp(hi, lo, exp_pos[j + 1][0], exp_pos[j + 1][1]) >= 0)
+  while (j + 1 <= 48 &&
+         dd_cmp(hi, lo, exp_pos[j + 1][0], exp_pos[j + 1][1]) >= 0)
     j++;
   while (j > 0 && dd_cmp(hi, lo, exp_pos[j][0], exp_pos[j][1]) < 0)
     j--;
@@ -495,7 +535,7 @@ static uint64_t isqrt_u128(u128 v)
 /* floor(sqrt(v)), digit by digit; exact for the full 192-bit range. */
 static struct u192 isqrt_u192(struct u192 v)
 {
-  struct u192 res = {{0, 0, 0}}, bit = {{0, 0, 0}}, t;
+  struct u192 res = { { 0, 0, 0 } }, bit = { { 0, 0, 0 } }, t;
   int top;
   if (v.w[2] == 0) {
     res.w[0] = isqrt_u128(((u128)v.w[1] << 64) | v.w[0]);
@@ -543,7 +583,7 @@ static void u192_decimal(struct u192 v, char *buf, size_t len)
 
 static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
 {
-  struct u192 v = {{0, 0, 0}};
+  struct u192 v = { { 0, 0, 0 } };
   if (cls == RD__ACC_U128) {
     u128 a;
     memcpy(&a, acc, sizeof a);
@@ -557,7 +597,6 @@ static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
   }
   return v;
 }
-
 
 /* The output of ReduceL2 / ReduceSumSquare, exactly as before the operator
  * table (its bits are pinned by tests/unit/test_golden.c). */
@@ -573,7 +612,7 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
     return 0;
   }
 
-  struct u192 v = acc_int(cls, acc), max = {{0, 0, 0}};
+  struct u192 v = acc_int(cls, acc), max = { { 0, 0, 0 } };
   int bits = (int)esz * 8;
   int is_signed = f->dtype == RD_INT32 || f->dtype == RD_INT64;
   uint64_t low;
@@ -587,9 +626,12 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
     if (f->overflow == RD_OVERFLOW_ERROR) {
       char dec[64];
       u192_decimal(v, dec, sizeof dec);
-      return rd__set_err(err, RD_E_OVERFLOW, "output[%" PRIu64 "] = %s does not "
-                     "fit %s (overflow policy \"error\"; use \"saturate\" or "
-                     "\"wrap\")", o, dec, rd_dtype_name(f->dtype));
+      return rd__set_err(
+        err, RD_E_OVERFLOW,
+        "output[%" PRIu64 "] = %s does not "
+        "fit %s (overflow policy \"error\"; use \"saturate\" or "
+        "\"wrap\")",
+        o, dec, rd_dtype_name(f->dtype));
     }
     if (f->overflow == RD_OVERFLOW_SATURATE)
       low = max.w[0];
@@ -640,8 +682,8 @@ static int key_out(const struct rd__final *f, const struct rd__acc_key *a,
     return 0;
   }
   if (dt == RD_UINT64)
-    return rd__int_out(f, (i128)((uint64_t)a->key ^ ((uint64_t)1 << 63)), 0,
-                       0, 0, dst, o, err);
+    return rd__int_out(f, (i128)((uint64_t)a->key ^ ((uint64_t)1 << 63)), 0, 0,
+                       0, dst, o, err);
   return rd__int_out(f, (i128)a->key, 0, 0, 0, dst, o, err);
 }
 
@@ -700,8 +742,7 @@ int rd__finalize(const struct rd__final *f, const void *acc, void *dst,
 {
   enum rd__fin fin = f->row->fin;
   switch (f->family) {
-  case RD__F_SQ:
-    return sq_final(f, acc, dst, o, err);
+  case RD__F_SQ: return sq_final(f, acc, dst, o, err);
   case RD__F_SUMD:
   case RD__F_SUMDD: {
     double v = float_sum(f, acc, fin == RD__FIN_MEAN ? f->count : 0);
@@ -722,32 +763,30 @@ int rd__finalize(const struct rd__final *f, const void *acc, void *dst,
     }
     if (fin == RD__FIN_LOG) {
       if (f->count == 0)
-        return undefined(f, o, err, "the log of the sum of an empty set is "
+        return undefined(f, o, err,
+                         "the log of the sum of an empty set is "
                          "-inf");
       if (s == 0)
         return undefined(f, o, err, "the sum is 0 and log 0 is -inf");
       if (s < 0)
-        return undefined(f, o, err, "the sum is negative and its log is "
+        return undefined(f, o, err,
+                         "the sum is negative and its log is "
                          "NaN");
       return rd__int_out(f, ilog(s), 0, 0, 0, dst, o, err);
     }
     return rd__int_out(f, s, 0, 0, 0, dst, o, err);
   }
-  case RD__F_LSE:
-    return lse_out(f, acc, dst);
-  case RD__F_ILSE:
-    return ilse_final(f, acc, dst, o, err);
-  case RD__F_PROD:
-    return prod_out(f, acc, dst);
-  case RD__F_IPROD:
-    return iprod_out(f, acc, dst, o, err);
-  case RD__F_MAXMIN:
-    return key_out(f, acc, dst, o, err);
+  case RD__F_LSE: return lse_out(f, acc, dst);
+  case RD__F_ILSE: return ilse_final(f, acc, dst, o, err);
+  case RD__F_PROD: return prod_out(f, acc, dst);
+  case RD__F_IPROD: return iprod_out(f, acc, dst, o, err);
+  case RD__F_MAXMIN: return key_out(f, acc, dst, o, err);
   case RD__F_ARG: {
     const struct rd__acc_arg *a = acc;
     int64_t idx;
     if (a->count == 0)
-      return undefined(f, o, err, "the reduced axis has length 0, so there "
+      return undefined(f, o, err,
+                       "the reduced axis has length 0, so there "
                        "is no index to return");
     idx = a->nan >= 0 ? a->nan : a->idx;
     memcpy(dst, &idx, sizeof idx);
@@ -755,6 +794,6 @@ int rd__finalize(const struct rd__final *f, const void *acc, void *dst,
   }
   default:
     return rd__set_err(err, RD_E_INVALID, "%s: no finalisation for family %d",
-                   op_name(f), f->family);
+                       op_name(f), f->family);
   }
 }

@@ -34,8 +34,8 @@ typedef double (*ld_fn)(const unsigned char *p);
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-ALWAYS_INLINE void d_run(union rd__lanes *ln, const unsigned char *x,
-                         size_t n, uint64_t pos, size_t esz, ld_fn load)
+ALWAYS_INLINE void d_run(union rd__lanes *ln, const unsigned char *x, size_t n,
+                         uint64_t pos, size_t esz, ld_fn load)
 {
   size_t k = (size_t)(pos % L), i = 0;
   double a[L];
@@ -78,7 +78,7 @@ ALWAYS_INLINE void d_rows(void *acc, const unsigned char *x, size_t n,
   /* Fixed-width trees so short rows unroll; see tree_n(). */
   if (w <= 4) {
     for (size_t r = 0; r < nrows; r++, x += n * esz) {
-      double a[4] = {0, 0, 0, 0};
+      double a[4] = { 0, 0, 0, 0 };
       for (size_t i = 0; i < n; i++) {
         double v = load(x + i * esz);
         a[i] = v * v;
@@ -89,13 +89,12 @@ ALWAYS_INLINE void d_rows(void *acc, const unsigned char *x, size_t n,
   }
   if (w == 8) {
     for (size_t r = 0; r < nrows; r++, x += n * esz) {
-      double a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      double a[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
       for (size_t i = 0; i < n; i++) {
         double v = load(x + i * esz);
         a[i] = v * v;
       }
-      o[r] += ((a[0] + a[4]) + (a[2] + a[6])) +
-              ((a[1] + a[5]) + (a[3] + a[7]));
+      o[r] += ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
     }
     return;
   }
@@ -112,7 +111,7 @@ ALWAYS_INLINE void d_rows(void *acc, const unsigned char *x, size_t n,
   }
   for (size_t r = 0; r < nrows; r++, x += n * esz) {
     if (n <= L) {
-      double a[L] = {0};
+      double a[L] = { 0 };
       for (size_t i = 0; i < n; i++) {
         double v = load(x + i * esz);
         a[i] = v * v;
@@ -131,13 +130,19 @@ ALWAYS_INLINE void d_rows(void *acc, const unsigned char *x, size_t n,
 #define D_INSTANCE(name, esz, load)                                            \
   static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
-  { d_run(ln, x, n, pos, esz, load); }                                         \
-  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+  {                                                                            \
+    d_run(ln, x, n, pos, esz, load);                                           \
+  }                                                                            \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { d_cols(acc, x, n, nrows, esz, load); }                                     \
-  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+  {                                                                            \
+    d_cols(acc, x, n, nrows, esz, load);                                       \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { d_rows(acc, x, n, nrows, esz, load); }
+  {                                                                            \
+    d_rows(acc, x, n, nrows, esz, load);                                       \
+  }
 
 D_INSTANCE(f32, 4, ld_f32)
 D_INSTANCE(f16, 2, ld_f16)
@@ -206,8 +211,7 @@ void rd__flush_f64(union rd__lanes *ln, void *acc)
   memset(&ln->b, 0, sizeof ln->b);
 }
 
-static void cols_f64(void *acc, const unsigned char *x, size_t n,
-                     size_t nrows)
+static void cols_f64(void *acc, const unsigned char *x, size_t n, size_t nrows)
 {
   struct rd__blue *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * 8)
@@ -224,7 +228,7 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
   struct rd__blue *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * 8) {
     {
-      double b[L] = {0}, m[L] = {0}, s[L] = {0}, sp[L] = {0}, v0[L];
+      double b[L] = { 0 }, m[L] = { 0 }, s[L] = { 0 }, sp[L] = { 0 }, v0[L];
       int mid = 1;
       for (size_t i = 0; i < n; i++) {
         double a;
@@ -263,8 +267,7 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
   }
 }
 
-static void rows_f64(void *acc, const unsigned char *x, size_t n,
-                     size_t nrows)
+static void rows_f64(void *acc, const unsigned char *x, size_t n, size_t nrows)
 {
   struct rd__blue *o = acc;
   if (n <= L) {
@@ -356,13 +359,20 @@ ALWAYS_INLINE void i64_rows(void *acc, const unsigned char *x, size_t n,
 #define I64_INSTANCE(name, sq)                                                 \
   static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
-  { (void)pos; i64_run(ln, x, n, sq); }                                        \
-  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+  {                                                                            \
+    (void)pos;                                                                 \
+    i64_run(ln, x, n, sq);                                                     \
+  }                                                                            \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { i64_cols(acc, x, n, nrows, sq); }                                          \
-  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+  {                                                                            \
+    i64_cols(acc, x, n, nrows, sq);                                            \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { i64_rows(acc, x, n, nrows, sq); }
+  {                                                                            \
+    i64_rows(acc, x, n, nrows, sq);                                            \
+  }
 
 I64_INSTANCE(i64, sq_i64)
 I64_INSTANCE(u64, sq_u64)
@@ -380,20 +390,20 @@ static void flush_u192(union rd__lanes *ln, void *acc)
 /* ------------------------------------------------------------------ */
 
 static const struct rd__kernel portable[RD__K_COUNT] = {
-  [RD__K_F32] = {RD__ACC_F64, 8, run_f32, rd__flush_d, cols_f32, rows_f32},
-  [RD__K_F16] = {RD__ACC_F64, 8, run_f16, rd__flush_d, cols_f16, rows_f16},
-  [RD__K_BF16] = {RD__ACC_F64, 8, run_bf16, rd__flush_d, cols_bf16,
-                  rows_bf16},
-  [RD__K_F64] = {RD__ACC_BLUE, sizeof(struct rd__blue), run_f64,
-                 rd__flush_f64, cols_f64, rows_f64},
-  [RD__K_I32] = {RD__ACC_U128, 16, run_i32, rd__flush_u128, cols_i32,
-                 rows_i32},
-  [RD__K_U32] = {RD__ACC_U128, 16, run_u32, rd__flush_u128, cols_u32,
-                 rows_u32},
-  [RD__K_I64] = {RD__ACC_U192, sizeof(struct rd__u192), run_i64, flush_u192,
-                 cols_i64, rows_i64},
-  [RD__K_U64] = {RD__ACC_U192, sizeof(struct rd__u192), run_u64, flush_u192,
-                 cols_u64, rows_u64},
+  [RD__K_F32] = { RD__ACC_F64, 8, run_f32, rd__flush_d, cols_f32, rows_f32 },
+  [RD__K_F16] = { RD__ACC_F64, 8, run_f16, rd__flush_d, cols_f16, rows_f16 },
+  [RD__K_BF16] = { RD__ACC_F64, 8, run_bf16, rd__flush_d, cols_bf16,
+                   rows_bf16 },
+  [RD__K_F64] = { RD__ACC_BLUE, sizeof(struct rd__blue), run_f64, rd__flush_f64,
+                  cols_f64, rows_f64 },
+  [RD__K_I32] = { RD__ACC_U128, 16, run_i32, rd__flush_u128, cols_i32,
+                  rows_i32 },
+  [RD__K_U32] = { RD__ACC_U128, 16, run_u32, rd__flush_u128, cols_u32,
+                  rows_u32 },
+  [RD__K_I64] = { RD__ACC_U192, sizeof(struct rd__u192), run_i64, flush_u192,
+                  cols_i64, rows_i64 },
+  [RD__K_U64] = { RD__ACC_U192, sizeof(struct rd__u192), run_u64, flush_u192,
+                  cols_u64, rows_u64 },
 };
 
 /* Filled once before main() (single-threaded), read-only afterwards. */
@@ -425,7 +435,8 @@ __attribute__((constructor)) static void kernels_init(void)
   memcpy(simd, portable, sizeof simd);
   simd_ok = cpu_has_avx2() && rd__kernels_avx2_fill(simd) == 0;
   active = simd_ok && !(env && strcmp(env, "portable") == 0)
-               ? RD__IMPL_AVX2 : RD__IMPL_PORTABLE;
+             ? RD__IMPL_AVX2
+             : RD__IMPL_PORTABLE;
 }
 
 const struct rd__kernel *rd__kernel_impl(int kernel_id, int impl)
@@ -507,8 +518,7 @@ void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src)
     d->hi += s->hi;
     break;
   }
-  case RD__ACC_OP: /* merged by the kernel's own merge() */
-    break;
+  case RD__ACC_OP: /* merged by the kernel's own merge() */ break;
   }
 }
 
@@ -526,7 +536,7 @@ void rd__acc_merge_n(enum rd__acc_class cls, void *dst, const void *src,
     for (size_t i = 0; i < count; i++) {
       struct rd__blue *a = (struct rd__blue *)(void *)(d + i * sz);
       const struct rd__blue *b =
-          (const struct rd__blue *)(const void *)(s + i * sz);
+        (const struct rd__blue *)(const void *)(s + i * sz);
       kahan(&a->bs, &a->bc, b->bs - b->bc);
       kahan(&a->ms, &a->mc, b->ms - b->mc);
       kahan(&a->ss, &a->sc, b->ss - b->sc);
@@ -601,8 +611,9 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
   } acc;
   while (nrows > 0) {
     size_t m = nrows < OUT_BLOCK ? nrows : OUT_BLOCK;
-    memset(&acc, 0, k->acc_class == RD__ACC_BLUE ? m * sizeof acc.b[0]
-                                                  : m * sizeof acc.d[0]);
+    memset(&acc, 0,
+           k->acc_class == RD__ACC_BLUE ? m * sizeof acc.b[0]
+                                        : m * sizeof acc.d[0]);
     k->rows(&acc, x, n, m);
     if (k->acc_class == RD__ACC_F64 && dtype == RD_FLOAT32) {
       /* The common case, in a loop the compiler can keep simple. */
@@ -615,8 +626,8 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
       for (size_t r = 0; r < m; r++)
         rd__float_store(dtype,
                         k->acc_class == RD__ACC_BLUE
-                            ? rd__acc_value(k->acc_class, &acc.b[r], l2)
-                            : rd__acc_value(k->acc_class, &acc.d[r], l2),
+                          ? rd__acc_value(k->acc_class, &acc.b[r], l2)
+                          : rd__acc_value(k->acc_class, &acc.d[r], l2),
                         o + r * esz);
     }
     o += m * esz;

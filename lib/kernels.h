@@ -61,14 +61,18 @@ enum rd__kernel_id {
 /* RD__ACC_OP: an accumulator of the operator families of ops.h; the kernel
  * says how to empty (init) and merge (merge) it. */
 enum rd__acc_class {
-  RD__ACC_F64, RD__ACC_BLUE, RD__ACC_U128, RD__ACC_U192, RD__ACC_OP
+  RD__ACC_F64,
+  RD__ACC_BLUE,
+  RD__ACC_U128,
+  RD__ACC_U192,
+  RD__ACC_OP
 };
 
 struct rd__blue {
-  double bs, bc;   /* big: sum and Kahan compensation of (x*2^-600)^2 */
-  double ms, mc;   /* mid: x^2 */
-  double ss, sc;   /* small: (x*2^600)^2 */
-  double sp;       /* sum of non-finite |x| */
+  double bs, bc; /* big: sum and Kahan compensation of (x*2^-600)^2 */
+  double ms, mc; /* mid: x^2 */
+  double ss, sc; /* small: (x*2^600)^2 */
+  double sp;     /* sum of non-finite |x| */
   double pad;
 };
 

@@ -29,27 +29,24 @@
 /* Widening loads: 8 elements -> two vectors of 4 doubles (exact)      */
 /* ------------------------------------------------------------------ */
 
-TGT static inline void w8_f32(const unsigned char *p, __m256d *lo,
-                              __m256d *hi)
+TGT static inline void w8_f32(const unsigned char *p, __m256d *lo, __m256d *hi)
 {
   *lo = _mm256_cvtps_pd(_mm_loadu_ps((const float *)(const void *)p));
   *hi = _mm256_cvtps_pd(_mm_loadu_ps((const float *)(const void *)(p + 16)));
 }
 
 /* F16C conversion is exact for every half, subnormals included. */
-TGT static inline void w8_f16(const unsigned char *p, __m256d *lo,
-                              __m256d *hi)
+TGT static inline void w8_f16(const unsigned char *p, __m256d *lo, __m256d *hi)
 {
   __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
   *lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
   *hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
 }
 
-TGT static inline void w8_bf16(const unsigned char *p, __m256d *lo,
-                               __m256d *hi)
+TGT static inline void w8_bf16(const unsigned char *p, __m256d *lo, __m256d *hi)
 {
   __m256i u = _mm256_cvtepu16_epi32(
-      _mm_loadu_si128((const __m128i *)(const void *)p));
+    _mm_loadu_si128((const __m128i *)(const void *)p));
   __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
   *lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
   *hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
@@ -61,8 +58,7 @@ TGT static inline void w8_bf16(const unsigned char *p, __m256d *lo,
 
 /* The fixed tree of kernels.h on lanes q0..q3 (lanes 0-3, 4-7, 8-11,
  * 12-15): (k, k+8), (k, k+4), (k, k+2), (k, k+1). */
-TGT static inline double tree4(__m256d q0, __m256d q1, __m256d q2,
-                               __m256d q3)
+TGT static inline double tree4(__m256d q0, __m256d q1, __m256d q2, __m256d q3)
 {
   __m256d c = _mm256_add_pd(_mm256_add_pd(q0, q2), _mm256_add_pd(q1, q3));
   __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c),
@@ -77,8 +73,8 @@ typedef double (*ld_fn)(const unsigned char *p);
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 TGT ALWAYS_INLINE void avx_d_run(union rd__lanes *ln, const unsigned char *x,
-                           size_t n, uint64_t pos, size_t esz,
-                           w8_fn w8, ld_fn load)
+                                 size_t n, uint64_t pos, size_t esz, w8_fn w8,
+                                 ld_fn load)
 {
   size_t k = (size_t)(pos % L), i = 0;
   for (; k != 0 && i < n; i++, k = (k + 1) % L) {
@@ -112,8 +108,8 @@ TGT ALWAYS_INLINE void avx_d_run(union rd__lanes *ln, const unsigned char *x,
 /* Four rows at a time: each accumulator is loaded and stored once per
  * four rows, and still takes its rows in order. */
 TGT ALWAYS_INLINE void avx_d_cols(void *acc, const unsigned char *x, size_t n,
-                            size_t nrows, size_t esz, w8_fn w8,
-                            ld_fn load)
+                                  size_t nrows, size_t esz, w8_fn w8,
+                                  ld_fn load)
 {
   double *o = acc;
   const size_t rs = n * esz;
@@ -161,8 +157,8 @@ TGT ALWAYS_INLINE void avx_d_cols(void *acc, const unsigned char *x, size_t n,
 /* Short rows: zero lanes beyond n add +0, an exact no-op (lane values
  * are never -0), so the full tree equals the truncated one. */
 TGT ALWAYS_INLINE void avx_d_rows(void *acc, const unsigned char *x, size_t n,
-                            size_t nrows, size_t esz, w8_fn w8,
-                            ld_fn load)
+                                  size_t nrows, size_t esz, w8_fn w8,
+                                  ld_fn load)
 {
   double *o = acc;
   if (n == L) {
@@ -224,13 +220,19 @@ TGT ALWAYS_INLINE void avx_d_rows(void *acc, const unsigned char *x, size_t n,
 #define AVX_D_INSTANCE(name, esz, w8, load)                                    \
   TGT static void run_##name(union rd__lanes *ln, const unsigned char *x,      \
                              size_t n, uint64_t pos)                           \
-  { avx_d_run(ln, x, n, pos, esz, w8, load); }                                 \
-  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
+  {                                                                            \
+    avx_d_run(ln, x, n, pos, esz, w8, load);                                   \
+  }                                                                            \
+  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,     \
                               size_t nrows)                                    \
-  { avx_d_cols(acc, x, n, nrows, esz, w8, load); }                             \
-  TGT static void rows_##name(void *acc, const unsigned char *x, size_t n,    \
+  {                                                                            \
+    avx_d_cols(acc, x, n, nrows, esz, w8, load);                               \
+  }                                                                            \
+  TGT static void rows_##name(void *acc, const unsigned char *x, size_t n,     \
                               size_t nrows)                                    \
-  { avx_d_rows(acc, x, n, nrows, esz, w8, load); }
+  {                                                                            \
+    avx_d_rows(acc, x, n, nrows, esz, w8, load);                               \
+  }
 
 AVX_D_INSTANCE(f32, 4, w8_f32, ld_f32)
 AVX_D_INSTANCE(f16, 2, w8_f16, ld_f16)
@@ -245,10 +247,9 @@ TGT static inline __m256d mid_mask(__m256d v)
 {
   const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
   __m256d a = _mm256_and_pd(v, absm);
-  __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL),
-                                           _CMP_GE_OQ),
-                             _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG),
-                                           _CMP_LE_OQ));
+  __m256d in =
+    _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ),
+                  _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ));
   return _mm256_or_pd(in, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
 }
 
@@ -271,19 +272,18 @@ TGT static inline int all_mid_fast(__m256d a0, __m256d a1, __m256d a2,
 {
   __m256d sum = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
   __m256d mn = _mm256_min_pd(_mm256_min_pd(a0, a1), _mm256_min_pd(a2, a3));
-  __m256d ok = _mm256_and_pd(
-      _mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
-      _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ));
+  __m256d ok =
+    _mm256_and_pd(_mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
+                  _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ));
   return _mm256_movemask_pd(ok) == 0xf;
 }
 
 /* The exact test (zeros count as mid), on values already made absolute. */
 TGT static inline __m256d mid_mask_abs(__m256d a)
 {
-  __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL),
-                                           _CMP_GE_OQ),
-                             _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG),
-                                           _CMP_LE_OQ));
+  __m256d in =
+    _mm256_and_pd(_mm256_cmp_pd(a, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ),
+                  _mm256_cmp_pd(a, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ));
   return _mm256_or_pd(in, _mm256_cmp_pd(a, _mm256_setzero_pd(), _CMP_EQ_OQ));
 }
 
@@ -317,9 +317,10 @@ TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
       PF(p);
       PF(p + 8);
       if (all_mid_fast(a0, a1, a2, a3) ||
-          _mm256_movemask_pd(_mm256_and_pd(
-              _mm256_and_pd(mid_mask_abs(a0), mid_mask_abs(a1)),
-              _mm256_and_pd(mid_mask_abs(a2), mid_mask_abs(a3)))) == 0xf) {
+          _mm256_movemask_pd(
+            _mm256_and_pd(_mm256_and_pd(mid_mask_abs(a0), mid_mask_abs(a1)),
+                          _mm256_and_pd(mid_mask_abs(a2), mid_mask_abs(a3)))) ==
+            0xf) {
         kahan4(&s0, &c0, v0);
         kahan4(&s1, &c1, v1);
         kahan4(&s2, &c2, v2);
@@ -362,8 +363,7 @@ TGT static void run_f64(union rd__lanes *ln, const unsigned char *x, size_t n,
 /* (ms, mc) of accumulator o: adjacent doubles of struct rd__blue. */
 static inline double *blue_mid(struct rd__blue *o)
 {
-  return (double *)(void *)((unsigned char *)o +
-                            offsetof(struct rd__blue, ms));
+  return (double *)(void *)((unsigned char *)o + offsetof(struct rd__blue, ms));
 }
 
 /* Rows per block of cols_f64: each accumulator is read and written once per
@@ -395,14 +395,15 @@ TGT static inline void cols4_f64(struct rd__blue *o, const unsigned char *p,
     kahan4(&s, &c, v);
   }
   /* The sum/min test of all_mid_fast(), over the rows of the block. */
-  ok = _mm256_movemask_pd(_mm256_and_pd(
-           _mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
-           _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL), _CMP_GE_OQ))) == 0xf;
+  ok = _mm256_movemask_pd(
+         _mm256_and_pd(_mm256_cmp_pd(sum, _mm256_set1_pd(BLUE_BIG), _CMP_LE_OQ),
+                       _mm256_cmp_pd(mn, _mm256_set1_pd(BLUE_SMALL),
+                                     _CMP_GE_OQ))) == 0xf;
   if (!ok) {
     __m256d m = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
     for (size_t q = 0; q < nr; q++)
       m = _mm256_and_pd(m, mid_mask_abs(abs4(_mm256_loadu_pd(
-                               (const double *)(const void *)(p + q * rs)))));
+                             (const double *)(const void *)(p + q * rs)))));
     ok = _mm256_movemask_pd(m) == 0xf;
   }
   if (ok) {
@@ -488,15 +489,15 @@ TGT static inline __m256i id_u32(__m256i v)
  * are parameters, instantiated per type below. */
 typedef __m256i (*vabs_fn)(__m256i v);
 
-TGT ALWAYS_INLINE void avx_cols8_i32(u128 *o, const unsigned char *p,
-                                     size_t rs, size_t nr, vabs_fn absf)
+TGT ALWAYS_INLINE void avx_cols8_i32(u128 *o, const unsigned char *p, size_t rs,
+                                     size_t nr, vabs_fn absf)
 {
   const __m256i m32 = _mm256_set1_epi64x(0xffffffff);
   __m256i le = _mm256_setzero_si256(), he = le, lo = le, ho = le;
   uint64_t t[16];
   for (size_t q = 0; q < nr; q++) {
     __m256i v = absf(
-        _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));
+      _mm256_loadu_si256((const __m256i *)(const void *)(p + q * rs)));
     __m256i e = _mm256_mul_epu32(v, v);
     __m256i d = _mm256_srli_epi64(v, 32);
     d = _mm256_mul_epu32(d, d);
@@ -514,9 +515,8 @@ TGT ALWAYS_INLINE void avx_cols8_i32(u128 *o, const unsigned char *p,
     o[2 * k + 1] += ((u128)t[12 + k] << 32) + t[8 + k];
   }
 }
-TGT ALWAYS_INLINE void avx_cols_i32(void *acc, const unsigned char *x,
-                                     size_t n, size_t nrows, vabs_fn absf,
-                                     sq32_fn sq)
+TGT ALWAYS_INLINE void avx_cols_i32(void *acc, const unsigned char *x, size_t n,
+                                    size_t nrows, vabs_fn absf, sq32_fn sq)
 {
   u128 *o = acc;
   const size_t rs = n * 4;
@@ -546,9 +546,11 @@ TGT ALWAYS_INLINE void avx_cols_i32(void *acc, const unsigned char *x,
 }
 
 #define AVX_I32_COLS(name, absf, sq)                                           \
-  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,    \
+  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,     \
                               size_t nrows)                                    \
-  { avx_cols_i32(acc, x, n, nrows, absf, sq); }
+  {                                                                            \
+    avx_cols_i32(acc, x, n, nrows, absf, sq);                                  \
+  }
 
 AVX_I32_COLS(i32, abs_i32, sq_i32)
 AVX_I32_COLS(u32, id_u32, sq_u32)
@@ -594,12 +596,15 @@ static inline double ld_f16_signed(const unsigned char *p)
 /* The lane order of sumd_run() in ops.c: head up to lane 0, blocks of 16
  * in four registers, tail into the lanes. */
 TGT static inline void avx_sum_run(union rd__lanes *ln, const unsigned char *x,
-                                   size_t n, uint64_t pos, size_t esz,
-                                   int dt, int absval)
+                                   size_t n, uint64_t pos, size_t esz, int dt,
+                                   int absval)
 {
   size_t k = (size_t)(pos % L), i = 0;
-#define LD1(p) sum_term1(dt == 1 ? ld_f32(p) : dt == 2 ? ld_f16_signed(p)     \
-                                              : ld_bf16(p), absval)
+#define LD1(p)                                                                 \
+  sum_term1(dt == 1   ? ld_f32(p)                                              \
+            : dt == 2 ? ld_f16_signed(p)                                       \
+                      : ld_bf16(p),                                            \
+            absval)
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     ln->d[k] += LD1(x + i * esz);
   if (i + L <= n) {
@@ -633,9 +638,9 @@ TGT static inline void avx_sum_run(union rd__lanes *ln, const unsigned char *x,
 }
 
 /* acc[j] += term, rows in order (8 columns per vector step). */
-TGT static inline void avx_sum_cols(void *acc, const unsigned char *x,
-                                    size_t n, size_t nrows, size_t esz,
-                                    int dt, int absval)
+TGT static inline void avx_sum_cols(void *acc, const unsigned char *x, size_t n,
+                                    size_t nrows, size_t esz, int dt,
+                                    int absval)
 {
   double *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * esz) {
@@ -660,9 +665,9 @@ TGT static inline void avx_sum_cols(void *acc, const unsigned char *x,
 }
 
 /* Each run from zero lanes, then the fixed tree: rd__flush_d(). */
-TGT static inline void avx_sum_rows(void *acc, const unsigned char *x,
-                                    size_t n, size_t nrows, size_t esz,
-                                    int dt, int absval)
+TGT static inline void avx_sum_rows(void *acc, const unsigned char *x, size_t n,
+                                    size_t nrows, size_t esz, int dt,
+                                    int absval)
 {
   double *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * esz) {
@@ -678,13 +683,19 @@ TGT static inline void avx_sum_rows(void *acc, const unsigned char *x,
 #define AVX_SUM(nm, esz, dt, absval)                                           \
   TGT static void run_##nm(union rd__lanes *ln, const unsigned char *x,        \
                            size_t n, uint64_t pos)                             \
-  { avx_sum_run(ln, x, n, pos, esz, dt, absval); }                             \
-  TGT static void cols_##nm(void *acc, const unsigned char *x, size_t n,      \
+  {                                                                            \
+    avx_sum_run(ln, x, n, pos, esz, dt, absval);                               \
+  }                                                                            \
+  TGT static void cols_##nm(void *acc, const unsigned char *x, size_t n,       \
                             size_t nrows)                                      \
-  { avx_sum_cols(acc, x, n, nrows, esz, dt, absval); }                         \
-  TGT static void rows_##nm(void *acc, const unsigned char *x, size_t n,      \
+  {                                                                            \
+    avx_sum_cols(acc, x, n, nrows, esz, dt, absval);                           \
+  }                                                                            \
+  TGT static void rows_##nm(void *acc, const unsigned char *x, size_t n,       \
                             size_t nrows)                                      \
-  { avx_sum_rows(acc, x, n, nrows, esz, dt, absval); }
+  {                                                                            \
+    avx_sum_rows(acc, x, n, nrows, esz, dt, absval);                           \
+  }
 AVX_SUM(sum_f32, 4, 1, 0)
 AVX_SUM(sum_f16, 2, 2, 0)
 AVX_SUM(sum_bf16, 2, 3, 0)
@@ -711,14 +722,16 @@ TGT int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
   for (; i + 16 <= n; i += 16) {
     __m256i u0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + i * 4));
     __m256i u1 = _mm256_loadu_si256(
-        (const __m256i *)(const void *)(x + i * 4 + 32));
+      (const __m256i *)(const void *)(x + i * 4 + 32));
     __m256i k0, k1, n0, n1;
     if (zero_tie) {
       u0 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u0, negz), u0);
       u1 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u1, negz), u1);
     }
-    k0 = _mm256_xor_si256(u0, _mm256_and_si256(_mm256_srai_epi32(u0, 31), absm));
-    k1 = _mm256_xor_si256(u1, _mm256_and_si256(_mm256_srai_epi32(u1, 31), absm));
+    k0 = _mm256_xor_si256(u0,
+                          _mm256_and_si256(_mm256_srai_epi32(u0, 31), absm));
+    k1 = _mm256_xor_si256(u1,
+                          _mm256_and_si256(_mm256_srai_epi32(u1, 31), absm));
     n0 = _mm256_cmpgt_epi32(_mm256_and_si256(u0, absm), inf);
     n1 = _mm256_cmpgt_epi32(_mm256_and_si256(u1, absm), inf);
     an = _mm256_or_si256(an, _mm256_or_si256(n0, n1));
@@ -796,8 +809,7 @@ TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
 
 /* One element row of 8 columns into the state (b, bi, nn) of row rv. */
 TGT ALWAYS_INLINE void avx_col8(__m256i u, __m256i rv, int is_max, int arg,
-                                int last, __m256i *b, __m256i *bi,
-                                __m256i *nn)
+                                int last, __m256i *b, __m256i *bi, __m256i *nn)
 {
   const __m256i absm = _mm256_set1_epi32(0x7fffffff);
   const __m256i inf = _mm256_set1_epi32(0x7f800000);
@@ -812,8 +824,9 @@ TGT ALWAYS_INLINE void avx_col8(__m256i u, __m256i rv, int is_max, int arg,
   if (last)
     *nn = _mm256_blendv_epi8(*nn, rv, isn);
   else
-    *nn = _mm256_blendv_epi8(
-        *nn, rv, _mm256_and_si256(isn, _mm256_cmpeq_epi32(*nn, none)));
+    *nn = _mm256_blendv_epi8(*nn, rv,
+                             _mm256_and_si256(isn,
+                                              _mm256_cmpeq_epi32(*nn, none)));
   if (!arg) {
     k = _mm256_blendv_epi8(k, *b, isn);
     *b = is_max ? _mm256_max_epi32(*b, k) : _mm256_min_epi32(*b, k);
@@ -897,9 +910,8 @@ TGT ALWAYS_INLINE __m256i avx_hbest(__m256i b, int is_max)
  * definition is ops.c's rows32_short (first or last index of the best key
  * and of a NaN, -1 if none). */
 TGT ALWAYS_INLINE void avx_rows32(const unsigned char *x, size_t nv,
-                                  size_t nrows, int is_max, int arg,
-                                  int last, int32_t *best, int32_t *bidx,
-                                  int32_t *nidx)
+                                  size_t nrows, int is_max, int arg, int last,
+                                  int32_t *best, int32_t *bidx, int32_t *nidx)
 {
   const __m256i absm = _mm256_set1_epi32(0x7fffffff);
   const __m256i inf = _mm256_set1_epi32(0x7f800000);
@@ -914,8 +926,8 @@ TGT ALWAYS_INLINE void avx_rows32(const unsigned char *x, size_t nv,
       __m256i u = LDI(x + v * 32), isn;
       if (arg)
         u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
-      k[v] = _mm256_xor_si256(
-          u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+      k[v] = _mm256_xor_si256(u,
+                              _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
       isn = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
       nm |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(isn)) << (8 * v);
       k[v] = _mm256_blendv_epi8(k[v], idv, isn);
@@ -930,7 +942,7 @@ TGT ALWAYS_INLINE void avx_rows32(const unsigned char *x, size_t nv,
     nidx[r] = !nm ? -1 : last ? 31 - __builtin_clz(nm) : __builtin_ctz(nm);
     for (size_t v = 0; v < nv; v++)
       em |= (unsigned)_mm256_movemask_ps(
-                _mm256_castsi256_ps(_mm256_cmpeq_epi32(k[v], b)))
+              _mm256_castsi256_ps(_mm256_cmpeq_epi32(k[v], b)))
             << (8 * v);
     em &= ~nm; /* a NaN lane holds the identity, never a number's key */
     bidx[r] = !em ? -1 : last ? 31 - __builtin_clz(em) : __builtin_ctz(em);
@@ -938,16 +950,21 @@ TGT ALWAYS_INLINE void avx_rows32(const unsigned char *x, size_t nv,
 }
 
 TGT void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
-                         int mode, int32_t *best, int32_t *bidx,
-                         int32_t *nidx)
+                         int mode, int32_t *best, int32_t *bidx, int32_t *nidx)
 {
   const size_t nv = n / 8;
   switch (mode) {
   case RD__C32_MAX: avx_rows32(x, nv, nrows, 1, 0, 0, best, bidx, nidx); break;
   case RD__C32_MIN: avx_rows32(x, nv, nrows, 0, 0, 0, best, bidx, nidx); break;
-  case RD__C32_ARGMAX: avx_rows32(x, nv, nrows, 1, 1, 0, best, bidx, nidx); break;
-  case RD__C32_ARGMAXL: avx_rows32(x, nv, nrows, 1, 1, 1, best, bidx, nidx); break;
-  case RD__C32_ARGMIN: avx_rows32(x, nv, nrows, 0, 1, 0, best, bidx, nidx); break;
+  case RD__C32_ARGMAX:
+    avx_rows32(x, nv, nrows, 1, 1, 0, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMAXL:
+    avx_rows32(x, nv, nrows, 1, 1, 1, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMIN:
+    avx_rows32(x, nv, nrows, 0, 1, 0, best, bidx, nidx);
+    break;
   default: avx_rows32(x, nv, nrows, 0, 1, 1, best, bidx, nidx); break;
   }
 }
@@ -957,12 +974,24 @@ TGT void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
                          int32_t *nidx)
 {
   switch (mode) {
-  case RD__C32_MAX: avx_cols32(x, stride, ncols, nrows, 1, 0, 0, best, bidx, nidx); break;
-  case RD__C32_MIN: avx_cols32(x, stride, ncols, nrows, 0, 0, 0, best, bidx, nidx); break;
-  case RD__C32_ARGMAX: avx_cols32(x, stride, ncols, nrows, 1, 1, 0, best, bidx, nidx); break;
-  case RD__C32_ARGMAXL: avx_cols32(x, stride, ncols, nrows, 1, 1, 1, best, bidx, nidx); break;
-  case RD__C32_ARGMIN: avx_cols32(x, stride, ncols, nrows, 0, 1, 0, best, bidx, nidx); break;
-  default: avx_cols32(x, stride, ncols, nrows, 0, 1, 1, best, bidx, nidx); break;
+  case RD__C32_MAX:
+    avx_cols32(x, stride, ncols, nrows, 1, 0, 0, best, bidx, nidx);
+    break;
+  case RD__C32_MIN:
+    avx_cols32(x, stride, ncols, nrows, 0, 0, 0, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMAX:
+    avx_cols32(x, stride, ncols, nrows, 1, 1, 0, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMAXL:
+    avx_cols32(x, stride, ncols, nrows, 1, 1, 1, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMIN:
+    avx_cols32(x, stride, ncols, nrows, 0, 1, 0, best, bidx, nidx);
+    break;
+  default:
+    avx_cols32(x, stride, ncols, nrows, 0, 1, 1, best, bidx, nidx);
+    break;
   }
 }
 
@@ -981,10 +1010,10 @@ TGT ALWAYS_INLINE void avx_prod4(__m256d *m, __m256i *e, __m128 f)
   __m256d p = _mm256_mul_pd(*m, _mm256_cvtps_pd(_mm_and_ps(f, absm)));
   __m256i b = _mm256_castpd_si256(p);
   *e = _mm256_add_epi64(
-      *e, _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(b, emask), 52),
-                           b1022));
+    *e,
+    _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(b, emask), 52), b1022));
   *m = _mm256_castsi256_pd(
-      _mm256_or_si256(_mm256_andnot_si256(emask, b), ebias));
+    _mm256_or_si256(_mm256_andnot_si256(emask, b), ebias));
 }
 
 TGT size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
@@ -1004,16 +1033,16 @@ TGT size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
      * signed 32-bit, |u| - 1 is -1 for zero and > lim for inf or NaN */
     __m256i a0 = _mm256_sub_epi32(_mm256_and_si256(u0, absm), one);
     __m256i a1 = _mm256_sub_epi32(_mm256_and_si256(u1, absm), one);
-    __m256i bad = _mm256_or_si256(
-        _mm256_or_si256(_mm256_cmpgt_epi32(a0, lim),
-                        _mm256_cmpgt_epi32(a1, lim)),
-        _mm256_or_si256(_mm256_srai_epi32(a0, 31), _mm256_srai_epi32(a1, 31)));
+    __m256i bad = _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi32(a0, lim),
+                                                  _mm256_cmpgt_epi32(a1, lim)),
+                                  _mm256_or_si256(_mm256_srai_epi32(a0, 31),
+                                                  _mm256_srai_epi32(a1, 31)));
     if (!_mm256_testz_si256(bad, bad))
       break;
     PF(x);
     ng ^= (uint32_t)__builtin_popcount(
-        (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u0)) |
-        ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u1)) << 8));
+      (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u0)) |
+      ((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(u1)) << 8));
     avx_prod4(&m0, &e0, _mm256_castps256_ps128(_mm256_castsi256_ps(u0)));
     avx_prod4(&m1, &e1, _mm256_extractf128_ps(_mm256_castsi256_ps(u0), 1));
     avx_prod4(&m2, &e2, _mm256_castps256_ps128(_mm256_castsi256_ps(u1)));
@@ -1059,11 +1088,11 @@ TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
     if (!_mm_testz_si128(bad, bad))
       break;
     ab = _mm256_castpd_si256(
-        _mm256_cvtps_pd(_mm_castsi128_ps(_mm_and_si128(u, absm))));
+      _mm256_cvtps_pd(_mm_castsi128_ps(_mm_and_si128(u, absm))));
     ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask), 52),
                           b1022);
     fm = _mm256_castsi256_pd(
-        _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
+      _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
     h = _mm256_loadu_pd(hi + 4 * g);
     l = _mm256_loadu_pd(lo + 4 * g);
     E = _mm256_add_epi64(LDI(e + 4 * g), ex);
@@ -1076,9 +1105,9 @@ TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
     ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
                           b1022);
     h = _mm256_castsi256_pd(
-        _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+      _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
     sc = _mm256_castsi256_pd(
-        _mm256_slli_epi64(_mm256_sub_epi64(b1023, ex), 52));
+      _mm256_slli_epi64(_mm256_sub_epi64(b1023, ex), 52));
     l = _mm256_mul_pd(l, sc);
     E = _mm256_add_epi64(E, ex);
     _mm256_storeu_pd(hi + 4 * g, h);
@@ -1106,21 +1135,21 @@ TGT static inline __m256d expk4(__m256d t)
   t = _mm256_and_pd(t, ok);
   z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
   kd = _mm256_sub_pd(z, shift);
-  r = _mm256_sub_pd(
-      _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI))),
-      _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
+  r = _mm256_sub_pd(_mm256_sub_pd(t, _mm256_mul_pd(kd,
+                                                   _mm256_set1_pd(EXPK_LN2HI))),
+                    _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
   p = _mm256_set1_pd(expk_c[5]);
   for (int i = 4; i >= 0; i--)
     p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
   kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
                         _mm256_set1_epi64x(0x4338000000000000));
-  sc = _mm256_i64gather_pd(expk_t,
-                           _mm256_and_si256(kb, _mm256_set1_epi64x(63)), 8);
+  sc = _mm256_i64gather_pd(expk_t, _mm256_and_si256(kb, _mm256_set1_epi64x(63)),
+                           8);
   /* + (k >> 6) << 52: only bits 6..17 of k survive the shifts, so the
    * logical right shift (AVX2 has no 64-bit arithmetic one) is the same */
-  sc = _mm256_castsi256_pd(_mm256_add_epi64(
-      _mm256_castpd_si256(sc),
-      _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
+  sc = _mm256_castsi256_pd(
+    _mm256_add_epi64(_mm256_castpd_si256(sc),
+                     _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
   return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
 }
 
@@ -1143,7 +1172,7 @@ TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
   size_t g = 0;
   for (; g < nvec; g++) {
     __m256d v = _mm256_cvtps_pd(
-        _mm_loadu_ps((const float *)(const void *)(x + g * 16)));
+      _mm_loadu_ps((const float *)(const void *)(x + g * 16)));
     __m256d mv = _mm256_loadu_pd(m + 4 * g);
     __m256d ok = _mm256_and_pd(_mm256_cmp_pd(v, ninf, _CMP_GT_OQ),
                                _mm256_cmp_pd(v, pinf, _CMP_LT_OQ));
@@ -1151,8 +1180,8 @@ TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
     if (_mm256_movemask_pd(ok) != 0xf)
       break;
     up = _mm256_cmp_pd(v, mv, _CMP_GT_OQ);
-    ef = expk4(_mm256_blendv_pd(_mm256_sub_pd(v, mv), _mm256_sub_pd(mv, v),
-                                up));
+    ef = expk4(
+      _mm256_blendv_pd(_mm256_sub_pd(v, mv), _mm256_sub_pd(mv, v), up));
     h = _mm256_loadu_pd(hi + 4 * g);
     l = _mm256_loadu_pd(lo + 4 * g);
     if (_mm256_movemask_pd(up)) { /* rescale the lanes with a new maximum */
@@ -1197,14 +1226,13 @@ TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
     __m256d mi = _mm256_cmp_pd(v[q], ninf, _CMP_EQ_OQ);
     bad = _mm256_or_pd(bad, _mm256_andnot_pd(_mm256_or_pd(le, mi),
                                              _mm256_castsi256_pd(
-                                                 _mm256_set1_epi64x(-1))));
+                                               _mm256_set1_epi64x(-1))));
   }
   if (_mm256_movemask_pd(bad))
     return 1;
   for (int q = 0; q < 4; q++)
-    _mm256_storeu_pd(s + 4 * q,
-                     _mm256_add_pd(_mm256_loadu_pd(s + 4 * q),
-                                   expk4(_mm256_sub_pd(v[q], mv))));
+    _mm256_storeu_pd(s + 4 * q, _mm256_add_pd(_mm256_loadu_pd(s + 4 * q),
+                                              expk4(_mm256_sub_pd(v[q], mv))));
   return 0;
 }
 
@@ -1217,9 +1245,24 @@ int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k)
     k->rows = rows_##nm;                                                       \
   } while (0)
   switch (dtype) {
-  case 1: if (absval) SETS(abs_f32); else SETS(sum_f32); return 0;
-  case 10: if (absval) SETS(abs_f16); else SETS(sum_f16); return 0;
-  case 16: if (absval) SETS(abs_bf16); else SETS(sum_bf16); return 0;
+  case 1:
+    if (absval)
+      SETS(abs_f32);
+    else
+      SETS(sum_f32);
+    return 0;
+  case 10:
+    if (absval)
+      SETS(abs_f16);
+    else
+      SETS(sum_f16);
+    return 0;
+  case 16:
+    if (absval)
+      SETS(abs_bf16);
+    else
+      SETS(sum_bf16);
+    return 0;
   default: return -1;
   }
 #undef SETS
@@ -1290,9 +1333,8 @@ size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
   return 0; /* never called */
 }
 
-size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
-                              int64_t *neg, const unsigned char *x,
-                              size_t nvec)
+size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                              const unsigned char *x, size_t nvec)
 {
   (void)hi;
   (void)lo;
@@ -1314,8 +1356,8 @@ size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
   return 0; /* never called */
 }
 
-void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
-                     int mode, int32_t *best, int32_t *bidx, int32_t *nidx)
+void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows, int mode,
+                     int32_t *best, int32_t *bidx, int32_t *nidx)
 {
   (void)x;
   (void)n;

@@ -145,8 +145,8 @@ static inline void blue_add(double *bs, double *bc, double *ms, double *mc,
 /* blue_add() on lane k of a lane state. */
 static inline void lane_blue_add(union rd__lanes *ln, size_t k, double v)
 {
-  blue_add(&ln->b.bs[k], &ln->b.bc[k], &ln->b.ms[k], &ln->b.mc[k],
-           &ln->b.ss[k], &ln->b.sc[k], &ln->b.sp[k], v);
+  blue_add(&ln->b.bs[k], &ln->b.bc[k], &ln->b.ms[k], &ln->b.mc[k], &ln->b.ss[k],
+           &ln->b.sc[k], &ln->b.sp[k], v);
 }
 
 /* blue_add() on accumulator o. */
@@ -199,7 +199,7 @@ i32_run(union rd__lanes *ln, const unsigned char *x, size_t n, sq32_fn sq)
 {
   while (n > 0) {
     size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;
-    uint64_t lo[L32] = {0}, hi[L32] = {0};
+    uint64_t lo[L32] = { 0 }, hi[L32] = { 0 };
     u128 t = 0;
     for (; i + L32 <= m; i += L32) {
       if (i % 16 == 0)
@@ -223,8 +223,7 @@ i32_run(union rd__lanes *ln, const unsigned char *x, size_t n, sq32_fn sq)
 /* Four rows at a time: one read-modify-write of each u128 per four rows
  * (a sum of four squares < 2^66 fits the u128 temporary). */
 static inline __attribute__((always_inline)) void
-i32_cols(void *acc, const unsigned char *x, size_t n, size_t nrows,
-         sq32_fn sq)
+i32_cols(void *acc, const unsigned char *x, size_t n, size_t nrows, sq32_fn sq)
 {
   u128 *o = acc;
   const size_t rs = n * 4;
@@ -238,8 +237,8 @@ i32_cols(void *acc, const unsigned char *x, size_t n, size_t nrows,
         RD__PREFETCH(p + 2 * rs);
         RD__PREFETCH(p + 3 * rs);
       }
-      u128 a = (u128)sq(p) + sq(p + rs), b = (u128)sq(p + 2 * rs) +
-                                            sq(p + 3 * rs);
+      u128 a = (u128)sq(p) + sq(p + rs),
+           b = (u128)sq(p + 2 * rs) + sq(p + 3 * rs);
       o[i] += a + b;
     }
   for (; r < nrows; r++, x += rs)
@@ -248,8 +247,7 @@ i32_cols(void *acc, const unsigned char *x, size_t n, size_t nrows,
 }
 
 static inline __attribute__((always_inline)) void
-i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows,
-         sq32_fn sq)
+i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows, sq32_fn sq)
 {
   u128 *o = acc;
   for (size_t r = 0; r < nrows; r++, x += n * 4) {
@@ -270,15 +268,22 @@ i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows,
 #define I32_RUN(name, sq)                                                      \
   static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
-  { (void)pos; i32_run(ln, x, n, sq); }
+  {                                                                            \
+    (void)pos;                                                                 \
+    i32_run(ln, x, n, sq);                                                     \
+  }
 #define I32_COLS(name, sq)                                                     \
-  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { i32_cols(acc, x, n, nrows, sq); }
+  {                                                                            \
+    i32_cols(acc, x, n, nrows, sq);                                            \
+  }
 #define I32_ROWS(name, sq)                                                     \
-  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { i32_rows(acc, x, n, nrows, sq); }
+  {                                                                            \
+    i32_rows(acc, x, n, nrows, sq);                                            \
+  }
 
 /* ------------------------------------------------------------------ */
 /* exp(t) for t in [-708, 0], the same operations in C and AVX2        */
@@ -295,13 +300,17 @@ i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows,
  * (including -inf) gives 0, which is below 2^-1021 of the sum (>= 1) it is
  * added to. */
 #define EXPK_SHIFT 0x1.8p52
-#define EXPK_INV 0x1.71547652b82fep6   /* 64 / ln2 */
+#define EXPK_INV 0x1.71547652b82fep6    /* 64 / ln2 */
 #define EXPK_LN2HI 0x1.62e42fee00000p-7 /* ln2/64, 33 bits */
 #define EXPK_LN2LO 0x1.a39ef35793c76p-39
 #define EXPK_MIN (-708.0)
 
 static const double expk_c[6] = {
-  1.0, 1.0, 0x1p-1, 0x1.5555555555555p-3, 0x1.5555555555555p-5,
+  1.0,
+  1.0,
+  0x1p-1,
+  0x1.5555555555555p-3,
+  0x1.5555555555555p-5,
   0x1.1111111111111p-7,
 };
 
@@ -381,7 +390,11 @@ size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
 /* float32 Max/Min/ArgMax/ArgMin over a tile of columns (ops.c's
  * cols32_tile, which documents the state); ncols a multiple of 8. */
 enum {
-  RD__C32_MAX, RD__C32_MIN, RD__C32_ARGMAX, RD__C32_ARGMAXL, RD__C32_ARGMIN,
+  RD__C32_MAX,
+  RD__C32_MIN,
+  RD__C32_ARGMAX,
+  RD__C32_ARGMAXL,
+  RD__C32_ARGMIN,
   RD__C32_ARGMINL
 };
 void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
@@ -389,8 +402,8 @@ void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
                      int32_t *nidx);
 /* nrows rows of n float32 elements (n 8, 16, 24 or 32), one result per
  * row in best[r], bidx[r], nidx[r] (ops.c's rows32s_*). */
-void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows,
-                     int mode, int32_t *best, int32_t *bidx, int32_t *nidx);
+void rd__avx2_rows32(const unsigned char *x, size_t n, size_t nrows, int mode,
+                     int32_t *best, int32_t *bidx, int32_t *nidx);
 /* float32 Prod lanes (ops.c's prodl_run): up to nblocks blocks of 16
  * elements, each lane l's mantissa m[l] multiplied by |x| and its
  * exponent moved into e[l], *neg ^= parity of the sign bits; stops before
@@ -400,9 +413,8 @@ size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
 /* float32 Prod columns (ops.c's cols32s_prod): one row segment of nvec
  * groups of 4 columns into the column state arrays; stops before a group
  * holding a zero, inf or NaN.  Returns the groups done. */
-size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
-                              int64_t *neg, const unsigned char *x,
-                              size_t nvec);
+size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                              const unsigned char *x, size_t nvec);
 /* float32 LogSumExp columns (ops.c's colsks_lse_f32): one row segment of
  * nvec groups of 4 columns into the column state arrays; stops before a
  * group holding a NaN or an infinity.  Returns the groups done. */

@@ -34,29 +34,24 @@ typedef __int128 i128;
 
 /* Indexed by op - 1: families for floats, float64, integers; element map;
  * finalisation; max (1) or min (0). */
+/* One row per operator, a column per field. */
+/* clang-format off */
 static const struct rd__op op_rows[RD_OP_COUNT] = {
-  {RD_OP_L2, RD__F_SQ, RD__F_SQ, RD__F_SQ, RD__MAP_SQUARE, RD__FIN_SQRT, 0},
-  {RD_OP_SUM_SQUARE, RD__F_SQ, RD__F_SQ, RD__F_SQ, RD__MAP_SQUARE,
-   RD__FIN_SUM, 0},
-  {RD_OP_SUM, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ID, RD__FIN_SUM,
-   0},
-  {RD_OP_MEAN, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ID, RD__FIN_MEAN,
-   0},
-  {RD_OP_MAX, RD__F_MAXMIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__MAP_ID,
-   RD__FIN_MAX, 1},
-  {RD_OP_MIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__MAP_ID,
-   RD__FIN_MIN, 0},
-  {RD_OP_PROD, RD__F_PROD, RD__F_PROD, RD__F_IPROD, RD__MAP_ID, RD__FIN_PROD,
-   0},
-  {RD_OP_L1, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ABS, RD__FIN_SUM,
-   0},
-  {RD_OP_LOG_SUM, RD__F_SUMD, RD__F_SUMDD, RD__F_ISUM, RD__MAP_ID,
-   RD__FIN_LOG, 0},
-  {RD_OP_LOG_SUM_EXP, RD__F_LSE, RD__F_LSE, RD__F_ILSE, RD__MAP_ID,
-   RD__FIN_LSE, 0},
-  {RD_OP_ARGMAX, RD__F_ARG, RD__F_ARG, RD__F_ARG, RD__MAP_ID, RD__FIN_ARG, 1},
-  {RD_OP_ARGMIN, RD__F_ARG, RD__F_ARG, RD__F_ARG, RD__MAP_ID, RD__FIN_ARG, 0},
+  /* op                 floats        float64       integers      map             finalise      max */
+  {RD_OP_L2,            RD__F_SQ,     RD__F_SQ,     RD__F_SQ,     RD__MAP_SQUARE, RD__FIN_SQRT, 0},
+  {RD_OP_SUM_SQUARE,    RD__F_SQ,     RD__F_SQ,     RD__F_SQ,     RD__MAP_SQUARE, RD__FIN_SUM,  0},
+  {RD_OP_SUM,           RD__F_SUMD,   RD__F_SUMDD,  RD__F_ISUM,   RD__MAP_ID,     RD__FIN_SUM,  0},
+  {RD_OP_MEAN,          RD__F_SUMD,   RD__F_SUMDD,  RD__F_ISUM,   RD__MAP_ID,     RD__FIN_MEAN, 0},
+  {RD_OP_MAX,           RD__F_MAXMIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__MAP_ID,     RD__FIN_MAX,  1},
+  {RD_OP_MIN,           RD__F_MAXMIN, RD__F_MAXMIN, RD__F_MAXMIN, RD__MAP_ID,     RD__FIN_MIN,  0},
+  {RD_OP_PROD,          RD__F_PROD,   RD__F_PROD,   RD__F_IPROD,  RD__MAP_ID,     RD__FIN_PROD, 0},
+  {RD_OP_L1,            RD__F_SUMD,   RD__F_SUMDD,  RD__F_ISUM,   RD__MAP_ABS,    RD__FIN_SUM,  0},
+  {RD_OP_LOG_SUM,       RD__F_SUMD,   RD__F_SUMDD,  RD__F_ISUM,   RD__MAP_ID,     RD__FIN_LOG,  0},
+  {RD_OP_LOG_SUM_EXP,   RD__F_LSE,    RD__F_LSE,    RD__F_ILSE,   RD__MAP_ID,     RD__FIN_LSE,  0},
+  {RD_OP_ARGMAX,        RD__F_ARG,    RD__F_ARG,    RD__F_ARG,    RD__MAP_ID,     RD__FIN_ARG,  1},
+  {RD_OP_ARGMIN,        RD__F_ARG,    RD__F_ARG,    RD__F_ARG,    RD__MAP_ID,     RD__FIN_ARG,  0},
 };
+/* clang-format on */
 
 const struct rd__op *rd__op_row(int op)
 {
@@ -83,9 +78,16 @@ static inline int dt_float(int dt)
 static inline size_t dt_size(int dt)
 {
   switch (dt) {
-  case RD_INT8: case RD_UINT8: case RD_BOOL: return 1;
-  case RD_INT16: case RD_UINT16: case RD_FLOAT16: case RD_BFLOAT16: return 2;
-  case RD_INT32: case RD_UINT32: case RD_FLOAT32: return 4;
+  case RD_INT8:
+  case RD_UINT8:
+  case RD_BOOL: return 1;
+  case RD_INT16:
+  case RD_UINT16:
+  case RD_FLOAT16:
+  case RD_BFLOAT16: return 2;
+  case RD_INT32:
+  case RD_UINT32:
+  case RD_FLOAT32: return 4;
   default: return 8;
   }
 }
@@ -119,14 +121,43 @@ static inline double ldd(int dt, const unsigned char *p)
 static inline i128 ldi(int dt, const unsigned char *p)
 {
   switch (dt) {
-  case RD_INT8: { int8_t v; memcpy(&v, p, 1); return v; }
-  case RD_UINT8: case RD_BOOL: return *p;
-  case RD_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
-  case RD_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
-  case RD_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
-  case RD_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
-  case RD_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
-  default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  case RD_INT8: {
+    int8_t v;
+    memcpy(&v, p, 1);
+    return v;
+  }
+  case RD_UINT8:
+  case RD_BOOL: return *p;
+  case RD_INT16: {
+    int16_t v;
+    memcpy(&v, p, 2);
+    return v;
+  }
+  case RD_UINT16: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+  }
+  case RD_INT32: {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case RD_UINT32: {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  }
+  case RD_INT64: {
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+  }
+  default: {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+  }
   }
 }
 
@@ -242,13 +273,19 @@ static inline void sumd_rows(void *acc, const unsigned char *x, size_t n,
 #define SUMD_KERNEL(name, dt, absval)                                          \
   static void run_##name(union rd__lanes *ln, const unsigned char *x,          \
                          size_t n, uint64_t pos)                               \
-  { sumd_run(ln, x, n, pos, dt, absval); }                                     \
-  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+  {                                                                            \
+    sumd_run(ln, x, n, pos, dt, absval);                                       \
+  }                                                                            \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { sumd_cols(acc, x, n, nrows, dt, absval); }                                 \
-  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+  {                                                                            \
+    sumd_cols(acc, x, n, nrows, dt, absval);                                   \
+  }                                                                            \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { sumd_rows(acc, x, n, nrows, dt, absval); }
+  {                                                                            \
+    sumd_rows(acc, x, n, nrows, dt, absval);                                   \
+  }
 
 SUMD_KERNEL(sum_f32, RD_FLOAT32, 0)
 SUMD_KERNEL(sum_f16, RD_FLOAT16, 0)
@@ -566,8 +603,12 @@ static inline int64_t key_lowest(int dt)
   case RD_INT8: return INT8_MIN;
   case RD_INT16: return INT16_MIN;
   case RD_INT32: return INT32_MIN;
-  case RD_INT64: case RD_UINT64: return INT64_MIN;
-  case RD_UINT8: case RD_UINT16: case RD_UINT32: case RD_BOOL: return 0;
+  case RD_INT64:
+  case RD_UINT64: return INT64_MIN;
+  case RD_UINT8:
+  case RD_UINT16:
+  case RD_UINT32:
+  case RD_BOOL: return 0;
   default: return rd__fkey(-INFINITY);
   }
 }
@@ -578,7 +619,8 @@ static inline int64_t key_highest(int dt)
   case RD_INT8: return INT8_MAX;
   case RD_INT16: return INT16_MAX;
   case RD_INT32: return INT32_MAX;
-  case RD_INT64: case RD_UINT64: return INT64_MAX;
+  case RD_INT64:
+  case RD_UINT64: return INT64_MAX;
   case RD_UINT8: return UINT8_MAX;
   case RD_UINT16: return UINT16_MAX;
   case RD_UINT32: return UINT32_MAX;
@@ -616,8 +658,14 @@ static inline void key_merge(void *dst, const void *src, int is_max)
     d->key = s->key;
 }
 
-static void max_merge(void *dst, const void *src) { key_merge(dst, src, 1); }
-static void min_merge(void *dst, const void *src) { key_merge(dst, src, 0); }
+static void max_merge(void *dst, const void *src)
+{
+  key_merge(dst, src, 1);
+}
+static void min_merge(void *dst, const void *src)
+{
+  key_merge(dst, src, 0);
+}
 
 /* RD__F_ARG: is_max, last (select_last_index). */
 static void arg_init(void *acc, size_t count)
@@ -668,10 +716,22 @@ static inline void arg_merge(void *dst, const void *src, int is_max, int last)
   d->count += s->count;
 }
 
-static void argmax_merge(void *d, const void *s) { arg_merge(d, s, 1, 0); }
-static void argmaxl_merge(void *d, const void *s) { arg_merge(d, s, 1, 1); }
-static void argmin_merge(void *d, const void *s) { arg_merge(d, s, 0, 0); }
-static void argminl_merge(void *d, const void *s) { arg_merge(d, s, 0, 1); }
+static void argmax_merge(void *d, const void *s)
+{
+  arg_merge(d, s, 1, 0);
+}
+static void argmaxl_merge(void *d, const void *s)
+{
+  arg_merge(d, s, 1, 1);
+}
+static void argmin_merge(void *d, const void *s)
+{
+  arg_merge(d, s, 0, 0);
+}
+static void argminl_merge(void *d, const void *s)
+{
+  arg_merge(d, s, 0, 1);
+}
 
 static void zero_init(void *acc, size_t count, size_t size)
 {
@@ -699,7 +759,7 @@ typedef void (*add_fn)(void *acc, const unsigned char *p);
     merge(acc, ln);                                                            \
     init(ln, 1);                                                               \
   }                                                                            \
-  static void cols_##name(void *acc, const unsigned char *x, size_t n,        \
+  static void cols_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
   {                                                                            \
     T *o = acc;                                                                \
@@ -707,7 +767,7 @@ typedef void (*add_fn)(void *acc, const unsigned char *p);
       for (size_t i = 0; i < n; i++)                                           \
         add(&o[i], x + i * (esz));                                             \
   }                                                                            \
-  static void rows_##name(void *acc, const unsigned char *x, size_t n,        \
+  static void rows_##name(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
   {                                                                            \
     T *o = acc, t;                                                             \
@@ -720,12 +780,24 @@ typedef void (*add_fn)(void *acc, const unsigned char *p);
   }
 
 /* One element add per (family, type, variant). */
-#define ADD1(name, body) \
-  static inline void add_##name(void *a, const unsigned char *p) { body; }
+#define ADD1(name, body)                                                       \
+  static inline void add_##name(void *a, const unsigned char *p)               \
+  {                                                                            \
+    body;                                                                      \
+  }
 
-static void dd_init(void *a, size_t n) { zero_init(a, n, sizeof(struct rd__acc_dd)); }
-static void i128_init(void *a, size_t n) { zero_init(a, n, sizeof(i128)); }
-static void ilse_init(void *a, size_t n) { zero_init(a, n, sizeof(struct rd__acc_ilse)); }
+static void dd_init(void *a, size_t n)
+{
+  zero_init(a, n, sizeof(struct rd__acc_dd));
+}
+static void i128_init(void *a, size_t n)
+{
+  zero_init(a, n, sizeof(i128));
+}
+static void ilse_init(void *a, size_t n)
+{
+  zero_init(a, n, sizeof(struct rd__acc_ilse));
+}
 
 /* float64 sums */
 ADD1(sum_f64, sumdd_add(a, p, 0))
@@ -771,8 +843,14 @@ INT_SEQ(u64, RD_UINT64, 8)
 
 /* Max/Min and ArgMax/ArgMin, every type they take. */
 #define KEY_SEQ(nm, dt, esz)                                                   \
-  static void maxi_##nm(void *a, size_t n) { key_init(a, n, dt, 1); }          \
-  static void mini_##nm(void *a, size_t n) { key_init(a, n, dt, 0); }          \
+  static void maxi_##nm(void *a, size_t n)                                     \
+  {                                                                            \
+    key_init(a, n, dt, 1);                                                     \
+  }                                                                            \
+  static void mini_##nm(void *a, size_t n)                                     \
+  {                                                                            \
+    key_init(a, n, dt, 0);                                                     \
+  }                                                                            \
   ADD1(max_##nm, key_add(a, p, dt, 1))                                         \
   ADD1(min_##nm, key_add(a, p, dt, 0))                                         \
   SEQ_KERNEL(max_##nm, struct rd__acc_key, esz, add_max_##nm, max_merge,       \
@@ -792,11 +870,13 @@ INT_SEQ(u64, RD_UINT64, 8)
              argmin_merge, arg_init)                                           \
   SEQ_KERNEL(argminl_##nm, struct rd__acc_arg, esz, add_argminl_##nm,          \
              argminl_merge, arg_init)
+/* clang-format off */
 #define KEY_TYPES(X)                                                           \
   X(f32, RD_FLOAT32, 4) X(f64, RD_FLOAT64, 8) X(f16, RD_FLOAT16, 2)            \
   X(bf16, RD_BFLOAT16, 2) X(i8, RD_INT8, 1) X(u8, RD_UINT8, 1)                 \
   X(i16, RD_INT16, 2) X(u16, RD_UINT16, 2) X(i32, RD_INT32, 4)                 \
   X(u32, RD_UINT32, 4) X(i64, RD_INT64, 8) X(u64, RD_UINT64, 8)
+/* clang-format on */
 KEY_TYPES(KEY_SEQ)
 KEY_SEQ(bool, RD_BOOL, 1)
 KEY_TYPES(ARG_SEQ)
@@ -833,8 +913,8 @@ static inline int is_nan32(uint32_t u)
 /* Best key of n (<= KBLOCK) float32 elements; *nan: any NaN.  zero_tie
  * maps -0 to +0.  The SIMD implementation, when active, computes the same
  * exact result in kernels_avx2.c. */
-static inline int32_t block_best32(const unsigned char *x, size_t n,
-                                   int is_max, int zero_tie, int *nan)
+static inline int32_t block_best32(const unsigned char *x, size_t n, int is_max,
+                                   int zero_tie, int *nan)
 {
   if (rd__kernels_active() == RD__IMPL_AVX2)
     return rd__avx2_best32(x, n, is_max, zero_tie, nan);
@@ -905,7 +985,7 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
     size_t m = n < KBLOCK ? n : KBLOCK;
     int nan;
     int32_t b = block_best32(x, m, is_max, 1, &nan);
-    struct rd__acc_arg blk = {0, -1, (int64_t)m, -1};
+    struct rd__acc_arg blk = { 0, -1, (int64_t)m, -1 };
     if (nan) {
       for (size_t i = 0; i < m; i++) {
         uint32_t u;
@@ -953,9 +1033,9 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
 #define C32_ROWS ((size_t)1 << 30)
 
 static inline void cols32_tile(const unsigned char *x, size_t stride,
-                               size_t ncols, size_t nrows, int is_max,
-                               int arg, int last, int32_t *best,
-                               int32_t *bidx, int32_t *nidx)
+                               size_t ncols, size_t nrows, int is_max, int arg,
+                               int last, int32_t *best, int32_t *bidx,
+                               int32_t *nidx)
 {
   for (size_t r = 0; r < nrows; r++, x += stride * 4)
     for (size_t j = 0; j < ncols; j++) {
@@ -1014,7 +1094,7 @@ static inline void cols32(void *acc, const unsigned char *x, size_t n,
           if (is_max ? k > a->key : k < a->key)
             a->key = k;
         } else {
-          struct rd__acc_arg blk = {0, bidx[j], (int64_t)nr, nidx[j]};
+          struct rd__acc_arg blk = { 0, bidx[j], (int64_t)nr, nidx[j] };
           if (bidx[j] >= 0)
             blk.key = rd__fkey(key32_value(best[j]));
           arg_merge((struct rd__acc_arg *)acc + j0 + j, &blk, is_max, last);
@@ -1033,7 +1113,7 @@ static inline void cols32(void *acc, const unsigned char *x, size_t n,
     (void)pos;                                                                 \
     key32_fold((struct rd__acc_key *)(void *)ln, x, n, is_max);                \
   }                                                                            \
-  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,        \
+  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
   {                                                                            \
     struct rd__acc_key *o = acc;                                               \
@@ -1045,12 +1125,16 @@ KEY32_KERNEL(min, 0)
 
 /* cols32_*: portable; cols32s_*: the SIMD tiles (ktab_simd only). */
 #define COLS32(nm, is_max, arg, last)                                          \
-  static void cols32_##nm(void *acc, const unsigned char *x, size_t n,        \
+  static void cols32_##nm(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
-  { cols32(acc, x, n, nrows, is_max, arg, last, 0); }                          \
-  static void cols32s_##nm(void *acc, const unsigned char *x, size_t n,       \
+  {                                                                            \
+    cols32(acc, x, n, nrows, is_max, arg, last, 0);                            \
+  }                                                                            \
+  static void cols32s_##nm(void *acc, const unsigned char *x, size_t n,        \
                            size_t nrows)                                       \
-  { cols32(acc, x, n, nrows, is_max, arg, last, 1); }
+  {                                                                            \
+    cols32(acc, x, n, nrows, is_max, arg, last, 1);                            \
+  }
 COLS32(max, 1, 0, 0)
 COLS32(min, 0, 0, 0)
 
@@ -1061,7 +1145,7 @@ COLS32(min, 0, 0, 0)
     (void)pos;                                                                 \
     arg32_fold((struct rd__acc_arg *)(void *)ln, x, n, is_max, last);          \
   }                                                                            \
-  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,        \
+  static void rows32_##nm(void *acc, const unsigned char *x, size_t n,         \
                           size_t nrows)                                        \
   {                                                                            \
     struct rd__acc_arg *o = acc;                                               \
@@ -1114,7 +1198,7 @@ static inline void rows32s(void *acc, const unsigned char *x, size_t n,
         if (is_max ? k > a->key : k < a->key)
           a->key = k;
       } else {
-        struct rd__acc_arg blk = {0, bidx[r], (int64_t)n, nidx[r]};
+        struct rd__acc_arg blk = { 0, bidx[r], (int64_t)n, nidx[r] };
         if (bidx[r] >= 0)
           blk.key = rd__fkey(key32_value(best[r]));
         arg_merge((struct rd__acc_arg *)acc + r0 + r, &blk, is_max, last);
@@ -1124,7 +1208,7 @@ static inline void rows32s(void *acc, const unsigned char *x, size_t n,
 }
 
 #define ROWS32S(nm, is_max, arg, last)                                         \
-  static void rows32s_##nm(void *acc, const unsigned char *x, size_t n,       \
+  static void rows32s_##nm(void *acc, const unsigned char *x, size_t n,        \
                            size_t nrows)                                       \
   {                                                                            \
     if (rows32s_fits(n))                                                       \
@@ -1244,12 +1328,16 @@ static inline void lsel_rows(void *acc, const unsigned char *x, size_t n,
 }
 
 #define LSEL_KERNEL(nm, dt)                                                    \
-  static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
-                        size_t n, uint64_t pos)                                \
-  { lsel_run(ln, x, n, pos, dt); }                                             \
-  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,         \
+  static void runl_##nm(union rd__lanes *ln, const unsigned char *x, size_t n, \
+                        uint64_t pos)                                          \
+  {                                                                            \
+    lsel_run(ln, x, n, pos, dt);                                               \
+  }                                                                            \
+  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,          \
                          size_t nrows)                                         \
-  { lsel_rows(acc, x, n, nrows, dt); }
+  {                                                                            \
+    lsel_rows(acc, x, n, nrows, dt);                                           \
+  }
 LSEL_KERNEL(lse_f32, RD_FLOAT32)
 LSEL_KERNEL(lse_f16, RD_FLOAT16)
 LSEL_KERNEL(lse_bf16, RD_BFLOAT16)
@@ -1267,7 +1355,7 @@ LSEL_KERNEL(lse_bf16, RD_BFLOAT16)
  * segment the lanes combine in the fixed tree (k, k+8), (k, k+4), ... with
  * prod_merge() and fold into the output's accumulator. */
 struct prod_lanes {
-  struct rd__acc_prod h;  /* flags and sign; the value fields are unused */
+  struct rd__acc_prod h; /* flags and sign; the value fields are unused */
   double m[L];
   int64_t e[L];
 };
@@ -1400,8 +1488,7 @@ static inline void prodl_rows(void *acc, const unsigned char *x, size_t n,
 #define PCOLS_TILE 512
 
 static inline void pcols_elem(struct rd__acc_prod *a, double *hi, double *lo,
-                              int64_t *e, int64_t *neg,
-                              const unsigned char *p)
+                              int64_t *e, int64_t *neg, const unsigned char *p)
 {
   struct rd__acc_prod t = *a;
   t.hi = *hi;
@@ -1474,13 +1561,19 @@ static inline void colsk_lse(void *acc, const unsigned char *x, size_t n,
 
 static void colsk_lse_f32(void *acc, const unsigned char *x, size_t n,
                           size_t nrows)
-{ colsk_lse(acc, x, n, nrows, RD_FLOAT32); }
+{
+  colsk_lse(acc, x, n, nrows, RD_FLOAT32);
+}
 static void colsk_lse_f16(void *acc, const unsigned char *x, size_t n,
                           size_t nrows)
-{ colsk_lse(acc, x, n, nrows, RD_FLOAT16); }
+{
+  colsk_lse(acc, x, n, nrows, RD_FLOAT16);
+}
 static void colsk_lse_bf16(void *acc, const unsigned char *x, size_t n,
                            size_t nrows)
-{ colsk_lse(acc, x, n, nrows, RD_BFLOAT16); }
+{
+  colsk_lse(acc, x, n, nrows, RD_BFLOAT16);
+}
 
 static inline void lcols_elem(struct rd__acc_lse *a, double *m, double *hi,
                               double *lo, const unsigned char *p)
@@ -1531,12 +1624,16 @@ static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
 }
 
 #define PRODL_KERNEL(nm, dt)                                                   \
-  static void runl_##nm(union rd__lanes *ln, const unsigned char *x,          \
-                        size_t n, uint64_t pos)                                \
-  { prodl_run(ln, x, n, pos, dt); }                                            \
-  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,         \
+  static void runl_##nm(union rd__lanes *ln, const unsigned char *x, size_t n, \
+                        uint64_t pos)                                          \
+  {                                                                            \
+    prodl_run(ln, x, n, pos, dt);                                              \
+  }                                                                            \
+  static void rowsl_##nm(void *acc, const unsigned char *x, size_t n,          \
                          size_t nrows)                                         \
-  { prodl_rows(acc, x, n, nrows, dt); }
+  {                                                                            \
+    prodl_rows(acc, x, n, nrows, dt);                                          \
+  }
 PRODL_KERNEL(prod_f32, RD_FLOAT32)
 PRODL_KERNEL(prod_f16, RD_FLOAT16)
 PRODL_KERNEL(prod_bf16, RD_BFLOAT16)
@@ -1546,11 +1643,15 @@ PRODL_KERNEL(prod_bf16, RD_BFLOAT16)
 /* ------------------------------------------------------------------ */
 
 #define K_SUMD(nm)                                                             \
-  {RD__ACC_F64, sizeof(double), run_##nm, rd__flush_d, cols_##nm, rows_##nm,   \
-   NULL, NULL}
+  {                                                                            \
+    RD__ACC_F64, sizeof(double), run_##nm, rd__flush_d, cols_##nm, rows_##nm,  \
+      NULL, NULL                                                               \
+  }
 #define K_SEQ(nm, T, init, merge)                                              \
-  {RD__ACC_OP, sizeof(T), run_##nm, flush_##nm, cols_##nm, rows_##nm, init,    \
-   merge}
+  {                                                                            \
+    RD__ACC_OP, sizeof(T), run_##nm, flush_##nm, cols_##nm, rows_##nm, init,   \
+      merge                                                                    \
+  }
 
 struct kentry {
   int family, variant, dtype;
@@ -1559,79 +1660,89 @@ struct kentry {
 
 /* variant: SUMD/SUMDD/ISUM: 1 for |x|; MAXMIN: 1 max; ARG: 2*max + last. */
 static const struct kentry ktab[] = {
-  {RD__F_SUMD, 0, RD_FLOAT32, K_SUMD(sum_f32)},
-  {RD__F_SUMD, 0, RD_FLOAT16, K_SUMD(sum_f16)},
-  {RD__F_SUMD, 0, RD_BFLOAT16, K_SUMD(sum_bf16)},
-  {RD__F_SUMD, 1, RD_FLOAT32, K_SUMD(abs_f32)},
-  {RD__F_SUMD, 1, RD_FLOAT16, K_SUMD(abs_f16)},
-  {RD__F_SUMD, 1, RD_BFLOAT16, K_SUMD(abs_bf16)},
-  {RD__F_SUMDD, 0, RD_FLOAT64, K_SEQ(sum_f64, struct rd__acc_dd, dd_init,
-                                     sumdd_merge)},
-  {RD__F_SUMDD, 1, RD_FLOAT64, K_SEQ(abs_f64, struct rd__acc_dd, dd_init,
-                                     sumdd_merge)},
+  { RD__F_SUMD, 0, RD_FLOAT32, K_SUMD(sum_f32) },
+  { RD__F_SUMD, 0, RD_FLOAT16, K_SUMD(sum_f16) },
+  { RD__F_SUMD, 0, RD_BFLOAT16, K_SUMD(sum_bf16) },
+  { RD__F_SUMD, 1, RD_FLOAT32, K_SUMD(abs_f32) },
+  { RD__F_SUMD, 1, RD_FLOAT16, K_SUMD(abs_f16) },
+  { RD__F_SUMD, 1, RD_BFLOAT16, K_SUMD(abs_bf16) },
+  { RD__F_SUMDD, 0, RD_FLOAT64,
+    K_SEQ(sum_f64, struct rd__acc_dd, dd_init, sumdd_merge) },
+  { RD__F_SUMDD, 1, RD_FLOAT64,
+    K_SEQ(abs_f64, struct rd__acc_dd, dd_init, sumdd_merge) },
 #define K_ISUM(nm, dt)                                                         \
-  {RD__F_ISUM, 0, dt, K_SEQ(isum_##nm, i128, i128_init, isum_merge)},          \
-  {RD__F_ISUM, 1, dt, K_SEQ(iabs_##nm, i128, i128_init, isum_merge)},
+  { RD__F_ISUM, 0, dt, K_SEQ(isum_##nm, i128, i128_init, isum_merge) },        \
+    { RD__F_ISUM, 1, dt, K_SEQ(iabs_##nm, i128, i128_init, isum_merge) },
   K_ISUM(i32, RD_INT32) K_ISUM(u32, RD_UINT32) K_ISUM(i64, RD_INT64)
-  K_ISUM(u64, RD_UINT64)
+    K_ISUM(u64, RD_UINT64)
 #define K_FSEQ(nm, dt)                                                         \
-  {RD__F_LSE, 0, dt, K_SEQ(lse_##nm, struct rd__acc_lse, lse_init,             \
-                           lse_merge)},                                        \
-  {RD__F_PROD, 0, dt, K_SEQ(prod_##nm, struct rd__acc_prod, prod_init,         \
-                            prod_merge)},
-  /* float32/16/bfloat16 LogSumExp: the lanes above for run/flush/rows (the
+  { RD__F_LSE, 0, dt,                                                          \
+    K_SEQ(lse_##nm, struct rd__acc_lse, lse_init, lse_merge) },                \
+    { RD__F_PROD, 0, dt,                                                       \
+      K_SEQ(prod_##nm, struct rd__acc_prod, prod_init, prod_merge) },
+/* float32/16/bfloat16 LogSumExp: the lanes above for run/flush/rows (the
    * element-order entries of K_FSEQ below are then never chosen; cols
    * stays element by element) */
 #define K_LSEL(nm, dt)                                                         \
-  {RD__F_LSE, 0, dt,                                                           \
-   {RD__ACC_OP, sizeof(struct rd__acc_lse), runl_lse_##nm, lsel_flush,         \
-    colsk_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge}},
-  K_LSEL(f32, RD_FLOAT32) K_LSEL(f16, RD_FLOAT16) K_LSEL(bf16, RD_BFLOAT16)
-  /* float32/16/bfloat16 Prod: the lanes above for run/flush/rows */
+  { RD__F_LSE,                                                                 \
+    0,                                                                         \
+    dt,                                                                        \
+    { RD__ACC_OP, sizeof(struct rd__acc_lse), runl_lse_##nm, lsel_flush,       \
+      colsk_lse_##nm, rowsl_lse_##nm, lse_init, lse_merge } },
+      K_LSEL(f32, RD_FLOAT32) K_LSEL(f16, RD_FLOAT16) K_LSEL(bf16, RD_BFLOAT16)
+/* float32/16/bfloat16 Prod: the lanes above for run/flush/rows */
 #define K_PRODL(nm, dt)                                                        \
-  {RD__F_PROD, 0, dt,                                                          \
-   {RD__ACC_OP, sizeof(struct rd__acc_prod), runl_prod_##nm, prodl_flush,      \
-    cols_prod_##nm, rowsl_prod_##nm, prodl_init, prod_merge}},
-  K_PRODL(f32, RD_FLOAT32) K_PRODL(f16, RD_FLOAT16) K_PRODL(bf16, RD_BFLOAT16)
-  K_FSEQ(f32, RD_FLOAT32) K_FSEQ(f16, RD_FLOAT16) K_FSEQ(bf16, RD_BFLOAT16)
-  K_FSEQ(f64, RD_FLOAT64)
+  { RD__F_PROD,                                                                \
+    0,                                                                         \
+    dt,                                                                        \
+    { RD__ACC_OP, sizeof(struct rd__acc_prod), runl_prod_##nm, prodl_flush,    \
+      cols_prod_##nm, rowsl_prod_##nm, prodl_init, prod_merge } },
+        K_PRODL(f32, RD_FLOAT32) K_PRODL(f16, RD_FLOAT16)
+          K_PRODL(bf16, RD_BFLOAT16) K_FSEQ(f32, RD_FLOAT32)
+            K_FSEQ(f16, RD_FLOAT16) K_FSEQ(bf16, RD_BFLOAT16)
+              K_FSEQ(f64, RD_FLOAT64)
 #define K_ISEQ(nm, dt)                                                         \
-  {RD__F_ILSE, 0, dt, K_SEQ(ilse_##nm, struct rd__acc_ilse, ilse_init,         \
-                            ilse_merge)},                                      \
-  {RD__F_IPROD, 0, dt, K_SEQ(iprod_##nm, struct rd__acc_iprod, iprod_init,     \
-                             iprod_merge)},
-  K_ISEQ(i32, RD_INT32) K_ISEQ(u32, RD_UINT32) K_ISEQ(i64, RD_INT64)
-  K_ISEQ(u64, RD_UINT64)
+  { RD__F_ILSE, 0, dt,                                                         \
+    K_SEQ(ilse_##nm, struct rd__acc_ilse, ilse_init, ilse_merge) },            \
+    { RD__F_IPROD, 0, dt,                                                      \
+      K_SEQ(iprod_##nm, struct rd__acc_iprod, iprod_init, iprod_merge) },
+                K_ISEQ(i32, RD_INT32) K_ISEQ(u32, RD_UINT32)
+                  K_ISEQ(i64, RD_INT64) K_ISEQ(u64, RD_UINT64)
 #define K_KEY(nm, dt, esz)                                                     \
-  {RD__F_MAXMIN, 1, dt, K_SEQ(max_##nm, struct rd__acc_key, maxi_##nm,         \
-                              max_merge)},                                     \
-  {RD__F_MAXMIN, 0, dt, K_SEQ(min_##nm, struct rd__acc_key, mini_##nm,         \
-                              min_merge)},
+  { RD__F_MAXMIN, 1, dt,                                                       \
+    K_SEQ(max_##nm, struct rd__acc_key, maxi_##nm, max_merge) },               \
+    { RD__F_MAXMIN, 0, dt,                                                     \
+      K_SEQ(min_##nm, struct rd__acc_key, mini_##nm, min_merge) },
   /* float32 first: block loops over 32-bit keys (the generic f32
    * entries below are then never chosen) */
-  {RD__F_MAXMIN, 1, RD_FLOAT32,
-   {RD__ACC_OP, sizeof(struct rd__acc_key), run32_max, flush_max_f32,
-    cols32_max, rows32_max, maxi_f32, max_merge}},
-  {RD__F_MAXMIN, 0, RD_FLOAT32,
-   {RD__ACC_OP, sizeof(struct rd__acc_key), run32_min, flush_min_f32,
-    cols32_min, rows32_min, mini_f32, min_merge}},
+  { RD__F_MAXMIN,
+    1,
+    RD_FLOAT32,
+    { RD__ACC_OP, sizeof(struct rd__acc_key), run32_max, flush_max_f32,
+      cols32_max, rows32_max, maxi_f32, max_merge } },
+  { RD__F_MAXMIN,
+    0,
+    RD_FLOAT32,
+    { RD__ACC_OP, sizeof(struct rd__acc_key), run32_min, flush_min_f32,
+      cols32_min, rows32_min, mini_f32, min_merge } },
 #define K_ARG32(nm, v)                                                         \
-  {RD__F_ARG, v, RD_FLOAT32,                                                   \
-   {RD__ACC_OP, sizeof(struct rd__acc_arg), run32_##nm, flush_##nm##_f32,      \
-    cols32_##nm, rows32_##nm, arg_init, nm##_merge}},
-  K_ARG32(argmax, 2) K_ARG32(argmaxl, 3) K_ARG32(argmin, 0)
-  K_ARG32(argminl, 1)
-  KEY_TYPES(K_KEY) K_KEY(bool, RD_BOOL, 1)
+  { RD__F_ARG,                                                                 \
+    v,                                                                         \
+    RD_FLOAT32,                                                                \
+    { RD__ACC_OP, sizeof(struct rd__acc_arg), run32_##nm, flush_##nm##_f32,    \
+      cols32_##nm, rows32_##nm, arg_init, nm##_merge } },
+  K_ARG32(argmax, 2) K_ARG32(argmaxl, 3) K_ARG32(argmin, 0) K_ARG32(argminl, 1)
+    KEY_TYPES(K_KEY) K_KEY(bool, RD_BOOL, 1)
 #define K_ARG(nm, dt, esz)                                                     \
-  {RD__F_ARG, 2, dt, K_SEQ(argmax_##nm, struct rd__acc_arg, arg_init,          \
-                           argmax_merge)},                                     \
-  {RD__F_ARG, 3, dt, K_SEQ(argmaxl_##nm, struct rd__acc_arg, arg_init,         \
-                           argmaxl_merge)},                                    \
-  {RD__F_ARG, 0, dt, K_SEQ(argmin_##nm, struct rd__acc_arg, arg_init,          \
-                           argmin_merge)},                                     \
-  {RD__F_ARG, 1, dt, K_SEQ(argminl_##nm, struct rd__acc_arg, arg_init,         \
-                           argminl_merge)},
-  KEY_TYPES(K_ARG)
+  { RD__F_ARG, 2, dt,                                                          \
+    K_SEQ(argmax_##nm, struct rd__acc_arg, arg_init, argmax_merge) },          \
+    { RD__F_ARG, 3, dt,                                                        \
+      K_SEQ(argmaxl_##nm, struct rd__acc_arg, arg_init, argmaxl_merge) },      \
+    { RD__F_ARG, 0, dt,                                                        \
+      K_SEQ(argmin_##nm, struct rd__acc_arg, arg_init, argmin_merge) },        \
+    { RD__F_ARG, 1, dt,                                                        \
+      K_SEQ(argminl_##nm, struct rd__acc_arg, arg_init, argminl_merge) },
+      KEY_TYPES(K_ARG)
 };
 #define NKTAB (sizeof ktab / sizeof ktab[0])
 
@@ -1651,18 +1762,18 @@ __attribute__((constructor)) static void ops_simd_init(void)
     void (*portable)(void *, const unsigned char *, size_t, size_t);
     void (*simd)(void *, const unsigned char *, size_t, size_t);
   } cols_simd[] = {
-    {cols32_max, cols32s_max}, {cols32_min, cols32s_min},
-    {cols32_argmax, cols32s_argmax}, {cols32_argmaxl, cols32s_argmaxl},
-    {cols32_argmin, cols32s_argmin}, {cols32_argminl, cols32s_argminl},
-    {cols_prod_f32, cols32s_prod}, {colsk_lse_f32, colsks_lse_f32},
+    { cols32_max, cols32s_max },       { cols32_min, cols32s_min },
+    { cols32_argmax, cols32s_argmax }, { cols32_argmaxl, cols32s_argmaxl },
+    { cols32_argmin, cols32s_argmin }, { cols32_argminl, cols32s_argminl },
+    { cols_prod_f32, cols32s_prod },   { colsk_lse_f32, colsks_lse_f32 },
   };
   static const struct {
     void (*portable)(void *, const unsigned char *, size_t, size_t);
     void (*simd)(void *, const unsigned char *, size_t, size_t);
   } rows_simd[] = {
-    {rows32_max, rows32s_max}, {rows32_min, rows32s_min},
-    {rows32_argmax, rows32s_argmax}, {rows32_argmaxl, rows32s_argmaxl},
-    {rows32_argmin, rows32s_argmin}, {rows32_argminl, rows32s_argminl},
+    { rows32_max, rows32s_max },       { rows32_min, rows32s_min },
+    { rows32_argmax, rows32s_argmax }, { rows32_argmaxl, rows32s_argmaxl },
+    { rows32_argmin, rows32s_argmin }, { rows32_argminl, rows32s_argminl },
   };
   for (size_t i = 0; i < NKTAB; i++) {
     ktab_simd[i] = ktab[i].k;
@@ -1673,8 +1784,7 @@ __attribute__((constructor)) static void ops_simd_init(void)
       if (ktab_simd[i].rows == rows_simd[c].portable)
         ktab_simd[i].rows = rows_simd[c].simd;
     if (ktab[i].family == RD__F_SUMD)
-      (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant,
-                                 &ktab_simd[i]);
+      (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant, &ktab_simd[i]);
   }
 }
 

@@ -60,11 +60,11 @@ enum rd__map { RD__MAP_ID = 0, RD__MAP_ABS, RD__MAP_SQUARE };
 
 /* How the final value is made from the accumulated one. */
 enum rd__fin {
-  RD__FIN_SUM,      /* the sum itself (Sum, L1, SumSquare) */
-  RD__FIN_SQRT,     /* sqrt (L2) */
-  RD__FIN_MEAN,     /* sum / count */
-  RD__FIN_LOG,      /* log of the sum (LogSum) */
-  RD__FIN_LSE,      /* m + log(sum exp(x - m)) */
+  RD__FIN_SUM,  /* the sum itself (Sum, L1, SumSquare) */
+  RD__FIN_SQRT, /* sqrt (L2) */
+  RD__FIN_MEAN, /* sum / count */
+  RD__FIN_LOG,  /* log of the sum (LogSum) */
+  RD__FIN_LSE,  /* m + log(sum exp(x - m)) */
   RD__FIN_PROD,
   RD__FIN_MAX,
   RD__FIN_MIN,
@@ -74,12 +74,12 @@ enum rd__fin {
 /* One row of the operator table. */
 struct rd__op {
   int op;
-  int float_family;     /* family for float16/bfloat16/float32 */
-  int f64_family;       /* family for float64 */
-  int int_family;       /* family for integers and bool */
+  int float_family; /* family for float16/bfloat16/float32 */
+  int f64_family;   /* family for float64 */
+  int int_family;   /* family for integers and bool */
   enum rd__map map;
   enum rd__fin fin;
-  int is_max;           /* Max/ArgMax: 1; Min/ArgMin: 0 */
+  int is_max; /* Max/ArgMax: 1; Min/ArgMin: 0 */
 };
 
 /* The row of `op`; NULL if unknown. */
@@ -104,47 +104,47 @@ const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl);
 /* Accumulators of the new families (finalize.c reads them)           */
 /* ------------------------------------------------------------------ */
 
-struct rd__acc_dd {          /* RD__F_SUMDD */
-  double hi, lo;             /* finite terms: hi + lo */
-  double sp;                 /* sum of the non-finite terms, or 0 */
+struct rd__acc_dd { /* RD__F_SUMDD */
+  double hi, lo;    /* finite terms: hi + lo */
+  double sp;        /* sum of the non-finite terms, or 0 */
 };
 
-struct rd__acc_lse {         /* RD__F_LSE */
-  double m;                  /* running maximum of the finite terms */
-  double hi, lo;             /* sum of exp(x - m) */
+struct rd__acc_lse { /* RD__F_LSE */
+  double m;          /* running maximum of the finite terms */
+  double hi, lo;     /* sum of exp(x - m) */
   uint32_t nan, posinf;
 };
 
 #define RD__LSE_D 80
-struct rd__acc_ilse {        /* RD__F_ILSE */
+struct rd__acc_ilse { /* RD__F_ILSE */
   __int128 m;
   uint64_t any;              /* elements seen */
   uint64_t dropped;          /* 1: some element was below m - RD__LSE_D */
   uint64_t n[RD__LSE_D + 1]; /* n[d]: elements equal to m - d */
 };
 
-struct rd__acc_prod {        /* RD__F_PROD */
-  double hi, lo;             /* mantissa, hi in [0.5, 1) */
-  int64_t e;                 /* binary exponent */
+struct rd__acc_prod { /* RD__F_PROD */
+  double hi, lo;      /* mantissa, hi in [0.5, 1) */
+  int64_t e;          /* binary exponent */
   uint32_t nan, inf, zero, neg;
 };
 
-struct rd__acc_iprod {       /* RD__F_IPROD */
-  unsigned __int128 mag;     /* |product| while it fits */
-  uint64_t wrap;             /* product mod 2^64 */
+struct rd__acc_iprod {   /* RD__F_IPROD */
+  unsigned __int128 mag; /* |product| while it fits */
+  uint64_t wrap;         /* product mod 2^64 */
   uint32_t zero, neg, over;
 };
 
-struct rd__acc_key {         /* RD__F_MAXMIN */
+struct rd__acc_key { /* RD__F_MAXMIN */
   int64_t key;
   uint64_t nan;
 };
 
-struct rd__acc_arg {         /* RD__F_ARG */
+struct rd__acc_arg { /* RD__F_ARG */
   int64_t key;
-  int64_t idx;               /* index of the best key */
-  int64_t count;             /* elements seen */
-  int64_t nan;               /* index of the chosen NaN, or -1 */
+  int64_t idx;   /* index of the best key */
+  int64_t count; /* elements seen */
+  int64_t nan;   /* index of the chosen NaN, or -1 */
 };
 
 /* Total-order key of a float value: -0 < +0; NaN must be tested first. */
@@ -170,9 +170,9 @@ static inline double rd__fkey_value(int64_t k)
 
 struct rd__final {
   int op, dtype, out_dtype, overflow, family;
-  int acc_class;             /* enum rd__acc_class of the plan's kernel */
+  int acc_class; /* enum rd__acc_class of the plan's kernel */
   const struct rd__op *row;
-  uint64_t count;            /* elements reduced into each output */
+  uint64_t count; /* elements reduced into each output */
 };
 
 /* Writes output element o (out_dtype) from accumulator `acc`.  Returns 0,
@@ -189,6 +189,6 @@ int rd__int_out(const struct rd__final *f, __int128 v, int over, int neg,
 /* Fills `err` (if not NULL) with `code` and a printf-style message;
  * returns `code` (optable.c; the one error helper of the library). */
 int rd__set_err(struct rd_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+  __attribute__((format(printf, 3, 4)));
 
 #endif /* OPS_H */

@@ -36,18 +36,19 @@ static const struct {
   const char *name;
   size_t size;
 } dtype_tab[RD_NDTYPES] = {
-  {RD_FLOAT32, "float32", 4}, {RD_FLOAT64, "float64", 8},
-  {RD_FLOAT16, "float16", 2}, {RD_BFLOAT16, "bfloat16", 2},
-  {RD_INT8, "int8", 1},       {RD_UINT8, "uint8", 1},
-  {RD_INT16, "int16", 2},     {RD_UINT16, "uint16", 2},
-  {RD_INT32, "int32", 4},     {RD_UINT32, "uint32", 4},
-  {RD_INT64, "int64", 8},     {RD_UINT64, "uint64", 8},
-  {RD_BOOL, "bool", 1},
+  { RD_FLOAT32, "float32", 4 }, { RD_FLOAT64, "float64", 8 },
+  { RD_FLOAT16, "float16", 2 }, { RD_BFLOAT16, "bfloat16", 2 },
+  { RD_INT8, "int8", 1 },       { RD_UINT8, "uint8", 1 },
+  { RD_INT16, "int16", 2 },     { RD_UINT16, "uint16", 2 },
+  { RD_INT32, "int32", 4 },     { RD_UINT32, "uint32", 4 },
+  { RD_INT64, "int64", 8 },     { RD_UINT64, "uint64", 8 },
+  { RD_BOOL, "bool", 1 },
 };
 
 const int rd_dtypes[RD_NDTYPES] = {
-  RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_BFLOAT16, RD_INT8,  RD_UINT8, RD_INT16,
-  RD_UINT16,  RD_INT32,   RD_UINT32,  RD_INT64,    RD_UINT64, RD_BOOL,
+  RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_BFLOAT16, RD_INT8,
+  RD_UINT8,   RD_INT16,   RD_UINT16,  RD_INT32,    RD_UINT32,
+  RD_INT64,   RD_UINT64,  RD_BOOL,
 };
 
 const char *rd_dtype_name(int dtype)
@@ -92,18 +93,18 @@ int rd_dtype_parse(const char *name, enum rd_dtype *out)
 
 /* Indexed by op - 1. */
 static const struct rd_op_info op_tab[RD_OP_COUNT] = {
-  {RD_OP_L2, "ReduceL2", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_SUM_SQUARE, "ReduceSumSquare", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_SUM, "ReduceSum", 3, {1, 11, 13}, 13, 0, 0},
-  {RD_OP_MEAN, "ReduceMean", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_MAX, "ReduceMax", 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
-  {RD_OP_MIN, "ReduceMin", 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
-  {RD_OP_PROD, "ReduceProd", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_L1, "ReduceL1", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_LOG_SUM, "ReduceLogSum", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_LOG_SUM_EXP, "ReduceLogSumExp", 4, {1, 11, 13, 18}, 18, 0, 0},
-  {RD_OP_ARGMAX, "ArgMax", 4, {1, 11, 12, 13}, 0, 12, 1},
-  {RD_OP_ARGMIN, "ArgMin", 4, {1, 11, 12, 13}, 0, 12, 1},
+  { RD_OP_L2, "ReduceL2", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_SUM_SQUARE, "ReduceSumSquare", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_SUM, "ReduceSum", 3, { 1, 11, 13 }, 13, 0, 0 },
+  { RD_OP_MEAN, "ReduceMean", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_MAX, "ReduceMax", 6, { 1, 11, 12, 13, 18, 20 }, 18, 0, 0 },
+  { RD_OP_MIN, "ReduceMin", 6, { 1, 11, 12, 13, 18, 20 }, 18, 0, 0 },
+  { RD_OP_PROD, "ReduceProd", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_L1, "ReduceL1", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_LOG_SUM, "ReduceLogSum", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_LOG_SUM_EXP, "ReduceLogSumExp", 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+  { RD_OP_ARGMAX, "ArgMax", 4, { 1, 11, 12, 13 }, 0, 12, 1 },
+  { RD_OP_ARGMIN, "ArgMin", 4, { 1, 11, 12, 13 }, 0, 12, 1 },
 };
 
 const struct rd_op_info *rd_op_info(int op)
@@ -156,20 +157,21 @@ int rd_dtype_in_version(int op, int dtype, int version)
   if (!i || !is_version(i, version) || !rd_dtype_name(dtype))
     return 0;
   switch (dtype) {
-  case RD_FLOAT32: case RD_FLOAT64: case RD_FLOAT16:
-  case RD_INT32: case RD_INT64: case RD_UINT32: case RD_UINT64:
-    return 1; /* in A, B, C and D */
-  case RD_BFLOAT16:
-    return version >= 13; /* B, D */
-  case RD_INT8: case RD_UINT8:
-    return i->is_arg ||
-           ((op == RD_OP_MAX || op == RD_OP_MIN) && version >= 12);
-  case RD_INT16: case RD_UINT16:
-    return i->is_arg; /* C, D only */
-  case RD_BOOL:
-    return (op == RD_OP_MAX || op == RD_OP_MIN) && version >= 20;
-  default:
-    return 0;
+  case RD_FLOAT32:
+  case RD_FLOAT64:
+  case RD_FLOAT16:
+  case RD_INT32:
+  case RD_INT64:
+  case RD_UINT32:
+  case RD_UINT64: return 1;               /* in A, B, C and D */
+  case RD_BFLOAT16: return version >= 13; /* B, D */
+  case RD_INT8:
+  case RD_UINT8:
+    return i->is_arg || ((op == RD_OP_MAX || op == RD_OP_MIN) && version >= 12);
+  case RD_INT16:
+  case RD_UINT16: return i->is_arg; /* C, D only */
+  case RD_BOOL: return (op == RD_OP_MAX || op == RD_OP_MIN) && version >= 20;
+  default: return 0;
   }
 }
 
@@ -178,4 +180,3 @@ int rd_op_out_dtype(int op, int dtype)
   const struct rd_op_info *i = rd_op_info(op);
   return i && i->is_arg ? RD_INT64 : dtype;
 }
-

@@ -57,7 +57,6 @@ typedef unsigned __int128 u128;
 /* Errors and names                                                   */
 /* ------------------------------------------------------------------ */
 
-
 static void clear_err(struct rd_error *err)
 {
   if (err) {
@@ -70,7 +69,8 @@ const char *rd_strerror(int code)
 {
   switch (code) {
   case RD_OK: return "success";
-#define RD__DESC(sym, val, name, desc) case sym: return desc;
+#define RD__DESC(sym, val, name, desc)                                         \
+  case sym: return desc;
     RD_ERROR_MAP(RD__DESC)
 #undef RD__DESC
   default: return "unknown error";
@@ -81,14 +81,15 @@ const char *rd_errname(int code)
 {
   switch (code) {
   case RD_OK: return "OK";
-#define RD__NAME(sym, val, name, desc) case sym: return name;
+#define RD__NAME(sym, val, name, desc)                                         \
+  case sym: return name;
     RD_ERROR_MAP(RD__NAME)
 #undef RD__NAME
   default: return NULL;
   }
 }
 
-static const char *const overflow_names[] = {"error", "saturate", "wrap"};
+static const char *const overflow_names[] = { "error", "saturate", "wrap" };
 
 const char *rd_overflow_name(int policy)
 {
@@ -135,14 +136,16 @@ static int count_checked(size_t rank, const int64_t *shape, size_t esz,
 static int check_dims(size_t rank, const int64_t *shape, struct rd_error *err)
 {
   if (rank > RD_MAX_RANK)
-    return rd__set_err(err, RD_E_RANK, "rank is %zu; the largest supported is %d",
-                   rank, RD_MAX_RANK);
+    return rd__set_err(err, RD_E_RANK,
+                       "rank is %zu; the largest supported is %d", rank,
+                       RD_MAX_RANK);
   if (rank > 0 && !shape)
     return rd__set_err(err, RD_E_INVALID, "shape is NULL for rank %zu", rank);
   for (size_t i = 0; i < rank; i++)
     if (shape[i] < 0)
-      return rd__set_err(err, RD_E_DIM, "shape[%zu] is %" PRId64
-                     "; dims must be >= 0", i, shape[i]);
+      return rd__set_err(err, RD_E_DIM,
+                         "shape[%zu] is %" PRId64 "; dims must be >= 0", i,
+                         shape[i]);
   return 0;
 }
 
@@ -158,8 +161,9 @@ int rd_shape_count(size_t rank, const int64_t *shape, int dtype,
     return rd__set_err(err, RD_E_DTYPE, "dtype %d is not supported", dtype);
   if (count_checked(rank, shape, esz, count) != 0)
     return rd__set_err(err, RD_E_TOO_LARGE,
-                   "the element count of the shape times %zu bytes per "
-                   "element does not fit in int64", esz ? esz : (size_t)1);
+                       "the element count of the shape times %zu bytes per "
+                       "element does not fit in int64",
+                       esz ? esz : (size_t)1);
   return 0;
 }
 
@@ -185,27 +189,31 @@ static int check_axes(const struct rd_params *p, unsigned char *red,
   int64_t norm[RD_MAX_RANK];
   if (p->naxes > 0 && !p->axes)
     return rd__set_err(err, RD_E_INVALID, "axes is NULL but naxes is %zu",
-                   p->naxes);
+                       p->naxes);
   /* Every axis must be in range before duplicates are looked for. */
   for (size_t i = 0; i < p->naxes; i++) {
     int64_t a = p->axes[i];
     if (r == 0)
       return rd__set_err(err, RD_E_AXIS_RANGE,
-                     "axis %" PRId64 " is out of range for an input of rank 0"
-                     " (a scalar has no axes)", a);
+                         "axis %" PRId64
+                         " is out of range for an input of rank 0"
+                         " (a scalar has no axes)",
+                         a);
     if (a < -r || a > r - 1)
       return rd__set_err(err, RD_E_AXIS_RANGE,
-                     "axis %" PRId64 " is out of range [%" PRId64 ", %" PRId64
-                     "] for an input of rank %" PRId64, a, -r, r - 1, r);
+                         "axis %" PRId64 " is out of range [%" PRId64
+                         ", %" PRId64 "] for an input of rank %" PRId64,
+                         a, -r, r - 1, r);
   }
   for (size_t i = 0; i < p->naxes; i++) {
     int64_t a = p->axes[i] < 0 ? p->axes[i] + r : p->axes[i];
     for (size_t j = 0; j < i; j++)
       if (norm[j] == a)
         return rd__set_err(err, RD_E_AXIS_DUP,
-                       "axes[%zu] = %" PRId64 " and axes[%zu] = %" PRId64
-                       " both name axis %" PRId64 " of an input of rank %"
-                       PRId64, j, p->axes[j], i, p->axes[i], a, r);
+                           "axes[%zu] = %" PRId64 " and axes[%zu] = %" PRId64
+                           " both name axis %" PRId64
+                           " of an input of rank %" PRId64,
+                           j, p->axes[j], i, p->axes[i], a, r);
     /* naxes > rank implies a duplicate, found before norm[] overflows. */
     norm[i] = a;
     red[a] = 1;
@@ -259,8 +267,7 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
     n = pl->in_bytes / PART_BYTES_KEPT;
   } else {
     /* Cannot overflow: rd_plan_init checked it against INT64_MAX. */
-    uint64_t per_part = pl->out_count *
-        kernel_of(pl->priv.kernel)->acc_size;
+    uint64_t per_part = pl->out_count * kernel_of(pl->priv.kernel)->acc_size;
     n = pl->in_bytes / PART_BYTES_REDUCED;
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
@@ -292,47 +299,59 @@ static void dtype_list(int op, int v, char *buf, size_t len)
 }
 
 /* The attributes that only some operators take. */
-static int check_op_attrs(const struct rd_op_info *oi, const struct rd_params *p,
-                          int version, struct rd_error *err)
+static int check_op_attrs(const struct rd_op_info *oi,
+                          const struct rd_params *p, int version,
+                          struct rd_error *err)
 {
   if (!oi->is_arg) {
     if (p->axis != RD_UNSET)
-      return rd__set_err(err, RD_E_ATTRIBUTE, "axis is %" PRId64 " but %s takes "
-                     "no axis attribute (only ArgMax and ArgMin do; use axes)",
-                     p->axis, oi->name);
+      return rd__set_err(
+        err, RD_E_ATTRIBUTE,
+        "axis is %" PRId64 " but %s takes "
+        "no axis attribute (only ArgMax and ArgMin do; use axes)",
+        p->axis, oi->name);
     if (p->select_last_index != RD_UNSET)
-      return rd__set_err(err, RD_E_ATTRIBUTE, "select_last_index is %" PRId64
-                     " but %s takes no such attribute (only ArgMax and "
-                     "ArgMin do)", p->select_last_index, oi->name);
+      return rd__set_err(err, RD_E_ATTRIBUTE,
+                         "select_last_index is %" PRId64
+                         " but %s takes no such attribute (only ArgMax and "
+                         "ArgMin do)",
+                         p->select_last_index, oi->name);
     if (p->noop_with_empty_axes != RD_UNSET) {
       if (version < oi->axes_input_version)
-        return rd__set_err(err, RD_E_NOOP_VERSION, "noop_with_empty_axes is "
-                       "given but %s version %d (opset %" PRId64 ") has no "
-                       "such attribute; it needs version %d", oi->name,
-                       version, p->opset, oi->axes_input_version);
+        return rd__set_err(err, RD_E_NOOP_VERSION,
+                           "noop_with_empty_axes is "
+                           "given but %s version %d (opset %" PRId64 ") has no "
+                           "such attribute; it needs version %d",
+                           oi->name, version, p->opset, oi->axes_input_version);
       if (p->noop_with_empty_axes != 0 && p->noop_with_empty_axes != 1)
-        return rd__set_err(err, RD_E_NOOP, "noop_with_empty_axes is %" PRId64
-                       "; it must be 0 or 1", p->noop_with_empty_axes);
+        return rd__set_err(err, RD_E_NOOP,
+                           "noop_with_empty_axes is %" PRId64
+                           "; it must be 0 or 1",
+                           p->noop_with_empty_axes);
     }
     return 0;
   }
   if (p->naxes > 0)
-    return rd__set_err(err, RD_E_ATTRIBUTE, "axes has %zu entries but %s takes "
-                   "no axes; it reduces one axis, given by axis", p->naxes,
-                   oi->name);
+    return rd__set_err(err, RD_E_ATTRIBUTE,
+                       "axes has %zu entries but %s takes "
+                       "no axes; it reduces one axis, given by axis",
+                       p->naxes, oi->name);
   if (p->noop_with_empty_axes != RD_UNSET)
-    return rd__set_err(err, RD_E_ATTRIBUTE, "noop_with_empty_axes is %" PRId64
-                   " but %s takes no such attribute", p->noop_with_empty_axes,
-                   oi->name);
+    return rd__set_err(err, RD_E_ATTRIBUTE,
+                       "noop_with_empty_axes is %" PRId64
+                       " but %s takes no such attribute",
+                       p->noop_with_empty_axes, oi->name);
   if (p->select_last_index != RD_UNSET) {
     if (version < oi->select_last_version)
-      return rd__set_err(err, RD_E_SELECT_LAST_VERSION, "select_last_index is "
-                     "given but %s version %d (opset %" PRId64 ") has no "
-                     "such attribute; it needs version %d", oi->name, version,
-                     p->opset, oi->select_last_version);
+      return rd__set_err(err, RD_E_SELECT_LAST_VERSION,
+                         "select_last_index is "
+                         "given but %s version %d (opset %" PRId64 ") has no "
+                         "such attribute; it needs version %d",
+                         oi->name, version, p->opset, oi->select_last_version);
     if (p->select_last_index != 0 && p->select_last_index != 1)
-      return rd__set_err(err, RD_E_SELECT_LAST, "select_last_index is %" PRId64
-                     "; it must be 0 or 1", p->select_last_index);
+      return rd__set_err(err, RD_E_SELECT_LAST,
+                         "select_last_index is %" PRId64 "; it must be 0 or 1",
+                         p->select_last_index);
   }
   return 0;
 }
@@ -343,13 +362,16 @@ static int check_axis(const struct rd_params *p, int64_t *axis,
 {
   int64_t r = (int64_t)p->rank, a = p->axis == RD_UNSET ? 0 : p->axis;
   if (r == 0)
-    return rd__set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range "
-                   "for an input of rank 0 (a scalar has no axis to reduce)",
-                   a);
+    return rd__set_err(
+      err, RD_E_AXIS_RANGE,
+      "axis %" PRId64 " is out of range "
+      "for an input of rank 0 (a scalar has no axis to reduce)",
+      a);
   if (a < -r || a > r - 1)
-    return rd__set_err(err, RD_E_AXIS_RANGE, "axis %" PRId64 " is out of range [%"
-                   PRId64 ", %" PRId64 "] for an input of rank %" PRId64, a,
-                   -r, r - 1, r);
+    return rd__set_err(err, RD_E_AXIS_RANGE,
+                       "axis %" PRId64 " is out of range [%" PRId64 ", %" PRId64
+                       "] for an input of rank %" PRId64,
+                       a, -r, r - 1, r);
   *axis = a < 0 ? a + r : a;
   red[*axis] = 1;
   return 0;
@@ -359,7 +381,7 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
                  struct rd_error *err)
 {
   struct rd_plan pl;
-  unsigned char red[RD_MAX_RANK] = {0};
+  unsigned char red[RD_MAX_RANK] = { 0 };
   const struct rd_op_info *oi;
   const char *opname;
   int version, rc, noop = 0;
@@ -371,31 +393,38 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   if (!plan || !p)
     return rd__set_err(err, RD_E_INVALID, "plan or params is NULL");
   if (!(oi = rd_op_info(p->op)))
-    return rd__set_err(err, RD_E_OP, "op is %d; it must be an enum rd_op value "
-                   "(1 ReduceL2 .. %d ArgMin)", p->op, RD_OP_COUNT);
+    return rd__set_err(err, RD_E_OP,
+                       "op is %d; it must be an enum rd_op value "
+                       "(1 ReduceL2 .. %d ArgMin)",
+                       p->op, RD_OP_COUNT);
   opname = oi->name;
   if (!rd__op_implemented(p->op))
     return rd__set_err(err, RD_E_OP, "%s is not implemented yet", opname);
   if ((version = rd_op_version(p->op, p->opset)) < 0)
     return rd__set_err(err, RD_E_OPSET, "opset is %" PRId64 "; it must be >= 1",
-                   p->opset);
+                       p->opset);
   if (!rd_dtype_name(p->dtype))
     return rd__set_err(err, RD_E_DTYPE, "dtype %d is not supported", p->dtype);
   if (!rd_dtype_in_version(p->op, p->dtype, version)) {
     dtype_list(p->op, version, list, sizeof list);
-    return rd__set_err(err, RD_E_DTYPE_VERSION, "dtype %s is not allowed by %s "
-                   "version %d (opset %" PRId64 "); its dtypes: %s",
-                   rd_dtype_name(p->dtype), opname, version, p->opset, list);
+    return rd__set_err(err, RD_E_DTYPE_VERSION,
+                       "dtype %s is not allowed by %s "
+                       "version %d (opset %" PRId64 "); its dtypes: %s",
+                       rd_dtype_name(p->dtype), opname, version, p->opset,
+                       list);
   }
   if ((rc = check_op_attrs(oi, p, version, err)) != 0)
     return rc;
   noop = !oi->is_arg && p->noop_with_empty_axes == 1 && p->naxes == 0;
   if (p->keepdims != 0 && p->keepdims != 1)
-    return rd__set_err(err, RD_E_KEEPDIMS, "keepdims is %" PRId64
-                   "; it must be 0 or 1", p->keepdims);
+    return rd__set_err(err, RD_E_KEEPDIMS,
+                       "keepdims is %" PRId64 "; it must be 0 or 1",
+                       p->keepdims);
   if (!rd_overflow_name(p->overflow))
-    return rd__set_err(err, RD_E_POLICY, "overflow policy is %d; it must be "
-                   "error (0), saturate (1) or wrap (2)", p->overflow);
+    return rd__set_err(err, RD_E_POLICY,
+                       "overflow policy is %d; it must be "
+                       "error (0), saturate (1) or wrap (2)",
+                       p->overflow);
   if ((rc = check_dims(p->rank, p->shape, err)) != 0)
     return rc;
 
@@ -410,8 +439,10 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   for (size_t i = 0; i < p->rank; i++)
     pl.in_shape[i] = p->shape[i];
   if (count_checked(pl.in_rank, pl.in_shape, pl.elem_size, &pl.in_count))
-    return rd__set_err(err, RD_E_TOO_LARGE, "the input has more than %" PRId64
-                   " bytes (%zu bytes per element)", INT64_MAX, pl.elem_size);
+    return rd__set_err(err, RD_E_TOO_LARGE,
+                       "the input has more than %" PRId64
+                       " bytes (%zu bytes per element)",
+                       INT64_MAX, pl.elem_size);
   pl.in_bytes = pl.in_count * pl.elem_size;
 
   if (oi->is_arg) {
@@ -435,23 +466,25 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   if (pl.noop)
     memset(red, 0, sizeof red);
   /* A reduced empty dim can make the output larger than the input. */
-  if (count_checked(pl.out_rank, pl.out_shape, pl.out_elem_size,
-                    &pl.out_count))
-    return rd__set_err(err, RD_E_TOO_LARGE, "the output has more than %" PRId64
-                   " bytes (%zu bytes per element)", INT64_MAX,
-                   pl.out_elem_size);
+  if (count_checked(pl.out_rank, pl.out_shape, pl.out_elem_size, &pl.out_count))
+    return rd__set_err(err, RD_E_TOO_LARGE,
+                       "the output has more than %" PRId64
+                       " bytes (%zu bytes per element)",
+                       INT64_MAX, pl.out_elem_size);
   pl.out_bytes = pl.out_count * pl.out_elem_size;
   pl.priv.kernel = rd__op_kernel_id(pl.op, pl.dtype, pl.select_last_index);
   if (pl.priv.kernel < 0 || !kernel_of(pl.priv.kernel))
     return rd__set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
-                   rd_dtype_name(pl.dtype)); /* not reached: table gap */
+                       rd_dtype_name(pl.dtype)); /* not reached: table gap */
   /* Accumulators must be addressable too (checked again at allocation). */
   if (__builtin_mul_overflow(pl.out_count,
                              (uint64_t)kernel_of(pl.priv.kernel)->acc_size,
-                             &acc_bytes) || acc_bytes > (uint64_t)INT64_MAX)
-    return rd__set_err(err, RD_E_TOO_LARGE, "the output's %" PRIu64 " elements "
-                   "need more accumulator memory than int64 can count",
-                   pl.out_count);
+                             &acc_bytes) ||
+      acc_bytes > (uint64_t)INT64_MAX)
+    return rd__set_err(err, RD_E_TOO_LARGE,
+                       "the output's %" PRIu64 " elements "
+                       "need more accumulator memory than int64 can count",
+                       pl.out_count);
   canonicalise(&pl, red);
   *plan = pl;
   return 0;
@@ -464,23 +497,23 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
 struct geom {
   const struct rd__kernel *k;
   size_t esz, accsz, ng;
-  size_t osz;                     /* bytes per output slot of the buffers */
-  int direct;                     /* slots are finished output elements */
+  size_t osz; /* bytes per output slot of the buffers */
+  int direct; /* slots are finished output elements */
   int l2, dtype;
-  int sq;                         /* ReduceL2/ReduceSumSquare (kernels.c) */
-  struct rd__final fin;           /* finalisation of the other operators */
-  uint64_t inner;                 /* size of the innermost group */
+  int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
+  struct rd__final fin; /* finalisation of the other operators */
+  uint64_t inner;       /* size of the innermost group */
   int inner_red;
-  int outer_red;                  /* partials per part needed */
-  uint64_t unit;                  /* elements per outer-group index */
-  uint64_t ostride[RD_MAX_RANK];  /* output stride of kept groups */
+  int outer_red;                 /* partials per part needed */
+  uint64_t unit;                 /* elements per outer-group index */
+  uint64_t ostride[RD_MAX_RANK]; /* output stride of kept groups */
 };
 
 struct cursor {
-  uint64_t off;                  /* offset in the current innermost row */
-  uint64_t idx[RD_MAX_RANK];     /* odometer over groups 0 .. ng-2 */
-  uint64_t obase;                /* output index of the row's first element */
-  uint64_t seg;                  /* elements in the current run segment */
+  uint64_t off;              /* offset in the current innermost row */
+  uint64_t idx[RD_MAX_RANK]; /* odometer over groups 0 .. ng-2 */
+  uint64_t obase;            /* output index of the row's first element */
+  uint64_t seg;              /* elements in the current run segment */
   union rd__lanes lanes;
 };
 
@@ -497,8 +530,9 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
   g->fin.row = rd__op_row(pl->op);
   g->fin.family = pl->dtype == RD_FLOAT64 ? g->fin.row->f64_family
                   : (pl->dtype == RD_FLOAT32 || pl->dtype == RD_FLOAT16 ||
-                     pl->dtype == RD_BFLOAT16) ? g->fin.row->float_family
-                                               : g->fin.row->int_family;
+                     pl->dtype == RD_BFLOAT16)
+                    ? g->fin.row->float_family
+                    : g->fin.row->int_family;
   g->fin.count = pl->out_count ? pl->in_count / pl->out_count : 0;
   g->fin.acc_class = g->k->acc_class;
   g->esz = pl->elem_size;
@@ -588,8 +622,8 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
     rows = left;
   assert(rows >= 1 && rows * g->inner <= n);
   if (g->direct)
-    rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x,
-                 (size_t)g->inner, (size_t)rows, g->l2);
+    rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x, (size_t)g->inner,
+                 (size_t)rows, g->l2);
   else if (g->inner_red)
     g->k->rows(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
   else
@@ -769,10 +803,10 @@ static void free_accs_big(void *p, size_t mapped)
 struct rd_exec {
   struct rd_plan plan;
   struct geom g;
-  unsigned char *acc;   /* outer kept: one set; outer reduced: one per part */
-  size_t acc_map;       /* bytes mapped for acc by alloc_accs_big(), or 0 */
+  unsigned char *acc; /* outer kept: one set; outer reduced: one per part */
+  size_t acc_map;     /* bytes mapped for acc by alloc_accs_big(), or 0 */
   unsigned char done[RD_MAX_PARTS];
-  uint64_t bad[RD_MAX_PARTS];   /* first invalid bool element, per part */
+  uint64_t bad[RD_MAX_PARTS]; /* first invalid bool element, per part */
   unsigned char badval[RD_MAX_PARTS];
 };
 
@@ -789,9 +823,10 @@ static int bool_scan(const unsigned char *x, uint64_t n, uint64_t *at)
 
 static int bad_bool(struct rd_error *err, uint64_t e, unsigned v)
 {
-  return rd__set_err(err, RD_E_ELEMENT, "input element %" PRIu64 " (flat "
-                 "row-major index) is %u; a bool element must be 0 or 1", e,
-                 v);
+  return rd__set_err(err, RD_E_ELEMENT,
+                     "input element %" PRIu64 " (flat "
+                     "row-major index) is %u; a bool element must be 0 or 1",
+                     e, v);
 }
 
 int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
@@ -802,8 +837,8 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
     return RD_E_NOMEM;
   ex->plan = *plan;
   geom_init(&ex->g, plan);
-  ex->acc = alloc_accs_big(ex->g.outer_red ? plan->nparts : 1,
-                           plan->out_count, ex->g.osz, &ex->acc_map);
+  ex->acc = alloc_accs_big(ex->g.outer_red ? plan->nparts : 1, plan->out_count,
+                           ex->g.osz, &ex->acc_map);
   if (!ex->acc) {
     free(ex);
     return RD_E_NOMEM;
@@ -843,8 +878,8 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
       }
     }
     cursor_init(&c, pl, &ex->g, start);
-    process(&c, pl, &ex->g, acc, (const unsigned char *)in + start * pl->elem_size,
-            end - start);
+    process(&c, pl, &ex->g, acc,
+            (const unsigned char *)in + start * pl->elem_size, end - start);
     end_segment(&c, &ex->g, acc);
   }
   ex->done[part] = 1;
@@ -904,7 +939,7 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
   for (size_t p = 0; p < ex->plan.nparts; p++)
     if (!ex->done[p])
       return rd__set_err(err, RD_E_INVALID, "part %zu of %zu has not run", p,
-                     ex->plan.nparts);
+                         ex->plan.nparts);
   if (ex->plan.out_count > 0 && !out)
     return rd__set_err(err, RD_E_INVALID, "output buffer is NULL");
   for (size_t p = 0; p < ex->plan.nparts; p++)
@@ -930,16 +965,16 @@ struct rd_stream {
   struct rd_plan plan;
   struct geom g;
   struct cursor c;
-  uint64_t consumed;        /* bytes */
-  uint64_t e;               /* elements processed */
+  uint64_t consumed; /* bytes */
+  uint64_t e;        /* elements processed */
   size_t part;
-  uint64_t part_end;        /* flat element index ending the current part */
-  unsigned char carry[8];   /* bytes of a split element */
+  uint64_t part_end;      /* flat element index ending the current part */
+  unsigned char carry[8]; /* bytes of a split element */
   size_t ncarry;
-  unsigned char *cur;       /* accumulators of the current part */
-  unsigned char *total;     /* sum of finished parts (== cur if outer kept) */
-  int borrowed;             /* cur is the caller's output buffer */
-  uint64_t bad;             /* first invalid bool element, or UINT64_MAX */
+  unsigned char *cur;   /* accumulators of the current part */
+  unsigned char *total; /* sum of finished parts (== cur if outer kept) */
+  int borrowed;         /* cur is the caller's output buffer */
+  uint64_t bad;         /* first invalid bool element, or UINT64_MAX */
   unsigned badval;
 };
 
@@ -1032,9 +1067,10 @@ int rd_stream_feed(struct rd_stream *s, const void *bytes, size_t len,
   if (!s || (len > 0 && !bytes))
     return rd__set_err(err, RD_E_INVALID, "stream or bytes is NULL");
   if (len > s->plan.in_bytes - s->consumed)
-    return rd__set_err(err, RD_E_STREAM, "%zu more bytes after %" PRIu64
-                   " exceed the input size of %" PRIu64 " bytes", len,
-                   s->consumed, s->plan.in_bytes);
+    return rd__set_err(err, RD_E_STREAM,
+                       "%zu more bytes after %" PRIu64
+                       " exceed the input size of %" PRIu64 " bytes",
+                       len, s->consumed, s->plan.in_bytes);
   if (len == 0)
     return 0;
   esz = s->plan.elem_size;
@@ -1073,8 +1109,10 @@ int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
   if (!s)
     return rd__set_err(err, RD_E_INVALID, "stream is NULL");
   if (s->consumed != s->plan.in_bytes)
-    return rd__set_err(err, RD_E_STREAM, "got %" PRIu64 " input bytes; the shape "
-                   "needs %" PRIu64, s->consumed, s->plan.in_bytes);
+    return rd__set_err(err, RD_E_STREAM,
+                       "got %" PRIu64 " input bytes; the shape "
+                       "needs %" PRIu64,
+                       s->consumed, s->plan.in_bytes);
   if (s->plan.out_count > 0 && !out)
     return rd__set_err(err, RD_E_INVALID, "output buffer is NULL");
   if (s->bad != UINT64_MAX)
@@ -1108,13 +1146,15 @@ int rd_execute(const struct rd_plan *plan, const void *in, void *out,
   if (!plan)
     return rd__set_err(err, RD_E_INVALID, "plan is NULL");
   if (plan->in_bytes > SIZE_MAX)
-    return rd__set_err(err, RD_E_NOMEM, "the input of %" PRIu64 " bytes cannot be "
-                   "addressed", plan->in_bytes);
+    return rd__set_err(err, RD_E_NOMEM,
+                       "the input of %" PRIu64 " bytes cannot be "
+                       "addressed",
+                       plan->in_bytes);
   if (plan->in_bytes > 0 && !in)
     return rd__set_err(err, RD_E_INVALID, "input buffer is NULL");
   if ((rc = stream_create(plan, out, &s)) != 0)
     return rd__set_err(err, rc, "no memory for %" PRIu64 " accumulators",
-                   plan->out_count);
+                       plan->out_count);
   rc = rd_stream_feed(s, in, (size_t)plan->in_bytes, err);
   if (rc == 0)
     rc = rd_stream_finish(s, out, err);

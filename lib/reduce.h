@@ -63,7 +63,8 @@ extern "C" {
 /* Errors                                                             */
 /* ------------------------------------------------------------------ */
 
-/* clang-format off: the table is aligned by hand. */
+/* The table is aligned by hand. */
+/* clang-format off */
 /* X(symbol, value, wire name, generic description) */
 #define RD_ERROR_MAP(X)                                                        \
   X(RD_E_INVALID,         -1, "INVALID_ARGUMENT",      "invalid argument")     \
@@ -110,8 +111,8 @@ enum rd_errcode {
 #define RD_ERRMSG_MAX 256
 
 struct rd_error {
-  int code;                  /* RD_OK or an RD_E_* value */
-  char msg[RD_ERRMSG_MAX];   /* human message naming field and value */
+  int code;                /* RD_OK or an RD_E_* value */
+  char msg[RD_ERRMSG_MAX]; /* human message naming field and value */
 };
 
 /* Generic description of a code ("axis out of range"); never NULL. */
@@ -132,7 +133,7 @@ enum rd_dtype {
   RD_INT16 = 5,
   RD_INT32 = 6,
   RD_INT64 = 7,
-  RD_BOOL = 9,               /* one byte, 0 or 1; any other byte: RD_E_ELEMENT */
+  RD_BOOL = 9, /* one byte, 0 or 1; any other byte: RD_E_ELEMENT */
   RD_FLOAT16 = 10,
   RD_FLOAT64 = 11,
   RD_UINT32 = 12,
@@ -160,18 +161,18 @@ size_t rd_dtype_size(int dtype);
 
 /* Values 1..RD_OP_COUNT; listings use this order. */
 enum rd_op {
-  RD_OP_L2 = 1,              /* ReduceL2 */
-  RD_OP_SUM_SQUARE = 2,      /* ReduceSumSquare */
-  RD_OP_SUM = 3,             /* ReduceSum */
-  RD_OP_MEAN = 4,            /* ReduceMean */
-  RD_OP_MAX = 5,             /* ReduceMax */
-  RD_OP_MIN = 6,             /* ReduceMin */
-  RD_OP_PROD = 7,            /* ReduceProd */
-  RD_OP_L1 = 8,              /* ReduceL1 */
-  RD_OP_LOG_SUM = 9,         /* ReduceLogSum */
-  RD_OP_LOG_SUM_EXP = 10,    /* ReduceLogSumExp */
-  RD_OP_ARGMAX = 11,         /* ArgMax */
-  RD_OP_ARGMIN = 12          /* ArgMin */
+  RD_OP_L2 = 1,           /* ReduceL2 */
+  RD_OP_SUM_SQUARE = 2,   /* ReduceSumSquare */
+  RD_OP_SUM = 3,          /* ReduceSum */
+  RD_OP_MEAN = 4,         /* ReduceMean */
+  RD_OP_MAX = 5,          /* ReduceMax */
+  RD_OP_MIN = 6,          /* ReduceMin */
+  RD_OP_PROD = 7,         /* ReduceProd */
+  RD_OP_L1 = 8,           /* ReduceL1 */
+  RD_OP_LOG_SUM = 9,      /* ReduceLogSum */
+  RD_OP_LOG_SUM_EXP = 10, /* ReduceLogSumExp */
+  RD_OP_ARGMAX = 11,      /* ArgMax */
+  RD_OP_ARGMIN = 12       /* ArgMin */
 };
 #define RD_OP_COUNT 12
 
@@ -184,8 +185,8 @@ int rd_op_parse(const char *name, enum rd_op *out);
 
 /* What a caller may know of an operator (read-only, static storage). */
 struct rd_op_info {
-  int op;                        /* enum rd_op */
-  const char *name;              /* "ReduceMax" */
+  int op;           /* enum rd_op */
+  const char *name; /* "ReduceMax" */
   size_t nversions;
   int versions[RD_MAX_VERSIONS]; /* ascending: ReduceMax {1,11,12,13,18,20} */
   int axes_input_version;        /* first version taking axes as an input and
@@ -210,9 +211,9 @@ int rd_dtype_in_version(int op, int dtype, int version);
 int rd_op_out_dtype(int op, int dtype);
 
 enum rd_overflow {
-  RD_OVERFLOW_ERROR = 0,     /* fail with RD_E_OVERFLOW (default) */
-  RD_OVERFLOW_SATURATE = 1,  /* clamp to the type's range (ONNX Runtime) */
-  RD_OVERFLOW_WRAP = 2       /* two's complement (literal ONNX function body) */
+  RD_OVERFLOW_ERROR = 0,    /* fail with RD_E_OVERFLOW (default) */
+  RD_OVERFLOW_SATURATE = 1, /* clamp to the type's range (ONNX Runtime) */
+  RD_OVERFLOW_WRAP = 2      /* two's complement (literal ONNX function body) */
 };
 /* "error" / "saturate" / "wrap"; NULL if unknown. */
 const char *rd_overflow_name(int policy);
@@ -234,21 +235,21 @@ int rd_shape_count(size_t rank, const int64_t *shape, int dtype,
 /* ------------------------------------------------------------------ */
 
 struct rd_params {
-  int op;                        /* enum rd_op */
-  int64_t opset;                 /* ONNX opset, >= 1; default 18 */
-  int dtype;                     /* enum rd_dtype */
-  size_t rank;                   /* <= RD_MAX_RANK; 0 is a scalar */
-  const int64_t *shape;          /* rank dims, each >= 0; borrowed */
-  const int64_t *axes;           /* naxes axes in [-rank, rank-1]; borrowed */
-  size_t naxes;                  /* 0: axes omitted or empty */
-  int64_t keepdims;              /* 0 or 1; default 1 */
-  int64_t noop_with_empty_axes;  /* 0, 1, or RD_UNSET (default); only from
+  int op;                       /* enum rd_op */
+  int64_t opset;                /* ONNX opset, >= 1; default 18 */
+  int dtype;                    /* enum rd_dtype */
+  size_t rank;                  /* <= RD_MAX_RANK; 0 is a scalar */
+  const int64_t *shape;         /* rank dims, each >= 0; borrowed */
+  const int64_t *axes;          /* naxes axes in [-rank, rank-1]; borrowed */
+  size_t naxes;                 /* 0: axes omitted or empty */
+  int64_t keepdims;             /* 0 or 1; default 1 */
+  int64_t noop_with_empty_axes; /* 0, 1, or RD_UNSET (default); only from
                                   * the op's axes_input_version */
-  int overflow;                  /* enum rd_overflow; integers only */
-  int64_t axis;                  /* ArgMax/ArgMin only: in [-rank, rank-1];
+  int overflow;                 /* enum rd_overflow; integers only */
+  int64_t axis;                 /* ArgMax/ArgMin only: in [-rank, rank-1];
                                   * RD_UNSET (default) means 0.  Other ops:
                                   * must be RD_UNSET (else RD_E_ATTRIBUTE) */
-  int64_t select_last_index;     /* ArgMax/ArgMin from v12: 0, 1, or RD_UNSET
+  int64_t select_last_index;    /* ArgMax/ArgMin from v12: 0, 1, or RD_UNSET
                                   * (default, 0); others: RD_UNSET */
 };
 
@@ -265,31 +266,31 @@ void rd_params_init(struct rd_params *p);
  * pointers, so it may be copied.  Fields above `priv` are read-only results
  * for callers; `priv` is private to the library. */
 struct rd_plan {
-  int op;                        /* enum rd_op */
-  int version;                   /* one of rd_op_info(op)->versions */
-  int dtype;                     /* input element type */
-  int out_dtype;                 /* output element type (rd_op_out_dtype) */
-  int overflow;                  /* enum rd_overflow */
-  size_t elem_size;              /* bytes per input element */
-  size_t out_elem_size;          /* bytes per output element */
-  int64_t axis;                  /* ArgMax/ArgMin: the axis, in [0, rank) */
-  int select_last_index;         /* ArgMax/ArgMin: 0 or 1 */
+  int op;                /* enum rd_op */
+  int version;           /* one of rd_op_info(op)->versions */
+  int dtype;             /* input element type */
+  int out_dtype;         /* output element type (rd_op_out_dtype) */
+  int overflow;          /* enum rd_overflow */
+  size_t elem_size;      /* bytes per input element */
+  size_t out_elem_size;  /* bytes per output element */
+  int64_t axis;          /* ArgMax/ArgMin: the axis, in [0, rank) */
+  int select_last_index; /* ArgMax/ArgMin: 0 or 1 */
   size_t in_rank;
   int64_t in_shape[RD_MAX_RANK];
   size_t out_rank;
   int64_t out_shape[RD_MAX_RANK];
-  uint64_t in_count, out_count;  /* elements */
+  uint64_t in_count, out_count; /* elements */
   uint64_t in_bytes, out_bytes;
-  int noop;                      /* 1: nothing reduced, elementwise only */
-  size_t nparts;                 /* fixed parts, 1..RD_MAX_PARTS */
+  int noop;      /* 1: nothing reduced, elementwise only */
+  size_t nparts; /* fixed parts, 1..RD_MAX_PARTS */
   struct {
     /* Canonical shape: size-1 dims dropped, adjacent dims with the same
      * reduce flag merged; alternating kept/reduced groups, outermost first. */
     size_t ngroups;
     uint64_t size[RD_MAX_RANK];
     unsigned char reduced[RD_MAX_RANK];
-    uint64_t part_len;           /* outer-group extent per part */
-    int kernel;                  /* internal kernel id */
+    uint64_t part_len; /* outer-group extent per part */
+    int kernel;        /* internal kernel id */
   } priv;
 };
 

@@ -32,14 +32,14 @@
 /* ------------------------------------------------------------------ */
 
 struct tensor {
-  int data_type;              /* TensorProto.DataType: 1 float, 2 uint8, 3 int8,
+  int data_type; /* TensorProto.DataType: 1 float, 2 uint8, 3 int8,
                                * 4 uint16, 5 int16, 6 int32, 7 int64, 9 bool,
                                * 11 double, 12 uint32 */
   size_t ndims;
   int64_t dims[CONF_MAX_DIMS];
-  size_t n;                   /* elements read */
-  double *f;                  /* values of a float/double tensor */
-  int64_t *i;                 /* values of an integer or bool tensor */
+  size_t n;   /* elements read */
+  double *f;  /* values of a float/double tensor */
+  int64_t *i; /* values of an integer or bool tensor */
   char name[128];
 };
 
@@ -119,9 +119,13 @@ static int is_int_type(int data_type)
 static size_t int_size(int data_type)
 {
   switch (data_type) {
-  case 2: case 3: case 9: return 1;
-  case 4: case 5: return 2;
-  case 6: case 12: return 4;
+  case 2:
+  case 3:
+  case 9: return 1;
+  case 4:
+  case 5: return 2;
+  case 6:
+  case 12: return 4;
   case 7: return 8;
   default: return 0;
   }
@@ -143,8 +147,8 @@ static int64_t le_int(const unsigned char *b, size_t size, int is_signed)
 static int decode_raw(struct tensor *t, const unsigned char *b, size_t len)
 {
   size_t isz = int_size(t->data_type);
-  int is_signed = t->data_type == 3 || t->data_type == 5 ||
-                  t->data_type == 6 || t->data_type == 7;
+  int is_signed = t->data_type == 3 || t->data_type == 5 || t->data_type == 6 ||
+                  t->data_type == 7;
 
   if (isz != 0) {
     for (size_t k = 0; k + isz <= len; k += isz)
@@ -172,14 +176,13 @@ static int decode_raw(struct tensor *t, const unsigned char *b, size_t len)
       if (push_i(t, (int64_t)le_u64(b + k)))
         return -1;
     return len % 8 ? -1 : 0;
-  default:
-    return -1;
+  default: return -1;
   }
 }
 
 static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
 {
-  struct reader r = {buf, buf + len};
+  struct reader r = { buf, buf + len };
   const unsigned char *raw = NULL;
   size_t raw_len = 0;
   memset(t, 0, sizeof *t);
@@ -192,21 +195,21 @@ static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
     if (wire == 2) {
       if (rd_varint(&r, &v) || rd_bytes(&r, (size_t)v, &b))
         return -1;
-      struct reader sub = {b, b + v};
-      if (field == 1) {                 /* dims, packed */
+      struct reader sub = { b, b + v };
+      if (field == 1) { /* dims, packed */
         while (sub.p < sub.end) {
           uint64_t d;
           if (rd_varint(&sub, &d) || t->ndims >= CONF_MAX_DIMS)
             return -1;
           t->dims[t->ndims++] = (int64_t)d;
         }
-      } else if (field == 4) {          /* float_data, packed fixed32 */
+      } else if (field == 4) { /* float_data, packed fixed32 */
         if (v % 4)
           return -1;
         for (size_t k = 0; k < v; k += 4)
           if (push_f(t, le_f32(b + k)))
             return -1;
-      } else if (field == 10) {         /* double_data, packed fixed64 */
+      } else if (field == 10) { /* double_data, packed fixed64 */
         if (v % 8)
           return -1;
         for (size_t k = 0; k < v; k += 8) {
@@ -216,51 +219,51 @@ static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
           if (push_f(t, d))
             return -1;
         }
-      } else if (field == 5) {          /* int32_data (int8..int32, bool) */
+      } else if (field == 5) { /* int32_data (int8..int32, bool) */
         while (sub.p < sub.end) {
           uint64_t d;
           if (rd_varint(&sub, &d) || push_i(t, (int64_t)(int32_t)d))
             return -1;
         }
-      } else if (field == 7) {          /* int64_data, packed varint */
+      } else if (field == 7) { /* int64_data, packed varint */
         while (sub.p < sub.end) {
           uint64_t d;
           if (rd_varint(&sub, &d) || push_i(t, (int64_t)d))
             return -1;
         }
-      } else if (field == 8) {          /* name */
+      } else if (field == 8) { /* name */
         size_t n = v < sizeof t->name - 1 ? (size_t)v : sizeof t->name - 1;
         memcpy(t->name, b, n);
         t->name[n] = '\0';
-      } else if (field == 9) {          /* raw_data */
+      } else if (field == 9) { /* raw_data */
         raw = b;
         raw_len = (size_t)v;
-      }                                 /* others: skipped */
+      } /* others: skipped */
     } else if (wire == 0) {
       if (rd_varint(&r, &v))
         return -1;
-      if (field == 1) {                 /* dims, not packed */
+      if (field == 1) { /* dims, not packed */
         if (t->ndims >= CONF_MAX_DIMS)
           return -1;
         t->dims[t->ndims++] = (int64_t)v;
       } else if (field == 2) {
         t->data_type = (int)v;
-      } else if (field == 7) {          /* int64_data, not packed */
+      } else if (field == 7) { /* int64_data, not packed */
         if (push_i(t, (int64_t)v))
           return -1;
-      } else if (field == 5) {          /* int32_data, not packed */
+      } else if (field == 5) { /* int32_data, not packed */
         if (push_i(t, (int64_t)(int32_t)v))
           return -1;
       }
     } else if (wire == 5) {
       if (rd_bytes(&r, 4, &b))
         return -1;
-      if (field == 4 && push_f(t, le_f32(b)))   /* float_data, not packed */
+      if (field == 4 && push_f(t, le_f32(b))) /* float_data, not packed */
         return -1;
     } else if (wire == 1) {
       if (rd_bytes(&r, 8, &b))
         return -1;
-      if (field == 10) {                /* double_data, not packed */
+      if (field == 10) { /* double_data, not packed */
         uint64_t u = le_u64(b);
         double d;
         memcpy(&d, &u, sizeof d);
@@ -268,7 +271,7 @@ static int tensor_parse(const unsigned char *buf, size_t len, struct tensor *t)
           return -1;
       }
     } else {
-      return -1;                        /* groups (3, 4) and 6, 7: invalid */
+      return -1; /* groups (3, 4) and 6, 7: invalid */
     }
   }
   if (raw && decode_raw(t, raw, raw_len))
@@ -360,7 +363,8 @@ static size_t sink_write(char *data, size_t size, size_t nmemb, void *user)
 static long post_json(CURL *c, const char *url, const char *body,
                       struct sink *resp)
 {
-  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+  struct curl_slist *h = curl_slist_append(NULL,
+                                           "Content-Type: application/json");
   curl_easy_reset(c);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -392,10 +396,14 @@ static int elem_value(json_t *v, double *out)
   const char *s = json_string_value(v);
   if (!s)
     return -1;
-  if (strcmp(s, "NaN") == 0) *out = NAN;
-  else if (strcmp(s, "Infinity") == 0) *out = INFINITY;
-  else if (strcmp(s, "-Infinity") == 0) *out = -INFINITY;
-  else return -1;
+  if (strcmp(s, "NaN") == 0)
+    *out = NAN;
+  else if (strcmp(s, "Infinity") == 0)
+    *out = INFINITY;
+  else if (strcmp(s, "-Infinity") == 0)
+    *out = -INFINITY;
+  else
+    return -1;
   return 0;
 }
 
@@ -411,8 +419,8 @@ static int close_enough(double a, double e)
 /* The JSON request of a case: op, opset, every effective attribute (axis,
  * keepdims, noop_with_empty_axes, select_last_index: whichever the case
  * has), axes when the case feeds an axes input, and the input. */
-static json_t *build_request(const char *op, json_int_t opset,
-                             json_t *attrs, const struct tensor *data,
+static json_t *build_request(const char *op, json_int_t opset, json_t *attrs,
+                             const struct tensor *data,
                              const struct tensor *axes, const char *in_dt)
 {
   json_t *shape = json_array(), *vals = json_array();
@@ -432,17 +440,17 @@ static json_t *build_request(const char *op, json_int_t opset,
       continue;
     }
     double v = data->f[k];
-    json_array_append_new(vals, isnan(v) ? json_string("NaN")
-                                : isinf(v) ? json_string(v > 0 ? "Infinity" : "-Infinity")
-                                : json_real(v));
+    json_array_append_new(vals, isnan(v)   ? json_string("NaN")
+                                : isinf(v) ? json_string(v > 0 ? "Infinity"
+                                                               : "-Infinity")
+                                           : json_real(v));
   }
   json_t *req = json_pack("{s:s, s:I, s:{s:s, s:o, s:o}}", "op", op, "opset",
-                          (json_int_t)opset, "input", "dtype", in_dt,
-                          "shape", shape, "data", vals);
+                          (json_int_t)opset, "input", "dtype", in_dt, "shape",
+                          shape, "data", vals);
   if (!req)
     return NULL;
-  json_object_foreach(attrs, key, val)
-    json_object_set(req, key, val);
+  json_object_foreach(attrs, key, val) json_object_set(req, key, val);
   if (axes) {
     json_t *jaxes = json_array();
     for (size_t k = 0; k < axes->n; k++)
@@ -453,15 +461,17 @@ static json_t *build_request(const char *op, json_int_t opset,
 }
 
 /* Compares answer element `v` with expected element k of `e`. */
-static int elem_matches(json_t *v, const struct tensor *e, size_t k,
-                        char *why, size_t whylen)
+static int elem_matches(json_t *v, const struct tensor *e, size_t k, char *why,
+                        size_t whylen)
 {
   double a;
 
   if (e->data_type == 9) {
     if (!json_is_boolean(v) || json_is_true(v) != (e->i[k] != 0)) {
       snprintf(why, whylen, "element %zu: %s, expected %s", k,
-               json_is_true(v) ? "true" : json_is_false(v) ? "false" : "not a bool",
+               json_is_true(v)    ? "true"
+               : json_is_false(v) ? "false"
+                                  : "not a bool",
                e->i[k] ? "true" : "false");
       return 0;
     }
@@ -492,8 +502,10 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
 {
   const char *op = json_string_value(json_object_get(cs, "op"));
   json_t *attrs = json_object_get(cs, "attributes_effective");
-  json_t *ds = json_object_get(json_object_get(cs, "test_data_sets"), "test_data_set_0");
-  json_t *ins = json_object_get(ds, "inputs"), *outs = json_object_get(ds, "outputs");
+  json_t *ds = json_object_get(json_object_get(cs, "test_data_sets"),
+                               "test_data_set_0");
+  json_t *ins = json_object_get(ds, "inputs"),
+         *outs = json_object_get(ds, "outputs");
   json_int_t opset = json_integer_value(json_object_get(cs, "opset"));
   if (!op || !json_is_object(attrs) || json_array_size(ins) < 1 ||
       json_array_size(outs) != 1 || opset < 1) {
@@ -504,7 +516,8 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
   struct tensor data, axes, expect;
   int have_axes = json_array_size(ins) > 1;
   memset(&axes, 0, sizeof axes);
-  snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_array_get(ins, 0)));
+  snprintf(path, sizeof path, "%s/%s", dir,
+           json_string_value(json_array_get(ins, 0)));
   if (tensor_load(path, &data)) {
     snprintf(why, whylen, "cannot read %.400s", path);
     return 0;
@@ -512,31 +525,36 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
   int ok = 0;
   json_t *req = NULL;
   char *body = NULL;
-  struct sink resp = {NULL, 0};
+  struct sink resp = { NULL, 0 };
   json_t *ans = NULL;
   memset(&expect, 0, sizeof expect);
   if (have_axes) {
-    snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_array_get(ins, 1)));
+    snprintf(path, sizeof path, "%s/%s", dir,
+             json_string_value(json_array_get(ins, 1)));
     if (tensor_load(path, &axes) || axes.data_type != 7) {
       snprintf(why, whylen, "cannot read int64 axes from %.400s", path);
       goto out;
     }
   }
-  snprintf(path, sizeof path, "%s/%s", dir, json_string_value(json_array_get(outs, 0)));
+  snprintf(path, sizeof path, "%s/%s", dir,
+           json_string_value(json_array_get(outs, 0)));
   if (tensor_load(path, &expect)) {
     snprintf(why, whylen, "cannot read %.400s", path);
     goto out;
   }
-  const char *in_dt = dtype_name(data.data_type), *out_dt = dtype_name(expect.data_type);
+  const char *in_dt = dtype_name(data.data_type),
+             *out_dt = dtype_name(expect.data_type);
   if (!in_dt || !out_dt) {
-    snprintf(why, whylen, "unexpected data types %d -> %d", data.data_type, expect.data_type);
+    snprintf(why, whylen, "unexpected data types %d -> %d", data.data_type,
+             expect.data_type);
     goto out;
   }
 
   /* The request.  Floats as %.17g read back to the same double, hence to
    * the same float32; bools as true/false; integers exact. */
   req = build_request(op, opset, attrs, &data, have_axes ? &axes : NULL, in_dt);
-  if (!req || !(body = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17)))) {
+  if (!req ||
+      !(body = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17)))) {
     snprintf(why, whylen, "cannot build the request");
     goto out;
   }
@@ -548,10 +566,12 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
   json_error_t jerr;
   ans = json_loads(resp.p, 0, &jerr);
   json_t *output = json_object_get(ans, "output");
-  json_t *oshape = json_object_get(output, "shape"), *odata = json_object_get(output, "data");
+  json_t *oshape = json_object_get(output, "shape"),
+         *odata = json_object_get(output, "data");
   const char *odt = json_string_value(json_object_get(output, "dtype"));
   if (!json_is_array(oshape) || !json_is_array(odata) || !odt) {
-    snprintf(why, whylen, "answer lacks output.dtype/shape/data: %.300s", resp.p);
+    snprintf(why, whylen, "answer lacks output.dtype/shape/data: %.300s",
+             resp.p);
     goto out;
   }
   if (strcmp(odt, out_dt) != 0) {
@@ -564,12 +584,14 @@ static int run_case(CURL *c, const char *url, const char *dir, json_t *cs,
                json_integer_value(json_array_get(oshape, k)) == expect.dims[k];
   if (!shape_ok) {
     char *s = json_dumps(oshape, JSON_COMPACT);
-    snprintf(why, whylen, "shape %s, expected rank %zu", s ? s : "?", expect.ndims);
+    snprintf(why, whylen, "shape %s, expected rank %zu", s ? s : "?",
+             expect.ndims);
     free(s);
     goto out;
   }
   if (json_array_size(odata) != expect.n) {
-    snprintf(why, whylen, "%zu elements, expected %zu", json_array_size(odata), expect.n);
+    snprintf(why, whylen, "%zu elements, expected %zu", json_array_size(odata),
+             expect.n);
     goto out;
   }
   for (size_t k = 0; k < expect.n; k++)
@@ -598,13 +620,15 @@ static int run_dir(CURL *c, const char *url, const char *dir, int *num,
   json_t *index = json_load_file(path, 0, &jerr);
   json_t *cases = json_object_get(index, "cases");
   if (!json_is_array(cases) || json_array_size(cases) == 0) {
-    fprintf(stderr, "conformance: cannot read cases from %s: %s\n", path, jerr.text);
+    fprintf(stderr, "conformance: cannot read cases from %s: %s\n", path,
+            jerr.text);
     json_decref(index);
     return 2;
   }
   size_t k;
   json_t *cs;
-  json_array_foreach(cases, k, cs) {
+  json_array_foreach(cases, k, cs)
+  {
     char why[512] = "";
     const char *name = json_string_value(json_object_get(cs, "name"));
     ++*num;

@@ -24,15 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* `b` is JSON; with a plan, an answer whose output.dtype is the plan's
  * output dtype and whose data has plan->out_count elements. */
-static void
-check_json(const struct api_buf *b, const struct rd_plan *plan)
+static void check_json(const struct api_buf *b, const struct rd_plan *plan)
 {
   json_error_t jerr;
   json_t *j = json_loadb(b->data, b->len, JSON_DECODE_ANY, &jerr), *o;
   const char *dt;
 
   if (j == NULL)
-    __builtin_trap();   /* we produced a body that is not JSON */
+    __builtin_trap(); /* we produced a body that is not JSON */
   if (plan != NULL) {
     o = json_object_get(j, "output");
     dt = json_string_value(json_object_get(o, "dtype"));
@@ -44,23 +43,21 @@ check_json(const struct api_buf *b, const struct rd_plan *plan)
   json_decref(j);
 }
 
-static void
-encode_error(const struct rd_error *err)
+static void encode_error(const struct rd_error *err)
 {
   struct api_buf b;
   int status = api_http_status(err->code);
 
   if (err->code >= 0 || status < 400 || status > 599 ||
       strcmp(api_errname(err->code), "INTERNAL") == 0)
-    __builtin_trap();   /* a code without a wire name, or not an error */
+    __builtin_trap(); /* a code without a wire name, or not an error */
   api_buf_init(&b);
   if (api_json_encode_error(err, &b) == 0)
     check_json(&b, NULL);
   api_buf_free(&b);
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct api_request req;
   struct rd_plan plan;
@@ -71,8 +68,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   memset(&err, 0, sizeof err);
   /* The daemon's bound: every element takes at least two bytes ("0,"). */
-  rc = api_json_decode((const char *)data, size, (uint64_t)size / 2 + 1,
-                       &req, &err);
+  rc = api_json_decode((const char *)data, size, (uint64_t)size / 2 + 1, &req,
+                       &err);
   if (rc != 0) {
     encode_error(&err);
     api_request_free(&req);
@@ -85,7 +82,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   }
   if (plan.in_bytes != req.data_bytes)
-    __builtin_trap();   /* decode and plan disagree on the input size */
+    __builtin_trap(); /* decode and plan disagree on the input size */
   if (plan.out_bytes > FZ_MAX_OUT_BYTES) {
     api_request_free(&req);
     return 0;

@@ -19,8 +19,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void
-roundtrip(const struct rd_plan *plan, int64_t opset, const void *out)
+static void roundtrip(const struct rd_plan *plan, int64_t opset,
+                      const void *out)
 {
   struct api_buf b;
   struct api_npy back;
@@ -36,7 +36,7 @@ roundtrip(const struct rd_plan *plan, int64_t opset, const void *out)
         memcmp(back.shape, plan->out_shape,
                plan->out_rank * sizeof back.shape[0]) != 0 ||
         b.len != back.header_len + plan->out_bytes)
-      __builtin_trap();   /* our own .npy does not read back */
+      __builtin_trap(); /* our own .npy does not read back */
   } else if (rc != API_E_NOT_ACCEPTABLE || plan->dtype != RD_BFLOAT16) {
     if (rc != RD_E_NOMEM)
       __builtin_trap();
@@ -44,8 +44,7 @@ roundtrip(const struct rd_plan *plan, int64_t opset, const void *out)
   api_buf_free(&b);
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct api_npy npy;
   struct api_request req;
@@ -67,14 +66,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc <= 0)
       break;
     if ((size_t)rc <= have || (size_t)rc > API_NPY_HEADER_MAX)
-      __builtin_trap();   /* asked for no more, or for more than the cap */
+      __builtin_trap(); /* asked for no more, or for more than the cap */
     if ((size_t)rc > size)
-      return 0;           /* the body ends inside the header */
+      return 0; /* the body ends inside the header */
     want = (size_t)rc;
   }
   if (rc < 0) {
     if (err.code != rc || api_http_status(rc) != 400 || err.msg[0] == '\0')
-      __builtin_trap();   /* refusals are 400s that say why */
+      __builtin_trap(); /* refusals are 400s that say why */
     return 0;
   }
   if (npy.header_len > size || npy.rank > RD_MAX_RANK)
@@ -91,7 +90,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   req.params.keepdims = (flags >> 2) & 1;
   req.params.naxes = npy.rank > 0 ? (flags >> 3) % 3 : 0;
   for (size_t i = 0; i < req.params.naxes; i++)
-    req.axes[i] = (int64_t)((flags >> (5 + i)) % npy.rank) - (int64_t)(i & 1) * (int64_t)npy.rank;
+    req.axes[i] = (int64_t)((flags >> (5 + i)) % npy.rank) -
+                  (int64_t)(i & 1) * (int64_t)npy.rank;
   req.params.axes = req.axes;
   req.params.overflow = RD_OVERFLOW_WRAP;
 
@@ -99,7 +99,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   if (logical.in_bytes != physical.in_bytes ||
       logical.out_bytes != physical.out_bytes)
-    __builtin_trap();   /* the two views of one array differ in size */
+    __builtin_trap(); /* the two views of one array differ in size */
   tail = size - npy.header_len;
   if (logical.in_bytes > tail || logical.in_bytes > FZ_MAX_BYTES ||
       logical.out_bytes > FZ_MAX_BYTES)

@@ -24,8 +24,7 @@ struct src {
   size_t n;
 };
 
-static uint8_t
-take(struct src *s)
+static uint8_t take(struct src *s)
 {
   uint8_t v = 0;
 
@@ -36,13 +35,12 @@ take(struct src *s)
   return v;
 }
 
-static int64_t
-take_dim(struct src *s)
+static int64_t take_dim(struct src *s)
 {
   uint8_t b = take(s);
 
   switch (b >> 5) {
-  case 0:                      /* the odd ones: negative, zero, huge */
+  case 0: /* the odd ones: negative, zero, huge */
     switch (b & 7) {
     case 0: return -1;
     case 1: return 0;
@@ -53,19 +51,20 @@ take_dim(struct src *s)
     default: return 0;
     }
   case 1: return 1;
-  default: return (int64_t)(b & 7) + 1;   /* small dims: executable */
+  default: return (int64_t)(b & 7) + 1; /* small dims: executable */
   }
 }
 
-static const int opsets[] = { 1, 10, 11, 12, 13, 17, 18, 19, 20, 21, 0, -1,
-                              1000 };
-static const int dtypes[] = { RD_FLOAT32, RD_FLOAT64, RD_FLOAT16,
-                              RD_BFLOAT16, RD_INT32, RD_INT64, RD_UINT32,
-                              RD_UINT64, RD_INT8, RD_UINT8, RD_INT16,
-                              RD_UINT16, RD_BOOL, 0, 8, 99 };
+static const int opsets[] = {
+  1, 10, 11, 12, 13, 17, 18, 19, 20, 21, 0, -1, 1000
+};
+static const int dtypes[] = { RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_BFLOAT16,
+                              RD_INT32,   RD_INT64,   RD_UINT32,  RD_UINT64,
+                              RD_INT8,    RD_UINT8,   RD_INT16,   RD_UINT16,
+                              RD_BOOL,    0,          8,          99 };
 
-static void
-run(const struct rd_plan *plan, const uint8_t *in, struct src *chunks)
+static void run(const struct rd_plan *plan, const uint8_t *in,
+                struct src *chunks)
 {
   struct rd_error e1, e2, e3;
   struct rd_stream *st = NULL;
@@ -104,10 +103,10 @@ run(const struct rd_plan *plan, const uint8_t *in, struct src *chunks)
       r3 = rd_exec_finish(ex, o3, &e3);
   }
   if (r1 != r2 || r1 != r3)
-    __builtin_trap();   /* the executors disagree on success or error */
+    __builtin_trap(); /* the executors disagree on success or error */
   if (r1 == 0 && (memcmp(o1, o2, (size_t)plan->out_bytes) != 0 ||
                   memcmp(o1, o3, (size_t)plan->out_bytes) != 0))
-    __builtin_trap();   /* ... or on the bits of the result */
+    __builtin_trap(); /* ... or on the bits of the result */
 out:
   rd_stream_destroy(st);
   rd_exec_destroy(ex);
@@ -116,8 +115,7 @@ out:
   free(o3);
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct src s = { data, size };
   int64_t shape[RD_MAX_RANK + 2], axes[RD_MAX_RANK + 2];
@@ -129,31 +127,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   rd_params_init(&p);
   flags = take(&s);
-  p.op = (flags & 3) == 3 ? 0 : (flags & 3);   /* 1, 2, or invalid 0 */
-  if (flags & 64)                              /* any op, or invalid 13 */
+  p.op = (flags & 3) == 3 ? 0 : (flags & 3); /* 1, 2, or invalid 0 */
+  if (flags & 64)                            /* any op, or invalid 13 */
     p.op = take(&s) % (RD_OP_COUNT + 2);
   p.opset = opsets[take(&s) % (sizeof opsets / sizeof opsets[0])];
   p.dtype = dtypes[take(&s) % (sizeof dtypes / sizeof dtypes[0])];
-  p.rank = take(&s) % (RD_MAX_RANK + 3);       /* up to RD_MAX_RANK + 2 */
+  p.rank = take(&s) % (RD_MAX_RANK + 3); /* up to RD_MAX_RANK + 2 */
   for (size_t i = 0; i < p.rank; i++)
     shape[i] = take_dim(&s);
   p.naxes = take(&s) % (RD_MAX_RANK + 3);
   if (p.naxes > 0 && (flags & 4))
-    p.naxes = p.naxes % 4;                     /* mostly few axes */
+    p.naxes = p.naxes % 4; /* mostly few axes */
   for (size_t i = 0; i < p.naxes; i++)
     axes[i] = (int8_t)take(&s) % 40;
   p.shape = shape;
   p.axes = axes;
   if (flags & 8)
-    p.keepdims = (int8_t)take(&s) % 3;         /* 0, 1, or invalid */
+    p.keepdims = (int8_t)take(&s) % 3; /* 0, 1, or invalid */
   if (flags & 16)
     p.noop_with_empty_axes = (int8_t)take(&s) % 3;
   if (flags & 32)
-    p.overflow = take(&s) % 4;                 /* 3 is invalid */
+    p.overflow = take(&s) % 4; /* 3 is invalid */
   if (flags & 128) {
     uint8_t b = take(&s);
     if (b & 1)
-      p.axis = (int8_t)take(&s) % 40;          /* ArgMax/ArgMin; else refused */
+      p.axis = (int8_t)take(&s) % 40; /* ArgMax/ArgMin; else refused */
     if (b & 2)
       p.select_last_index = (int8_t)take(&s) % 3;
   }
@@ -161,7 +159,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   memset(&err, 0, sizeof err);
   if (rd_plan_init(&plan, &p, &err) != 0) {
     if (err.code >= 0 || rd_errname(err.code) == NULL || err.msg[0] == '\0')
-      __builtin_trap();   /* every refusal names a known code and says why */
+      __builtin_trap(); /* every refusal names a known code and says why */
     return 0;
   }
   if (plan.in_bytes > FZ_MAX_BYTES || plan.out_bytes > FZ_MAX_BYTES)

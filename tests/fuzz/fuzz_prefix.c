@@ -31,9 +31,8 @@ struct answer {
 
 /* Feeds `body` in pieces of at most `step` bytes (0: all at once, then
  * `cut` first). */
-static void
-decode(int v2, size_t hl, const uint8_t *body, size_t len, size_t cut,
-       size_t step, struct answer *a)
+static void decode(int v2, size_t hl, const uint8_t *body, size_t len,
+                   size_t cut, size_t step, struct answer *a)
 {
   struct api_prefix p;
   struct api_v2_info info;
@@ -53,7 +52,7 @@ decode(int v2, size_t hl, const uint8_t *body, size_t len, size_t cut,
   info.op = RD_OP_SUM_SQUARE;
   if (v2) {
     if (api_prefix_init_v2(&p, hl, len, &info, &err) != 0)
-      __builtin_trap();   /* a small header always fits */
+      __builtin_trap(); /* a small header always fits */
   } else {
     api_prefix_init_npy(&p, &q, len);
   }
@@ -64,15 +63,14 @@ decode(int v2, size_t hl, const uint8_t *body, size_t len, size_t cut,
       n = len - at;
     st = api_prefix_feed(&p, body + at, n, &taken, &err);
     if (taken > n || (st == API_PREFIX_MORE && taken != n))
-      __builtin_trap();   /* took what it was not given, or kept some */
+      __builtin_trap(); /* took what it was not given, or kept some */
     a->taken += taken;
     at += n;
   }
   a->status = st;
   if (st == API_PREFIX_ERROR) {
-    if (err.code == 0 || err.msg[0] == '\0' ||
-        api_http_status(err.code) == 500)
-      __builtin_trap();   /* refusals name a code and say why */
+    if (err.code == 0 || err.msg[0] == '\0' || api_http_status(err.code) == 500)
+      __builtin_trap(); /* refusals name a code and say why */
     a->code = err.code;
     memcpy(a->msg, err.msg, sizeof a->msg);
   } else if (st == API_PREFIX_READY) {
@@ -86,13 +84,12 @@ decode(int v2, size_t hl, const uint8_t *body, size_t len, size_t cut,
     a->swap = p.swap;
     a->fortran = p.fortran;
     if (p.data_offset != a->taken || p.data_offset > len)
-      __builtin_trap();   /* the data starts right after the prefix */
-    if (api_binary_plan(&p.req.params, p.fortran, &logical, &physical,
-                        &err) == 0) {
+      __builtin_trap(); /* the data starts right after the prefix */
+    if (api_binary_plan(&p.req.params, p.fortran, &logical, &physical, &err) ==
+        0) {
       (void)api_prefix_check_size(&p, &logical, 1u << 20, &err);
       (void)api_prefix_check_length(&p, &logical, &err);
-      (void)api_prefix_check_end(&p, &logical, len, len - p.data_offset,
-                                 &err);
+      (void)api_prefix_check_end(&p, &logical, len, len - p.data_offset, &err);
     }
   } else if (st == API_PREFIX_MORE) {
     (void)api_prefix_check_end(&p, NULL, len, 0, &err);
@@ -100,12 +97,10 @@ decode(int v2, size_t hl, const uint8_t *body, size_t len, size_t cut,
   api_prefix_free(&p);
 }
 
-static int
-same(const struct answer *a, const struct answer *b)
+static int same(const struct answer *a, const struct answer *b)
 {
-  return a->status == b->status && a->code == b->code &&
-         a->taken == b->taken && strcmp(a->msg, b->msg) == 0 &&
-         a->params.dtype == b->params.dtype &&
+  return a->status == b->status && a->code == b->code && a->taken == b->taken &&
+         strcmp(a->msg, b->msg) == 0 && a->params.dtype == b->params.dtype &&
          a->params.rank == b->params.rank &&
          a->params.naxes == b->params.naxes &&
          memcmp(a->shape, b->shape, sizeof a->shape) == 0 &&
@@ -114,8 +109,7 @@ same(const struct answer *a, const struct answer *b)
          a->fortran == b->fortran;
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct answer whole, split, bytes;
   size_t len, cut, hl;
@@ -135,6 +129,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   decode(v2, hl, data, len, cut, 0, &split);
   decode(v2, hl, data, len, 0, 1, &bytes);
   if (!same(&whole, &split) || !same(&whole, &bytes))
-    __builtin_trap();   /* the answer depends on the chunking */
+    __builtin_trap(); /* the answer depends on the chunking */
   return 0;
 }

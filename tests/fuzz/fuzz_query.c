@@ -19,8 +19,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Copies the next '\n'-terminated piece of [*p, end) as a C string. */
-static char *
-next_piece(const uint8_t **p, const uint8_t *end)
+static char *next_piece(const uint8_t **p, const uint8_t *end)
 {
   const uint8_t *nl = *p < end ? memchr(*p, '\n', (size_t)(end - *p)) : NULL;
   size_t n = nl != NULL ? (size_t)(nl - *p) : (size_t)(end - *p);
@@ -34,8 +33,7 @@ next_piece(const uint8_t **p, const uint8_t *end)
   return s;
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   const uint8_t *p = data + (size > 0), *end = data + size;
   uint8_t flags = size > 0 ? data[0] : 0;
@@ -58,14 +56,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   rc = api_query_parse(qs, fmt, &req, &err);
   if (rc != 0) {
     if (err.code != rc || api_http_status(rc) != 400 || err.msg[0] == '\0')
-      __builtin_trap();   /* a refusal is a 400 that says why */
+      __builtin_trap(); /* a refusal is a 400 that says why */
   } else {
     if (req.params.rank > RD_MAX_RANK || req.params.naxes > RD_MAX_RANK ||
         (req.params.rank > 0 && req.params.shape != req.shape))
       __builtin_trap();
     if (fmt == API_FMT_RAW)
-      (void)api_binary_plan(&req.params, (flags >> 1) & 1, &logical,
-                            &physical, &err);
+      (void)api_binary_plan(&req.params, (flags >> 1) & 1, &logical, &physical,
+                            &err);
   }
   api_request_free(&req);
 
@@ -73,9 +71,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (rc == 0) {
     static const int dtypes[] = { RD_FLOAT32, RD_BFLOAT16, RD_UINT64 };
     rc = api_accept_pick(&acc, dtypes[(flags >> 3) % 3], &pick, &err);
-    if (rc == 0 && (pick <= API_FMT_NONE || pick >= API_NFORMATS ||
-                    acc.q[pick] <= 0))
-      __builtin_trap();   /* picked a format the client refused */
+    if (rc == 0 &&
+        (pick <= API_FMT_NONE || pick >= API_NFORMATS || acc.q[pick] <= 0))
+      __builtin_trap(); /* picked a format the client refused */
   } else if (rc != API_E_NOT_ACCEPTABLE) {
     __builtin_trap();
   }

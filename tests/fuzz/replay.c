@@ -13,8 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int
-run_file(const char *path)
+static int run_file(const char *path)
 {
   FILE *f = fopen(path, "rb");
   uint8_t *buf = NULL;
@@ -41,8 +40,7 @@ run_file(const char *path)
   return 0;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   int files = 0, bad = 0;
 

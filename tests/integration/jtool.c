@@ -160,7 +160,8 @@ static int equal(json_t *a, json_t *e, const struct cmp *c, const char *path)
   case JSON_OBJECT: {
     const char *k;
     json_t *v;
-    json_object_foreach(e, k, v) {
+    json_object_foreach(e, k, v)
+    {
       snprintf(sub, sizeof sub, "%s.%s", path, k);
       json_t *av = json_object_get(a, k);
       if (!av) {
@@ -170,7 +171,8 @@ static int equal(json_t *a, json_t *e, const struct cmp *c, const char *path)
       if (!equal(av, v, c, sub))
         return 0;
     }
-    json_object_foreach(a, k, v) {
+    json_object_foreach(a, k, v)
+    {
       if (!json_object_get(e, k)) {
         printf("at %s.%s: unexpected member\n", path, k);
         return 0;
@@ -178,8 +180,7 @@ static int equal(json_t *a, json_t *e, const struct cmp *c, const char *path)
     }
     return 1;
   }
-  default:
-    return 1; /* true, false, null: same type is equal */
+  default: return 1; /* true, false, null: same type is equal */
   }
 }
 
@@ -220,9 +221,9 @@ static int cmd_gen(int argc, char **argv)
   return fflush(stdout) ? 2 : 0;
 }
 
-static const char *const dtypes[] = {"float32", "float64", "float16",
-                                     "bfloat16", "int32", "int64",
-                                     "uint32", "uint64"};
+static const char *const dtypes[] = { "float32",  "float64", "float16",
+                                      "bfloat16", "int32",   "int64",
+                                      "uint32",   "uint64" };
 
 static int is_dtype(json_t *v)
 {
@@ -245,7 +246,8 @@ static void ops_walk(json_t *v, int *n7, int *n8, int *other)
     json_object_foreach(v, k, x) ops_walk(x, n7, n8, other);
   } else if (json_is_array(v)) {
     int all = json_array_size(v) > 0, bf = 0;
-    json_array_foreach(v, i, x) {
+    json_array_foreach(v, i, x)
+    {
       if (!is_dtype(x))
         all = 0;
       else if (strcmp(json_string_value(x), "bfloat16") == 0)
@@ -253,9 +255,12 @@ static void ops_walk(json_t *v, int *n7, int *n8, int *other)
     }
     if (all) {
       size_t n = json_array_size(v);
-      if (n == 7 && !bf) (*n7)++;
-      else if (n == 8 && bf) (*n8)++;
-      else (*other)++;
+      if (n == 7 && !bf)
+        (*n7)++;
+      else if (n == 8 && bf)
+        (*n8)++;
+      else
+        (*other)++;
     } else {
       json_array_foreach(v, i, x) ops_walk(x, n7, n8, other);
     }
@@ -278,9 +283,9 @@ static unsigned fz_rand(unsigned n)
 /* One random case: writes the request and the expected body. */
 static int fuzz_case(const char *dir, int idx)
 {
-  static const char *const dts[] = {"float32", "float64", "float16",
-                                    "bfloat16", "int32", "int64",
-                                    "uint32", "uint64"};
+  static const char *const dts[] = { "float32",  "float64", "float16",
+                                     "bfloat16", "int32",   "int64",
+                                     "uint32",   "uint64" };
   const char *dt = dts[fz_rand(8)];
   int is_int = dt[0] == 'i' || dt[0] == 'u', is_uns = dt[0] == 'u';
   int l2 = fz_rand(2), keep = fz_rand(2);
@@ -292,14 +297,14 @@ static int fuzz_case(const char *dir, int idx)
   }
   /* axes: a random subset, each axis written positive or negative; an empty
    * subset is sent as [] or omitted, meaning all axes */
-  int red[4] = {0, 0, 0, 0}, nax = 0;
+  int red[4] = { 0, 0, 0, 0 }, nax = 0;
   char axes[64] = "";
   size_t al = 0;
   for (int d = 0; d < rank; d++) {
     if (fz_rand(2)) {
       red[d] = 1;
-      al += (size_t)snprintf(axes + al, sizeof axes - al, "%s%d", nax ? "," : "",
-                             fz_rand(2) ? d : d - rank);
+      al += (size_t)snprintf(axes + al, sizeof axes - al, "%s%d",
+                             nax ? "," : "", fz_rand(2) ? d : d - rank);
       nax++;
     }
   }
@@ -340,7 +345,8 @@ static int fuzz_case(const char *dir, int idx)
   snprintf(path, sizeof path, "%s/%d.req", dir, idx);
   if (!(f = fopen(path, "w")))
     return -1;
-  fprintf(f, "{\"op\":\"%s\",\"keepdims\":%s,", l2 ? "ReduceL2" : "ReduceSumSquare",
+  fprintf(f, "{\"op\":\"%s\",\"keepdims\":%s,",
+          l2 ? "ReduceL2" : "ReduceSumSquare",
           fz_rand(2) ? (keep ? "1" : "0") : (keep ? "true" : "false"));
   if (!omit_axes)
     fprintf(f, "\"axes\":[%s],", axes);
@@ -359,8 +365,10 @@ static int fuzz_case(const char *dir, int idx)
   snprintf(path, sizeof path, "%s/%d.exp", dir, idx);
   if (!(f = fopen(path, "w")))
     return -1;
-  fprintf(f, "{\"op\":\"%s\",\"opset\":18,\"op_version\":18,\"output\":{\"dtype\":\"%s\",\"shape\":[",
-          l2 ? "ReduceL2" : "ReduceSumSquare", dt);
+  fprintf(
+    f,
+    "{\"op\":\"%s\",\"opset\":18,\"op_version\":18,\"output\":{\"dtype\":\"%s\",\"shape\":[",
+    l2 ? "ReduceL2" : "ReduceSumSquare", dt);
   for (int d = 0; d < orank; d++)
     fprintf(f, "%s%ld", d ? "," : "", odims[d]);
   fprintf(f, "],\"data\":[");
@@ -369,8 +377,10 @@ static int fuzz_case(const char *dir, int idx)
     if (is_int) {
       /* exact: integer sums, floor of the root by correction */
       long long sum = (long long)v, r = (long long)sqrtl(v);
-      while (r * r > sum) r--;
-      while ((r + 1) * (r + 1) <= sum) r++;
+      while (r * r > sum)
+        r--;
+      while ((r + 1) * (r + 1) <= sum)
+        r++;
       fprintf(f, "%s%lld", o ? "," : "", l2 ? r : sum);
     } else {
       fprintf(f, "%s%.21Lg", o ? "," : "", l2 ? sqrtl(v) : v);
@@ -381,7 +391,10 @@ static int fuzz_case(const char *dir, int idx)
   snprintf(path, sizeof path, "%s/%d.mode", dir, idx);
   if (!(f = fopen(path, "w")))
     return -1;
-  fprintf(f, "%s\n", strcmp(dt, "float64") == 0 ? "rel=1e-15" : is_int ? "" : dt);
+  fprintf(f, "%s\n",
+          strcmp(dt, "float64") == 0 ? "rel=1e-15"
+          : is_int                   ? ""
+                                     : dt);
   fclose(f);
   free(iv);
   free(acc);
@@ -397,17 +410,22 @@ static int sig_digits(const char *t, size_t len)
     if (t[k] >= '0' && t[k] <= '9' && n < sizeof d)
       d[n++] = t[k];
   size_t a = 0, b = n;
-  while (a < b && d[a] == '0') a++;
-  while (b > a && d[b - 1] == '0') b--;
+  while (a < b && d[a] == '0')
+    a++;
+  while (b > a && d[b - 1] == '0')
+    b--;
   return (int)(b - a);
 }
 
 static int cmd_shortest(const char *file, const char *dtype)
 {
-  struct cmp c = {CMP_EXACT, 0};
-  if (strcmp(dtype, "float32") == 0) c.mode = CMP_F32;
-  else if (strcmp(dtype, "float16") == 0) c.mode = CMP_F16;
-  else if (strcmp(dtype, "bfloat16") == 0) c.mode = CMP_BF16;
+  struct cmp c = { CMP_EXACT, 0 };
+  if (strcmp(dtype, "float32") == 0)
+    c.mode = CMP_F32;
+  else if (strcmp(dtype, "float16") == 0)
+    c.mode = CMP_F16;
+  else if (strcmp(dtype, "bfloat16") == 0)
+    c.mode = CMP_BF16;
   FILE *f = fopen(file, "rb");
   if (!f)
     return 2;
@@ -420,16 +438,21 @@ static int cmd_shortest(const char *file, const char *dtype)
     return 2;
   int bad = 0;
   for (p++; *p && *p != ']';) {
-    while (*p == ' ' || *p == ',' || *p == '\n') p++;
+    while (*p == ' ' || *p == ',' || *p == '\n')
+      p++;
     char *end = p;
-    while (*end && *end != ',' && *end != ']' && *end != ' ') end++;
+    while (*end && *end != ',' && *end != ']' && *end != ' ')
+      end++;
     if (*p != '"' && end > p) {
       double v = apply_mode(&c, strtod(p, NULL));
       int need = 17;
       for (int prec = 1; prec <= 17; prec++) {
         char t[64];
         snprintf(t, sizeof t, "%.*e", prec - 1, v);
-        if (apply_mode(&c, strtod(t, NULL)) == v) { need = prec; break; }
+        if (apply_mode(&c, strtod(t, NULL)) == v) {
+          need = prec;
+          break;
+        }
       }
       int have = sig_digits(p, (size_t)(end - p));
       if (v != 0 && have > need) {
@@ -445,8 +468,8 @@ static int cmd_shortest(const char *file, const char *dtype)
 
 static const char *type_name(json_t *v)
 {
-  static const char *names[] = {"object", "array", "string", "integer",
-                                "real",   "true",  "false",  "null"};
+  static const char *names[] = { "object", "array", "string", "integer",
+                                 "real",   "true",  "false",  "null" };
   return names[json_typeof(v)];
 }
 
@@ -464,8 +487,9 @@ int main(int argc, char **argv)
     return 0;
   }
   if (argc < 4) {
-    fprintf(stderr, "usage: jtool get|type|keys FILE PATH | eq FILE EXPECTED [MODE]"
-                    " | gen OP DTYPE N SCALE [EXTRA]\n");
+    fprintf(stderr,
+            "usage: jtool get|type|keys FILE PATH | eq FILE EXPECTED [MODE]"
+            " | gen OP DTYPE N SCALE [EXTRA]\n");
     return 2;
   }
   json_t *doc = load_file(argv[2]);
@@ -473,13 +497,21 @@ int main(int argc, char **argv)
     return 2;
   int rc = 1;
   if (strcmp(argv[1], "eq") == 0) {
-    struct cmp c = {CMP_EXACT, 0};
+    struct cmp c = { CMP_EXACT, 0 };
     const char *m = argc > 4 ? argv[4] : "";
-    if (strcmp(m, "float32") == 0) c.mode = CMP_F32;
-    else if (strcmp(m, "float16") == 0) c.mode = CMP_F16;
-    else if (strcmp(m, "bfloat16") == 0) c.mode = CMP_BF16;
-    else if (strncmp(m, "rel=", 4) == 0) { c.mode = CMP_REL; c.rel = atof(m + 4); }
-    else if (*m) { fprintf(stderr, "jtool: bad mode %s\n", m); return 2; }
+    if (strcmp(m, "float32") == 0)
+      c.mode = CMP_F32;
+    else if (strcmp(m, "float16") == 0)
+      c.mode = CMP_F16;
+    else if (strcmp(m, "bfloat16") == 0)
+      c.mode = CMP_BF16;
+    else if (strncmp(m, "rel=", 4) == 0) {
+      c.mode = CMP_REL;
+      c.rel = atof(m + 4);
+    } else if (*m) {
+      fprintf(stderr, "jtool: bad mode %s\n", m);
+      return 2;
+    }
     json_error_t e;
     json_t *exp = json_loads(argv[3], JSON_DECODE_ANY, &e);
     if (!exp) {
@@ -497,7 +529,7 @@ int main(int argc, char **argv)
         printf("%s\n", json_string_value(v));
       } else {
         char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
-                                    JSON_REAL_PRECISION(17));
+                                  JSON_REAL_PRECISION(17));
         printf("%s\n", s ? s : "");
         free(s);
       }
@@ -510,8 +542,9 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[1], "opscheck") == 0) {
       int n7 = 0, n8 = 0, other = 0;
       ops_walk(v, &n7, &n8, &other);
-      printf("dtype lists: %d without bfloat16 (7 types), %d with all 8, %d other\n",
-             n7, n8, other);
+      printf(
+        "dtype lists: %d without bfloat16 (7 types), %d with all 8, %d other\n",
+        n7, n8, other);
       rc = (n7 == 4 && n8 == 4 && other == 0) ? 0 : 1;
     } else {
       rc = 2;

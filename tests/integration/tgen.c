@@ -20,15 +20,13 @@
 
 #define CHUNK (1u << 20)
 
-static void
-put_le(unsigned char *p, uint64_t v, size_t n)
+static void put_le(unsigned char *p, uint64_t v, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     p[i] = (unsigned char)(v >> (8 * i));
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   static unsigned char buf[CHUNK];
   const char *dt;

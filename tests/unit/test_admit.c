@@ -5,7 +5,7 @@
  * or beyond --max-pending admitted plus waiting (503), timed out after
  * --queue-timeout, and taken out of the queue by a release while waiting.
  * Expected values follow admit.h and docs/http-api.md ("Admission"). */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,8 +23,7 @@ static struct admit_ticket *seen[16];
 static enum admit_outcome seen_how[16];
 static int nseen;
 
-static void
-record(struct admit_ticket *t, enum admit_outcome how)
+static void record(struct admit_ticket *t, enum admit_outcome how)
 {
   assert_true(nseen < 16);
   seen[nseen] = t;
@@ -32,23 +31,20 @@ record(struct admit_ticket *t, enum admit_outcome how)
 }
 
 /* Runs the loop until nothing is pending (the idle handle fires once). */
-static void
-spin(uv_loop_t *loop)
+static void spin(uv_loop_t *loop)
 {
   uv_run(loop, UV_RUN_NOWAIT);
   uv_run(loop, UV_RUN_NOWAIT);
 }
 
-static void
-finish(uv_loop_t *loop, struct admit *a)
+static void finish(uv_loop_t *loop, struct admit *a)
 {
   admit_close(a);
   uv_run(loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(loop), 0);
 }
 
-static void
-test_fifo(void **state)
+static void test_fifo(void **state)
 {
   uv_loop_t loop;
   struct admit a;
@@ -56,8 +52,10 @@ test_fifo(void **state)
 
   (void)state;
   nseen = 0;
-  memset(&t1, 0, sizeof t1); memset(&t2, 0, sizeof t2);
-  memset(&t3, 0, sizeof t3); memset(&t4, 0, sizeof t4);
+  memset(&t1, 0, sizeof t1);
+  memset(&t2, 0, sizeof t2);
+  memset(&t3, 0, sizeof t3);
+  memset(&t4, 0, sizeof t4);
   assert_int_equal(uv_loop_init(&loop), 0);
   assert_int_equal(admit_init(&a, &loop, NULL, 100, 10, 10), 0);
 
@@ -74,7 +72,7 @@ test_fifo(void **state)
 
   /* Releasing 60 admits both, in order, from a loop callback. */
   admit_release(&a, &t1);
-  assert_int_equal(nseen, 0);   /* not inside the release */
+  assert_int_equal(nseen, 0); /* not inside the release */
   assert_int_equal(t1.state, ADMIT_T_NONE);
   spin(&loop);
   assert_int_equal(nseen, 2);
@@ -89,10 +87,10 @@ test_fifo(void **state)
   assert_int_equal(admit_request(&a, &t4, 90, record, NULL), ADMIT_WAIT);
   admit_resize(&a, &t2, 5);
   spin(&loop);
-  assert_int_equal(nseen, 2);   /* 5 + 10 + 90 > 100 */
+  assert_int_equal(nseen, 2); /* 5 + 10 + 90 > 100 */
   admit_resize(&a, &t3, 2);
   spin(&loop);
-  assert_int_equal(nseen, 3);   /* 5 + 2 + 90 <= 100 */
+  assert_int_equal(nseen, 3); /* 5 + 2 + 90 <= 100 */
   assert_ptr_equal(seen[2], &t4);
   assert_int_equal(a.inflight_bytes, 97);
   /* Growth is counted even beyond the budget. */
@@ -101,14 +99,13 @@ test_fifo(void **state)
   admit_release(&a, &t2);
   admit_release(&a, &t3);
   admit_release(&a, &t4);
-  admit_release(&a, &t4);   /* twice: nothing */
+  admit_release(&a, &t4); /* twice: nothing */
   assert_int_equal(a.inflight_bytes, 0);
   assert_int_equal(a.admitted, 0);
   finish(&loop, &a);
 }
 
-static void
-test_refusals(void **state)
+static void test_refusals(void **state)
 {
   uv_loop_t loop;
   struct admit a;
@@ -142,8 +139,7 @@ test_refusals(void **state)
   finish(&loop, &a);
 }
 
-static void
-test_timeout(void **state)
+static void test_timeout(void **state)
 {
   uv_loop_t loop;
   struct admit a;
@@ -151,7 +147,8 @@ test_timeout(void **state)
 
   (void)state;
   nseen = 0;
-  memset(&t1, 0, sizeof t1); memset(&t2, 0, sizeof t2);
+  memset(&t1, 0, sizeof t1);
+  memset(&t2, 0, sizeof t2);
   memset(&t3, 0, sizeof t3);
   assert_int_equal(uv_loop_init(&loop), 0);
   assert_int_equal(admit_init(&a, &loop, NULL, 100, 10, 1), 0);
@@ -171,14 +168,13 @@ test_timeout(void **state)
   assert_int_equal(a.timeouts_total, 2);
   assert_int_equal(a.waiting, 0);
   assert_int_equal(a.inflight_bytes, 100);
-  admit_release(&a, &t2);   /* timed out: nothing to give back */
+  admit_release(&a, &t2); /* timed out: nothing to give back */
   admit_release(&a, &t1);
   assert_int_equal(a.inflight_bytes, 0);
   finish(&loop, &a);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fifo),

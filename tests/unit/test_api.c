@@ -25,22 +25,21 @@
 /* Helpers                                                            */
 /* ================================================================== */
 
-static int
-decode_max(const char *json, uint64_t max, struct api_request *req,
-           struct rd_error *err)
+static int decode_max(const char *json, uint64_t max, struct api_request *req,
+                      struct rd_error *err)
 {
   return api_json_decode(json, strlen(json), max, req, err);
 }
 
-static int
-decode(const char *json, struct api_request *req, struct rd_error *err)
+static int decode(const char *json, struct api_request *req,
+                  struct rd_error *err)
 {
   return decode_max(json, 0, req, err);
 }
 
 /* Decoding `json` fails with `code` and a message containing `sub`. */
-static void
-expect_fail_max(const char *json, uint64_t max, int code, const char *sub)
+static void expect_fail_max(const char *json, uint64_t max, int code,
+                            const char *sub)
 {
   struct api_request req;
   struct rd_error err;
@@ -48,46 +47,48 @@ expect_fail_max(const char *json, uint64_t max, int code, const char *sub)
 
   if (rc != code || strstr(err.msg, sub) == NULL)
     print_error("body %s\n  got %d (%s) \"%s\"\n  want %d (%s) containing "
-                "\"%s\"\n", json, rc, api_errname(rc), err.msg, code,
-                api_errname(code), sub);
+                "\"%s\"\n",
+                json, rc, api_errname(rc), err.msg, code, api_errname(code),
+                sub);
   assert_int_equal(rc, code);
   assert_int_equal(err.code, code);
   assert_non_null(strstr(err.msg, sub));
   assert_null(req.data);
-  api_request_free(&req);                 /* safe after failure too */
+  api_request_free(&req); /* safe after failure too */
 }
 
-static void
-expect_fail(const char *json, int code, const char *sub)
+static void expect_fail(const char *json, int code, const char *sub)
 {
   expect_fail_max(json, 0, code, sub);
 }
 
 /* Decodes an input {"dtype":dtype,"data":data} with op ReduceL2; returns
  * rc; on success the caller frees req. */
-static int
-decode_data(const char *dtype, const char *data, struct api_request *req,
-            struct rd_error *err)
+static int decode_data(const char *dtype, const char *data,
+                       struct api_request *req, struct rd_error *err)
 {
   char body[4096];
 
-  snprintf(body, sizeof body, "{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
-           "\"%s\",\"data\":%s}}", dtype, data);
+  snprintf(body, sizeof body,
+           "{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
+           "\"%s\",\"data\":%s}}",
+           dtype, data);
   return decode(body, req, err);
 }
 
-static void
-expect_elem_fail(const char *dtype, const char *data, const char *sub)
+static void expect_elem_fail(const char *dtype, const char *data,
+                             const char *sub)
 {
   char body[4096];
 
-  snprintf(body, sizeof body, "{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
-           "\"%s\",\"data\":%s}}", dtype, data);
+  snprintf(body, sizeof body,
+           "{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
+           "\"%s\",\"data\":%s}}",
+           dtype, data);
   expect_fail(body, API_E_INVALID_ELEMENT, sub);
 }
 
-static uint32_t
-f32_bits(float f)
+static uint32_t f32_bits(float f)
 {
   uint32_t u;
 
@@ -95,8 +96,7 @@ f32_bits(float f)
   return u;
 }
 
-static float
-f32_from_bits(uint32_t u)
+static float f32_from_bits(uint32_t u)
 {
   float f;
 
@@ -104,8 +104,7 @@ f32_from_bits(uint32_t u)
   return f;
 }
 
-static const char *
-fmt(int dtype, const void *elem)
+static const char *fmt(int dtype, const void *elem)
 {
   static char buf[API_NUMFMT_MAX];
 
@@ -113,20 +112,17 @@ fmt(int dtype, const void *elem)
   return buf;
 }
 
-static const char *
-fmt_f32(float f)
+static const char *fmt_f32(float f)
 {
   return fmt(RD_FLOAT32, &f);
 }
 
-static const char *
-fmt_f64(double d)
+static const char *fmt_f64(double d)
 {
   return fmt(RD_FLOAT64, &d);
 }
 
-static const char *
-fmt_u16(int dtype, uint16_t h)
+static const char *fmt_u16(int dtype, uint16_t h)
 {
   return fmt(dtype, &h);
 }
@@ -135,10 +131,13 @@ fmt_u16(int dtype, uint16_t h)
 /* Errors                                                             */
 /* ================================================================== */
 
-static void
-test_errname_status(void **state)
+static void test_errname_status(void **state)
 {
-  static const struct { int code; const char *name; int status; } api[] = {
+  static const struct {
+    int code;
+    const char *name;
+    int status;
+  } api[] = {
     { API_E_BAD_JSON, "BAD_JSON", 400 },
     { API_E_MISSING_FIELD, "MISSING_FIELD", 400 },
     { API_E_INVALID_FIELD, "INVALID_FIELD", 400 },
@@ -181,8 +180,8 @@ test_errname_status(void **state)
     { RD_E_ATTRIBUTE, "ATTRIBUTE_NOT_ALLOWED", 400 },
     { RD_E_ELEMENT, "INVALID_ELEMENT", 400 },
   };
-  static const int unknown[] = { -23, -50, -99, -106, -109, -123, -124,
-                                 -1000, 1, 200 };
+  static const int unknown[] = { -23,  -50,  -99,   -106, -109,
+                                 -123, -124, -1000, 1,    200 };
   size_t i;
 
   (void)state;
@@ -198,8 +197,7 @@ test_errname_status(void **state)
   }
 }
 
-static void
-test_api_fail(void **state)
+static void test_api_fail(void **state)
 {
   struct rd_error err;
   char big[400];
@@ -207,7 +205,8 @@ test_api_fail(void **state)
 
   (void)state;
   assert_int_equal(api_fail(&err, API_E_INVALID_FIELD, "x = %d, y = %s", 4,
-                            "z"), API_E_INVALID_FIELD);
+                            "z"),
+                   API_E_INVALID_FIELD);
   assert_int_equal(err.code, API_E_INVALID_FIELD);
   assert_string_equal(err.msg, "x = 4, y = z");
   assert_int_equal(api_fail(NULL, RD_E_DIM, "ignored"), RD_E_DIM);
@@ -215,7 +214,7 @@ test_api_fail(void **state)
   /* 2-byte characters: the cut at 255 bytes lands inside one. */
   for (i = 0; i + 2 < sizeof big; i += 2) {
     big[i] = (char)0xC3;
-    big[i + 1] = (char)0xA9;               /* U+00E9 */
+    big[i + 1] = (char)0xA9; /* U+00E9 */
   }
   big[i] = '\0';
   api_fail(&err, RD_E_OP, "%s", big);
@@ -224,11 +223,14 @@ test_api_fail(void **state)
   assert_int_equal((unsigned char)err.msg[RD_ERRMSG_MAX - 3], 0xA9);
 }
 
-static void
-test_utf8_sanitize(void **state)
+static void test_utf8_sanitize(void **state)
 {
   char s1[] = "ok \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80";
-  char s2[] = "a\xC3" "b\xFF" "c\xC0\xAF" "d\xED\xA0\x80" "e\xF4\x90\x80\x80"
+  char s2[] = "a\xC3"
+              "b\xFF"
+              "c\xC0\xAF"
+              "d\xED\xA0\x80"
+              "e\xF4\x90\x80\x80"
               "f\xE2\x82";
 
   (void)state;
@@ -244,8 +246,7 @@ test_utf8_sanitize(void **state)
 /* Buffer                                                             */
 /* ================================================================== */
 
-static void
-test_buf(void **state)
+static void test_buf(void **state)
 {
   struct api_buf b;
   char *s, expect[3001];
@@ -255,7 +256,7 @@ test_buf(void **state)
   api_buf_init(&b);
   assert_null(b.data);
   assert_int_equal(b.len, 0);
-  s = api_buf_steal(&b, &len);             /* nothing appended: "" */
+  s = api_buf_steal(&b, &len); /* nothing appended: "" */
   assert_non_null(s);
   assert_string_equal(s, "");
   assert_int_equal(len, 0);
@@ -287,7 +288,7 @@ test_buf(void **state)
   assert_null(b.data);
   assert_int_equal(b.len, 0);
   free(s);
-  api_buf_free(&b);                        /* safe on an empty buffer */
+  api_buf_free(&b); /* safe on an empty buffer */
   api_buf_free(&b);
 }
 
@@ -295,8 +296,7 @@ test_buf(void **state)
 /* Number formatting                                                  */
 /* ================================================================== */
 
-static void
-test_numfmt_fixed(void **state)
+static void test_numfmt_fixed(void **state)
 {
   int32_t i32;
   int64_t i64;
@@ -313,7 +313,7 @@ test_numfmt_fixed(void **state)
   assert_string_equal(fmt_f32(-2.5f), "-2.5");
   assert_string_equal(fmt_f32(16777216.0f), "16777216");
   assert_string_equal(fmt_f32(FLT_MIN), "1.1754944e-38");
-  assert_string_equal(fmt_f32(f32_from_bits(1)), "1e-45");   /* 2^-149 */
+  assert_string_equal(fmt_f32(f32_from_bits(1)), "1e-45"); /* 2^-149 */
   assert_string_equal(fmt_f32(FLT_MAX), "3.4028235e+38");
   assert_string_equal(fmt_f32(1e-5f), "1e-5");
   assert_string_equal(fmt_f32(0.0001f), "0.0001");
@@ -345,7 +345,7 @@ test_numfmt_fixed(void **state)
    * "65500" is shorter than "6.55e+4". */
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x7BFF), "65500");
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x3C00), "1");
-  assert_string_equal(fmt_u16(RD_FLOAT16, 0x2E66), "0.1");   /* 0.09997559 */
+  assert_string_equal(fmt_u16(RD_FLOAT16, 0x2E66), "0.1");    /* 0.09997559 */
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x3555), "0.3333"); /* 0.33325195 */
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x0001), "6e-8");   /* 2^-24 */
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x8000), "-0");
@@ -354,7 +354,7 @@ test_numfmt_fixed(void **state)
   assert_string_equal(fmt_u16(RD_FLOAT16, 0x7E00), "\"NaN\"");
 
   /* bfloat16 (bits) */
-  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x3DCD), "0.1");  /* 0.10009766 */
+  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x3DCD), "0.1");   /* 0.10009766 */
   assert_string_equal(fmt_u16(RD_BFLOAT16, 0x3EAB), "0.334"); /* 0.33398438 */
   assert_string_equal(fmt_u16(RD_BFLOAT16, 0x4049), "3.14");  /* 3.140625 */
   assert_string_equal(fmt_u16(RD_BFLOAT16, 0x3F80), "1");
@@ -376,13 +376,13 @@ test_numfmt_fixed(void **state)
   assert_string_equal(fmt(RD_UINT64, &u64), "\"9223372036854775808\"");
   u64 = UINT64_MAX;
   assert_string_equal(fmt(RD_UINT64, &u64), "\"18446744073709551615\"");
-  assert_int_equal(api_format_elem((char[API_NUMFMT_MAX]){0}, RD_UINT64,
-                                   &u64), 22);
+  assert_int_equal(api_format_elem((char[API_NUMFMT_MAX]){ 0 }, RD_UINT64,
+                                   &u64),
+                   22);
 }
 
 /* xorshift64*: deterministic, so a failure reproduces. */
-static uint64_t
-rnd(uint64_t *s)
+static uint64_t rnd(uint64_t *s)
 {
   *s ^= *s >> 12;
   *s ^= *s << 25;
@@ -391,28 +391,21 @@ rnd(uint64_t *s)
 }
 
 /* How a client reads the text back: strtod, then rounding to the dtype. */
-static uint64_t
-client_bits(int dtype, const char *text)
+static uint64_t client_bits(int dtype, const char *text)
 {
   double d = strtod(text, NULL);
   uint64_t u;
 
   switch (dtype) {
-  case RD_FLOAT32:
-    return f32_bits((float)d);
-  case RD_FLOAT16:
-    return rd_f64_to_f16(d);
-  case RD_BFLOAT16:
-    return rd_f64_to_bf16(d);
-  default:
-    memcpy(&u, &d, sizeof u);
-    return u;
+  case RD_FLOAT32: return f32_bits((float)d);
+  case RD_FLOAT16: return rd_f64_to_f16(d);
+  case RD_BFLOAT16: return rd_f64_to_bf16(d);
+  default: memcpy(&u, &d, sizeof u); return u;
   }
 }
 
 /* Significant digits of a decimal text ("0.00120" -> 3, "1.5e+15" -> 2). */
-static int
-sig_digits(const char *s)
+static int sig_digits(const char *s)
 {
   int n = 0, trailing_zeros = 0, started = 0;
 
@@ -429,8 +422,7 @@ sig_digits(const char *s)
   return n - trailing_zeros;
 }
 
-static void
-check_shortest(int dtype, const void *elem, double v, uint64_t bits)
+static void check_shortest(int dtype, const void *elem, double v, uint64_t bits)
 {
   const char *text = fmt(dtype, elem);
   char shorter[320], exact[320];
@@ -471,8 +463,7 @@ check_shortest(int dtype, const void *elem, double v, uint64_t bits)
   }
 }
 
-static void
-test_numfmt_property(void **state)
+static void test_numfmt_property(void **state)
 {
   uint64_t seed = 0x9E3779B97F4A7C15ULL, r, u;
   uint32_t u32;
@@ -520,8 +511,7 @@ test_numfmt_property(void **state)
 /* Decoding: fields                                                   */
 /* ================================================================== */
 
-static void
-test_decode_example(void **state)
+static void test_decode_example(void **state)
 {
   static const char body[] =
     "{\"op\": \"ReduceSumSquare\", \"opset\": 13, \"axes\": [1, -1],"
@@ -556,19 +546,20 @@ test_decode_example(void **state)
     assert_true(x[i] == (float)(i + 1));
   assert_true(x[11] == 12.5f);
   api_request_free(&req);
-  api_request_free(&req);                 /* twice is fine */
+  api_request_free(&req); /* twice is fine */
   assert_null(req.data);
 }
 
-static void
-test_decode_defaults(void **state)
+static void test_decode_defaults(void **state)
 {
   struct api_request req;
   struct rd_error err;
 
   (void)state;
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
-                          "\"double\",\"data\":[1,2]}}", &req, &err), 0);
+                          "\"double\",\"data\":[1,2]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.op, RD_OP_L2);
   assert_int_equal(req.params.opset, 18);
   assert_int_equal(req.params.keepdims, 1);
@@ -583,7 +574,9 @@ test_decode_defaults(void **state)
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"opset\":11.0,\"keepdims\":"
                           "true,\"noop_with_empty_axes\":false,\"axes\":[],"
                           "\"overflow\":\"saturate\",\"input\":{\"dtype\":"
-                          "\"float\",\"data\":[1]}}", &req, &err), 0);
+                          "\"float\",\"data\":[1]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.opset, 11);
   assert_int_equal(req.params.keepdims, 1);
   assert_int_equal(req.params.noop_with_empty_axes, 0);
@@ -596,7 +589,9 @@ test_decode_defaults(void **state)
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"keepdims\":7,"
                           "\"noop_with_empty_axes\":-3,\"opset\":0,"
                           "\"axes\":[5,5],\"input\":{\"dtype\":\"int32\","
-                          "\"data\":[1]}}", &req, &err), 0);
+                          "\"data\":[1]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.keepdims, 7);
   assert_int_equal(req.params.noop_with_empty_axes, -3);
   assert_int_equal(req.params.opset, 0);
@@ -604,8 +599,7 @@ test_decode_defaults(void **state)
   api_request_free(&req);
 }
 
-static void
-test_decode_bad_json(void **state)
+static void test_decode_bad_json(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -622,23 +616,23 @@ test_decode_bad_json(void **state)
   expect_fail("{\"op\":\"a\\u0000b\"}", API_E_BAD_JSON, "invalid JSON");
   /* Integer literals beyond int64 fail in the parser. */
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"uint64\",\"data\":"
-              "[18446744073709551615]}}", API_E_BAD_JSON, "too big");
+              "[18446744073709551615]}}",
+              API_E_BAD_JSON, "too big");
   assert_int_equal(api_json_decode(NULL, 0, 0, &req, &err), API_E_BAD_JSON);
   /* Invalid UTF-8 is the parser's error too. */
   expect_fail("{\"op\":\"\xFF\"}", API_E_BAD_JSON, "invalid JSON");
 }
 
-static void
-test_decode_fields(void **state)
+static void test_decode_fields(void **state)
 {
   (void)state;
   /* unknown fields, top level and in input */
   /* axis is ArgMax/ArgMin's (issue 11): a Reduce op refuses it by name. */
-  expect_fail("{\"op\":\"ReduceL2\",\"axis\":[1],\"input\":{}}",
-              RD_E_ATTRIBUTE, "axis is not an attribute of ReduceL2");
+  expect_fail("{\"op\":\"ReduceL2\",\"axis\":[1],\"input\":{}}", RD_E_ATTRIBUTE,
+              "axis is not an attribute of ReduceL2");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"float32\",\"data\":"
-              "[1],\"strides\":[1]}}", API_E_UNKNOWN_FIELD,
-              "unknown field \"input.strides\"");
+              "[1],\"strides\":[1]}}",
+              API_E_UNKNOWN_FIELD, "unknown field \"input.strides\"");
   expect_fail("{\"op\":\"ReduceL2\",\"\\u00e9\\n\":1}", API_E_UNKNOWN_FIELD,
               "unknown field \"\\u00E9\\n\"");
 
@@ -677,11 +671,12 @@ test_decode_fields(void **state)
   expect_fail("{\"op\":\"ReduceL2\",\"keepdims\":0.5,\"input\":{}}",
               API_E_INVALID_FIELD, "keepdims must be an integer");
   expect_fail("{\"op\":\"ReduceL2\",\"noop_with_empty_axes\":[],\"input\":{}}",
-              API_E_INVALID_FIELD, "noop_with_empty_axes must be an integer "
+              API_E_INVALID_FIELD,
+              "noop_with_empty_axes must be an integer "
               "or true/false, got [...]");
   expect_fail("{\"op\":\"ReduceL2\",\"noop_with_empty_axes\":"
-              "-9223372036854775808,\"input\":{}}", RD_E_NOOP,
-              "-9223372036854775808");
+              "-9223372036854775808,\"input\":{}}",
+              RD_E_NOOP, "-9223372036854775808");
 
   /* overflow */
   expect_fail("{\"op\":\"ReduceL2\",\"overflow\":\"clamp\",\"input\":{}}",
@@ -691,7 +686,8 @@ test_decode_fields(void **state)
 
   /* axes */
   expect_fail("{\"op\":\"ReduceL2\",\"axes\":1,\"input\":{}}",
-              API_E_INVALID_FIELD, "axes must be a list of integers, got a "
+              API_E_INVALID_FIELD,
+              "axes must be a list of integers, got a "
               "number");
   expect_fail("{\"op\":\"ReduceL2\",\"axes\":null,\"input\":{}}",
               API_E_INVALID_FIELD, "axes must be a list");
@@ -701,25 +697,30 @@ test_decode_fields(void **state)
               API_E_INVALID_FIELD, "axes[1] must be an integer, got false");
   expect_fail("{\"op\":\"ReduceL2\",\"axes\":[0,1,2,3,4,5,6,7,8,9,10,11,12,"
               "13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,0],"
-              "\"input\":{}}", API_E_INVALID_FIELD,
-              "axes has 33 entries; at most 32");
+              "\"input\":{}}",
+              API_E_INVALID_FIELD, "axes has 33 entries; at most 32");
 
   /* input */
   expect_fail("{\"op\":\"ReduceL2\",\"input\":[1]}", API_E_INVALID_FIELD,
               "input must be an object, got a list");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int4\","
-              "\"data\":[1]}}", RD_E_DTYPE, "unsupported dtype \"int4\"; "
+              "\"data\":[1]}}",
+              RD_E_DTYPE,
+              "unsupported dtype \"int4\"; "
               "supported: float32, float64, float16, bfloat16, int8, uint8, ");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":1,\"data\":[1]}}",
               API_E_INVALID_FIELD, "input.dtype must be a string");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":{\"a\":1}}}", API_E_INVALID_FIELD,
+              "\"data\":{\"a\":1}}}",
+              API_E_INVALID_FIELD,
               "input.data must be a list or a single element, got an object");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"shape\":2,\"data\":[1,2]}}", API_E_INVALID_FIELD,
+              "\"shape\":2,\"data\":[1,2]}}",
+              API_E_INVALID_FIELD,
               "input.shape must be a list of integers, got a number");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"shape\":[2,\"1\"],\"data\":[1,2]}}", API_E_INVALID_FIELD,
+              "\"shape\":[2,\"1\"],\"data\":[1,2]}}",
+              API_E_INVALID_FIELD,
               "input.shape[1] must be an integer, got \"1\"");
 }
 
@@ -727,8 +728,7 @@ test_decode_fields(void **state)
 /* Decoding: shapes and data layout                                   */
 /* ================================================================== */
 
-static void
-test_decode_layout(void **state)
+static void test_decode_layout(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -750,8 +750,9 @@ test_decode_layout(void **state)
 
   /* nested with an agreeing shape */
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-                          "\"shape\":[2,2],\"data\":[[1,2],[3,4]]}}", &req,
-                          &err), 0);
+                          "\"shape\":[2,2],\"data\":[[1,2],[3,4]]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.rank, 2);
   x = req.data;
   assert_int_equal(x[3], 4);
@@ -759,8 +760,9 @@ test_decode_layout(void **state)
 
   /* flat with a shape */
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-                          "\"shape\":[2,1,3],\"data\":[6,5,4,3,2,1]}}", &req,
-                          &err), 0);
+                          "\"shape\":[2,1,3],\"data\":[6,5,4,3,2,1]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.rank, 3);
   assert_int_equal(req.shape[2], 3);
   x = req.data;
@@ -775,8 +777,9 @@ test_decode_layout(void **state)
   assert_int_equal(*(const int64_t *)req.data, -7);
   api_request_free(&req);
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
-                          "\"float32\",\"shape\":[],\"data\":\"NaN\"}}", &req,
-                          &err), 0);
+                          "\"float32\",\"shape\":[],\"data\":\"NaN\"}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.rank, 0);
   assert_true(isnan(*(const float *)req.data));
   api_request_free(&req);
@@ -795,21 +798,22 @@ test_decode_layout(void **state)
   assert_int_equal(req.data_bytes, 0);
   api_request_free(&req);
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-                          "\"shape\":[0,3,1000000000000],\"data\":[]}}", &req,
-                          &err), 0);
+                          "\"shape\":[0,3,1000000000000],\"data\":[]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(req.params.rank, 3);
   assert_int_equal(req.data_bytes, 0);
   api_request_free(&req);
 
   /* max_elements */
   assert_int_equal(decode_max("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":"
-                              "\"int32\",\"data\":[1,2,3,4]}}", 4, &req, &err),
+                              "\"int32\",\"data\":[1,2,3,4]}}",
+                              4, &req, &err),
                    0);
   api_request_free(&req);
 }
 
-static void
-test_decode_shape_errors(void **state)
+static void test_decode_shape_errors(void **state)
 {
   (void)state;
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
@@ -818,56 +822,67 @@ test_decode_shape_errors(void **state)
               "input.data has 11 elements; shape [3,2,2] needs 12");
   /* a huge shape with tiny data: an error, not an allocation */
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[1000000000,1000000000],\"data\":[1]}}", API_E_SHAPE_MISMATCH,
+              "[1000000000,1000000000],\"data\":[1]}}",
+              API_E_SHAPE_MISMATCH,
               "input.data has 1 elements; shape [1000000000,1000000000] needs "
               "1000000000000000000");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[4611686018427387904,4],\"data\":[1]}}", RD_E_TOO_LARGE, "");
+              "[4611686018427387904,4],\"data\":[1]}}",
+              RD_E_TOO_LARGE, "");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[2,-1],\"data\":[1]}}", RD_E_DIM, "shape[1] is -1");
+              "[2,-1],\"data\":[1]}}",
+              RD_E_DIM, "shape[1] is -1");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
               "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
-              "1,1],\"data\":[1]}}", RD_E_RANK, "33");
-  expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"data\":"
-              "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
-              "}}", RD_E_RANK, "deeper than 32");
+              "1,1],\"data\":[1]}}",
+              RD_E_RANK, "33");
+  expect_fail(
+    "{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"data\":"
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+    "}}",
+    RD_E_RANK, "deeper than 32");
   expect_fail_max("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-                  "\"data\":[1,2,3,4]}}", 3, RD_E_TOO_LARGE,
-                  "input has 4 elements; the limit is 3");
+                  "\"data\":[1,2,3,4]}}",
+                  3, RD_E_TOO_LARGE, "input has 4 elements; the limit is 3");
   expect_fail_max("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-                  "\"shape\":[1000,1000],\"data\":[1]}}", 1000, RD_E_TOO_LARGE,
+                  "\"shape\":[1000,1000],\"data\":[1]}}",
+                  1000, RD_E_TOO_LARGE,
                   "input has 1000000 elements; the limit is 1000");
 
   /* ragged nesting, named by path */
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":[[1,2],[3]]}}", API_E_SHAPE_MISMATCH,
-              "input.data[1] has 1 elements; expected 2");
+              "\"data\":[[1,2],[3]]}}",
+              API_E_SHAPE_MISMATCH, "input.data[1] has 1 elements; expected 2");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":[[1,2],3]}}", API_E_SHAPE_MISMATCH,
-              "input.data[1] is not a list");
+              "\"data\":[[1,2],3]}}",
+              API_E_SHAPE_MISMATCH, "input.data[1] is not a list");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":[[1,[2]],[3,4]]}}", API_E_SHAPE_MISMATCH,
-              "input.data[0][1] is a list");
+              "\"data\":[[1,[2]],[3,4]]}}",
+              API_E_SHAPE_MISMATCH, "input.data[0][1] is a list");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":[[[1],[2]],[[3],[4,5]]]}}", API_E_SHAPE_MISMATCH,
+              "\"data\":[[[1],[2]],[[3],[4,5]]]}}",
+              API_E_SHAPE_MISMATCH,
               "input.data[1][1] has 2 elements; expected 1 (the data is "
               "nested as shape [2,2,1]");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":[1,[2]]}}", API_E_SHAPE_MISMATCH,
-              "input.data[1] is a list");
+              "\"data\":[1,[2]]}}",
+              API_E_SHAPE_MISMATCH, "input.data[1] is a list");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\","
-              "\"data\":[[],[1]]}}", API_E_SHAPE_MISMATCH,
-              "input.data[1] has 1 elements; expected 0");
+              "\"data\":[[],[1]]}}",
+              API_E_SHAPE_MISMATCH, "input.data[1] has 1 elements; expected 0");
 
   /* nesting and shape disagree */
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[3,2],\"data\":[[1,2,3],[4,5,6]]}}", API_E_SHAPE_MISMATCH,
+              "[3,2],\"data\":[[1,2,3],[4,5,6]]}}",
+              API_E_SHAPE_MISMATCH,
               "input.data is nested as shape [2,3] but input.shape is [3,2]");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[4],\"data\":[[1,2],[3,4]]}}", API_E_SHAPE_MISMATCH,
+              "[4],\"data\":[[1,2],[3,4]]}}",
+              API_E_SHAPE_MISMATCH,
               "nested as shape [2,2] but input.shape is [4]");
   expect_fail("{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"int32\",\"shape\":"
-              "[1],\"data\":5}}", API_E_SHAPE_MISMATCH,
+              "[1],\"data\":5}}",
+              API_E_SHAPE_MISMATCH,
               "input.data is a single element (rank 0) but input.shape is "
               "[1]");
 }
@@ -876,8 +891,7 @@ test_decode_shape_errors(void **state)
 /* Decoding: elements per dtype                                       */
 /* ================================================================== */
 
-static void
-test_elems_float(void **state)
+static void test_elems_float(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -886,9 +900,11 @@ test_elems_float(void **state)
   const uint16_t *h;
 
   (void)state;
-  assert_int_equal(decode_data("float32", "[1, 2.5, \"NaN\", \"Infinity\", "
+  assert_int_equal(decode_data("float32",
+                               "[1, 2.5, \"NaN\", \"Infinity\", "
                                "\"-Infinity\", -0.0, 1e39, 16777217, 0.1]",
-                               &req, &err), 0);
+                               &req, &err),
+                   0);
   f = req.data;
   assert_true(f[0] == 1.0f);
   assert_true(f[1] == 2.5f);
@@ -896,13 +912,16 @@ test_elems_float(void **state)
   assert_true(isinf(f[3]) && f[3] > 0);
   assert_true(isinf(f[4]) && f[4] < 0);
   assert_int_equal(f32_bits(f[5]), 0x80000000u);
-  assert_true(isinf(f[6]) && f[6] > 0);       /* beyond FLT_MAX */
-  assert_true(f[7] == 16777216.0f);           /* tie to even */
+  assert_true(isinf(f[6]) && f[6] > 0); /* beyond FLT_MAX */
+  assert_true(f[7] == 16777216.0f);     /* tie to even */
   assert_int_equal(f32_bits(f[8]), 0x3DCCCCCDu);
   api_request_free(&req);
 
-  assert_int_equal(decode_data("float64", "[0.1, -3, \"-Infinity\", "
-                               "9007199254740993]", &req, &err), 0);
+  assert_int_equal(decode_data("float64",
+                               "[0.1, -3, \"-Infinity\", "
+                               "9007199254740993]",
+                               &req, &err),
+                   0);
   d = req.data;
   assert_true(d[0] == 0.1);
   assert_true(d[1] == -3.0);
@@ -912,9 +931,11 @@ test_elems_float(void **state)
 
   /* float16: 300000 is inf (as numpy); 65519 rounds down to 65504,
    * 65520 (the halfway point to 2^16) up to inf; 2^-24 is subnormal 1. */
-  assert_int_equal(decode_data("float16", "[300000, 65504, 65519, 65520, 1, "
+  assert_int_equal(decode_data("float16",
+                               "[300000, 65504, 65519, 65520, 1, "
                                "5.960464477539063e-08, 0.1, -2, \"NaN\"]",
-                               &req, &err), 0);
+                               &req, &err),
+                   0);
   h = req.data;
   assert_int_equal(h[0], 0x7C00);
   assert_int_equal(h[1], 0x7BFF);
@@ -930,8 +951,11 @@ test_elems_float(void **state)
 
   /* bfloat16: 1 + 2^-8 is halfway between 0x3F80 and 0x3F81 (even: 0x3F80);
    * 1 + 3*2^-8 halfway between 0x3F81 and 0x3F82 (even: 0x3F82). */
-  assert_int_equal(decode_data("bfloat16", "[1, 1.00390625, 1.01171875, 0.1, "
-                               "3.14159, 1e39, \"-Infinity\"]", &req, &err), 0);
+  assert_int_equal(decode_data("bfloat16",
+                               "[1, 1.00390625, 1.01171875, 0.1, "
+                               "3.14159, 1e39, \"-Infinity\"]",
+                               &req, &err),
+                   0);
   h = req.data;
   assert_int_equal(h[0], 0x3F80);
   assert_int_equal(h[1], 0x3F80);
@@ -942,22 +966,25 @@ test_elems_float(void **state)
   assert_int_equal(h[6], 0xFF80);
   api_request_free(&req);
 
-  expect_elem_fail("float32", "[1, \"inf\"]", "input.data[1] = \"inf\" is not "
+  expect_elem_fail("float32", "[1, \"inf\"]",
+                   "input.data[1] = \"inf\" is not "
                    "a number (the strings allowed are \"NaN\", \"Infinity\" "
                    "and \"-Infinity\") (dtype float32)");
   expect_elem_fail("float32", "[\"nan\"]", "input.data[0] = \"nan\"");
-  expect_elem_fail("float64", "[\"+Infinity\"]", "input.data[0] = "
+  expect_elem_fail("float64", "[\"+Infinity\"]",
+                   "input.data[0] = "
                    "\"+Infinity\"");
   expect_elem_fail("float16", "[\"1.5\"]", "input.data[0] = \"1.5\"");
-  expect_elem_fail("bfloat16", "[1, 2, true]", "input.data[2] = true is not "
+  expect_elem_fail("bfloat16", "[1, 2, true]",
+                   "input.data[2] = true is not "
                    "a number (dtype bfloat16)");
-  expect_elem_fail("float32", "[null]", "input.data[0] = null is not a "
+  expect_elem_fail("float32", "[null]",
+                   "input.data[0] = null is not a "
                    "number (dtype float32)");
   expect_elem_fail("float32", "false", "input.data = false is not a number");
 }
 
-static void
-test_elems_int(void **state)
+static void test_elems_int(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -967,9 +994,11 @@ test_elems_int(void **state)
   const uint64_t *u64;
 
   (void)state;
-  assert_int_equal(decode_data("int32", "[2147483647, -2147483648, 2.0, "
+  assert_int_equal(decode_data("int32",
+                               "[2147483647, -2147483648, 2.0, "
                                "\"123\", \"-0\", -5, \"-2147483648\", 1e3]",
-                               &req, &err), 0);
+                               &req, &err),
+                   0);
   i32 = req.data;
   assert_int_equal(i32[0], INT32_MAX);
   assert_int_equal(i32[1], INT32_MIN);
@@ -981,19 +1010,25 @@ test_elems_int(void **state)
   assert_int_equal(i32[7], 1000);
   api_request_free(&req);
 
-  expect_elem_fail("int32", "[2147483648]", "input.data[0] = 2147483648 is "
+  expect_elem_fail("int32", "[2147483648]",
+                   "input.data[0] = 2147483648 is "
                    "out of range [-2147483648, 2147483647] (dtype int32)");
-  expect_elem_fail("int32", "[0, -2147483649]", "input.data[1] = -2147483649 "
+  expect_elem_fail("int32", "[0, -2147483649]",
+                   "input.data[1] = -2147483649 "
                    "is out of range");
-  expect_elem_fail("int32", "[1099511627776]", "1099511627776 is out of "
+  expect_elem_fail("int32", "[1099511627776]",
+                   "1099511627776 is out of "
                    "range");
-  expect_elem_fail("int32", "[\"2147483648\"]", "\"2147483648\" is out of "
+  expect_elem_fail("int32", "[\"2147483648\"]",
+                   "\"2147483648\" is out of "
                    "range");
   expect_elem_fail("int64", "[1, 2, 3, 4, 1.5]",
                    "input.data[4] = 1.5 is not an integer (dtype int64)");
-  expect_elem_fail("int32", "[[1, 2], [3, \"abc\"]]", "input.data[3] = \"abc\" "
+  expect_elem_fail("int32", "[[1, 2], [3, \"abc\"]]",
+                   "input.data[3] = \"abc\" "
                    "is not a decimal integer (dtype int32)");
-  expect_elem_fail("int32", "[true]", "input.data[0] = true is not a number "
+  expect_elem_fail("int32", "[true]",
+                   "input.data[0] = true is not a number "
                    "(dtype int32)");
   expect_elem_fail("uint32", "[null]", "input.data[0] = null is not a number");
   expect_elem_fail("int64", "[\"\"]", "is not a decimal integer");
@@ -1006,9 +1041,12 @@ test_elems_int(void **state)
   expect_elem_fail("int64", "[\"0x10\"]", "is not a decimal integer");
   expect_elem_fail("int64", "[\"1.0\"]", "is not a decimal integer");
 
-  assert_int_equal(decode_data("int64", "[9223372036854775807, "
+  assert_int_equal(decode_data("int64",
+                               "[9223372036854775807, "
                                "-9223372036854775808, \"-9223372036854775808\","
-                               " 1e15, -9007199254740992.0]", &req, &err), 0);
+                               " 1e15, -9007199254740992.0]",
+                               &req, &err),
+                   0);
   i64 = req.data;
   assert_true(i64[0] == INT64_MAX);
   assert_true(i64[1] == INT64_MIN);
@@ -1021,24 +1059,30 @@ test_elems_int(void **state)
                    "[-9223372036854775808, 9223372036854775807] (dtype int64)");
   expect_elem_fail("int64", "[\"-9223372036854775809\"]", "is out of range");
   /* Integral reals above 2^53 may have been rounded by the parser. */
-  expect_elem_fail("int64", "[9007199254740994.0]", "is not exact as a JSON "
+  expect_elem_fail("int64", "[9007199254740994.0]",
+                   "is not exact as a JSON "
                    "real");
   expect_elem_fail("int64", "[1e19]", "input.data[0] = 1e+19 is not exact");
 
   assert_int_equal(decode_data("uint32", "[4294967295, 0, \"4294967295\"]",
-                               &req, &err), 0);
+                               &req, &err),
+                   0);
   u32 = req.data;
   assert_int_equal(u32[0], UINT32_MAX);
   assert_int_equal(u32[1], 0);
   assert_int_equal(u32[2], UINT32_MAX);
   api_request_free(&req);
-  expect_elem_fail("uint32", "[4294967296]", "4294967296 is out of range "
+  expect_elem_fail("uint32", "[4294967296]",
+                   "4294967296 is out of range "
                    "[0, 4294967295] (dtype uint32)");
   expect_elem_fail("uint32", "[-1]", "input.data[0] = -1 is out of range");
 
-  assert_int_equal(decode_data("uint64", "[\"18446744073709551615\", "
+  assert_int_equal(decode_data("uint64",
+                               "[\"18446744073709551615\", "
                                "9223372036854775807, \"9223372036854775808\", "
-                               "\"0\"]", &req, &err), 0);
+                               "\"0\"]",
+                               &req, &err),
+                   0);
   u64 = req.data;
   assert_true(u64[0] == UINT64_MAX);
   assert_true(u64[1] == (uint64_t)INT64_MAX);
@@ -1060,9 +1104,8 @@ test_elems_int(void **state)
 
 /* A plan as rd_plan_init() would leave it, for the fields the encoder
  * reads. */
-static void
-make_plan(struct rd_plan *plan, int op, int version, int dtype, size_t rank,
-          const int64_t *shape)
+static void make_plan(struct rd_plan *plan, int op, int version, int dtype,
+                      size_t rank, const int64_t *shape)
 {
   size_t i;
 
@@ -1082,8 +1125,7 @@ make_plan(struct rd_plan *plan, int op, int version, int dtype, size_t rank,
   plan->out_bytes = plan->out_count * plan->out_elem_size;
 }
 
-static json_t *
-parse_buf(const struct api_buf *b)
+static json_t *parse_buf(const struct api_buf *b)
 {
   json_error_t jerr;
   json_t *j = json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &jerr);
@@ -1094,8 +1136,7 @@ parse_buf(const struct api_buf *b)
   return j;
 }
 
-static void
-test_encode_result_f32(void **state)
+static void test_encode_result_f32(void **state)
 {
   static const int64_t shape[] = { 3, 2 };
   float out[6];
@@ -1113,9 +1154,10 @@ test_encode_result_f32(void **state)
   out[5] = 1e20f;
   make_plan(&plan, RD_OP_L2, 18, RD_FLOAT32, 2, shape);
   api_buf_init(&b);
-  assert_int_equal(api_buf_puts(&b, "prefix:"), 0);   /* appends */
+  assert_int_equal(api_buf_puts(&b, "prefix:"), 0); /* appends */
   assert_int_equal(api_json_encode_result(&plan, 21, out, &b), 0);
-  assert_string_equal(b.data, "prefix:{\"op\":\"ReduceL2\",\"opset\":21,"
+  assert_string_equal(b.data,
+                      "prefix:{\"op\":\"ReduceL2\",\"opset\":21,"
                       "\"op_version\":18,\"output\":{\"dtype\":\"float32\","
                       "\"shape\":[3,2],\"data\":[3.1622777,5,\"NaN\","
                       "\"-Infinity\",-0,1e+20]}}");
@@ -1123,18 +1165,19 @@ test_encode_result_f32(void **state)
   b.len -= 7;
 
   j = parse_buf(&b);
-  assert_string_equal(json_string_value(json_object_get(j, "op")),
-                      "ReduceL2");
+  assert_string_equal(json_string_value(json_object_get(j, "op")), "ReduceL2");
   assert_int_equal(json_integer_value(json_object_get(j, "opset")), 21);
   assert_int_equal(json_integer_value(json_object_get(j, "op_version")), 18);
   o = json_object_get(j, "output");
   assert_string_equal(json_string_value(json_object_get(o, "dtype")),
                       "float32");
   assert_int_equal(json_array_size(json_object_get(o, "shape")), 2);
-  assert_int_equal(json_integer_value(json_array_get(json_object_get(o,
-                   "shape"), 0)), 3);
-  assert_int_equal(json_integer_value(json_array_get(json_object_get(o,
-                   "shape"), 1)), 2);
+  assert_int_equal(json_integer_value(
+                     json_array_get(json_object_get(o, "shape"), 0)),
+                   3);
+  assert_int_equal(json_integer_value(
+                     json_array_get(json_object_get(o, "shape"), 1)),
+                   2);
   data = json_object_get(o, "data");
   assert_int_equal(json_array_size(data), 6);
   for (i = 0; i < 6; i++) {
@@ -1148,16 +1191,14 @@ test_encode_result_f32(void **state)
       assert_true(json_number_value(e) == 0);
     } else {
       assert_true(json_is_number(e));
-      assert_int_equal(f32_bits((float)json_number_value(e)),
-                       f32_bits(out[i]));
+      assert_int_equal(f32_bits((float)json_number_value(e)), f32_bits(out[i]));
     }
   }
   json_decref(j);
   api_buf_free(&b);
 }
 
-static void
-test_encode_result_types(void **state)
+static void test_encode_result_types(void **state)
 {
   static const int64_t shape3[] = { 3 };
   static const int64_t shape0[] = { 0, 4 };
@@ -1172,7 +1213,8 @@ test_encode_result_types(void **state)
   api_buf_init(&b);
   make_plan(&plan, RD_OP_SUM_SQUARE, 13, RD_UINT64, 1, shape3);
   assert_int_equal(api_json_encode_result(&plan, 17, u64, &b), 0);
-  assert_string_equal(b.data, "{\"op\":\"ReduceSumSquare\",\"opset\":17,"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ReduceSumSquare\",\"opset\":17,"
                       "\"op_version\":13,\"output\":{\"dtype\":\"uint64\","
                       "\"shape\":[3],\"data\":[0,9223372036854775807,"
                       "\"18446744073709551615\"]}}");
@@ -1190,25 +1232,25 @@ test_encode_result_types(void **state)
   make_plan(&plan, RD_OP_L2, 18, RD_FLOAT16, 1, shape3);
   assert_int_equal(api_json_encode_result(&plan, 18, h, &b), 0);
   assert_non_null(strstr(b.data, "\"dtype\":\"float16\",\"shape\":[3],"
-                         "\"data\":[65500,0.3333,\"-Infinity\"]}}"));
+                                 "\"data\":[65500,0.3333,\"-Infinity\"]}}"));
   api_buf_free(&b);
 
   /* empty output; rank 0 output */
   make_plan(&plan, RD_OP_L2, 18, RD_BFLOAT16, 2, shape0);
   assert_int_equal(api_json_encode_result(&plan, 18, h, &b), 0);
   assert_non_null(strstr(b.data, "\"dtype\":\"bfloat16\",\"shape\":[0,4],"
-                         "\"data\":[]}}"));
+                                 "\"data\":[]}}"));
   api_buf_free(&b);
   make_plan(&plan, RD_OP_L2, 11, RD_INT32, 0, NULL);
   assert_int_equal(api_json_encode_result(&plan, 12, i32 + 2, &b), 0);
-  assert_string_equal(b.data, "{\"op\":\"ReduceL2\",\"opset\":12,"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ReduceL2\",\"opset\":12,"
                       "\"op_version\":11,\"output\":{\"dtype\":\"int32\","
                       "\"shape\":[],\"data\":[7]}}");
   api_buf_free(&b);
 }
 
-static void
-test_encode_result_large(void **state)
+static void test_encode_result_large(void **state)
 {
   static const int64_t shape[] = { 100, 1000 };
   struct rd_plan plan;
@@ -1240,8 +1282,7 @@ test_encode_result_large(void **state)
 
 /* Decode -> library plan and execution -> encode, for the documented
  * request (reducing the last axis of 1..12 shaped [3,2,2]). */
-static void
-test_end_to_end(void **state)
+static void test_end_to_end(void **state)
 {
   static const char body[] =
     "{\"op\": \"ReduceL2\", \"opset\": 18, \"axes\": [-1], \"keepdims\": 0,"
@@ -1261,10 +1302,10 @@ test_end_to_end(void **state)
   assert_non_null(out);
   assert_int_equal(rd_execute(&plan, req.data, out, &err), 0);
   api_buf_init(&b);
-  assert_int_equal(api_json_encode_result(&plan, req.params.opset, out, &b),
-                   0);
+  assert_int_equal(api_json_encode_result(&plan, req.params.opset, out, &b), 0);
   /* sqrt(1+4), sqrt(9+16), sqrt(25+36), ... as float32, shortest */
-  assert_string_equal(b.data, "{\"op\":\"ReduceL2\",\"opset\":18,"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ReduceL2\",\"opset\":18,"
                       "\"op_version\":18,\"output\":{\"dtype\":\"float32\","
                       "\"shape\":[3,2],\"data\":[2.236068,5,7.81025,10.630146,"
                       "13.453624,16.27882]}}");
@@ -1274,19 +1315,19 @@ test_end_to_end(void **state)
 
   /* A library validation error travels the same way. */
   assert_int_equal(decode("{\"op\":\"ReduceL2\",\"axes\":[3],\"input\":"
-                          "{\"dtype\":\"int32\",\"data\":[[1,2]]}}", &req,
-                          &err), 0);
+                          "{\"dtype\":\"int32\",\"data\":[[1,2]]}}",
+                          &req, &err),
+                   0);
   assert_int_equal(rd_plan_init(&plan, &req.params, &err), RD_E_AXIS_RANGE);
   assert_int_equal(api_http_status(err.code), 400);
   assert_int_equal(api_json_encode_error(&err, &b), 0);
   assert_non_null(strstr(b.data, "{\"error\":{\"code\":\"AXIS_OUT_OF_RANGE\","
-                         "\"message\":\""));
+                                 "\"message\":\""));
   api_buf_free(&b);
   api_request_free(&req);
 }
 
-static void
-test_encode_error(void **state)
+static void test_encode_error(void **state)
 {
   struct rd_error err;
   struct api_buf b;
@@ -1296,7 +1337,8 @@ test_encode_error(void **state)
   api_buf_init(&b);
   api_fail(&err, RD_E_AXIS_RANGE, "axis 3 is out of range [-3, 2]");
   assert_int_equal(api_json_encode_error(&err, &b), 0);
-  assert_string_equal(b.data, "{\"error\":{\"code\":\"AXIS_OUT_OF_RANGE\","
+  assert_string_equal(b.data,
+                      "{\"error\":{\"code\":\"AXIS_OUT_OF_RANGE\","
                       "\"message\":\"axis 3 is out of range [-3, 2]\"}}");
   api_buf_free(&b);
 
@@ -1319,7 +1361,7 @@ test_encode_error(void **state)
   snprintf(err.msg, sizeof err.msg, "bad \xFF op");
   assert_int_equal(api_json_encode_error(&err, &b), 0);
   assert_string_equal(b.data, "{\"error\":{\"code\":\"UNKNOWN_OP\","
-                      "\"message\":\"bad ? op\"}}");
+                              "\"message\":\"bad ? op\"}}");
   api_buf_free(&b);
 
   /* empty message: the generic description */
@@ -1327,17 +1369,16 @@ test_encode_error(void **state)
   err.msg[0] = '\0';
   assert_int_equal(api_json_encode_error(&err, &b), 0);
   assert_string_equal(b.data, "{\"error\":{\"code\":\"OUT_OF_MEMORY\","
-                      "\"message\":\"out of memory\"}}");
+                              "\"message\":\"out of memory\"}}");
   api_buf_free(&b);
   err.code = API_E_DRAINING;
   assert_int_equal(api_json_encode_error(&err, &b), 0);
   assert_string_equal(b.data, "{\"error\":{\"code\":\"DRAINING\","
-                      "\"message\":\"DRAINING\"}}");
+                              "\"message\":\"DRAINING\"}}");
   api_buf_free(&b);
 }
 
-static int
-has_string(const json_t *arr, const char *s)
+static int has_string(const json_t *arr, const char *s)
 {
   size_t i;
 
@@ -1368,23 +1409,21 @@ static const struct {
 };
 
 /* Version `v` of the op at index `i` of the /v1/ops body `ops`. */
-static json_t *
-ops_version(json_t *ops, size_t i, int v)
+static json_t *ops_version(json_t *ops, size_t i, int v)
 {
   json_t *vs = json_object_get(json_array_get(ops, i), "versions"), *x;
   size_t k;
 
-  json_array_foreach(vs, k, x)
-    if (json_integer_value(json_object_get(x, "version")) == v)
-      return x;
+  json_array_foreach(vs, k,
+                     x) if (json_integer_value(json_object_get(x, "version")) ==
+                            v) return x;
   return NULL;
 }
 
-static void
-test_encode_ops(void **state)
+static void test_encode_ops(void **state)
 {
-  static const char *const base[] = { "float32", "float64", "float16",
-                                      "int32", "int64", "uint32", "uint64" };
+  static const char *const base[] = { "float32", "float64", "float16", "int32",
+                                      "int64",   "uint32",  "uint64" };
   struct api_buf b;
   json_t *j, *ops, *op, *vs, *v, *opsets, *dtypes;
   size_t i, d;
@@ -1420,15 +1459,16 @@ test_encode_ops(void **state)
         assert_int_equal(json_integer_value(json_array_get(opsets, 1)),
                          next - 1);
       assert_string_equal(json_string_value(json_object_get(v, "axes")),
-                          arg ? "axis" : ver >= axes_in ? "input"
-                                                        : "attribute");
+                          arg              ? "axis"
+                          : ver >= axes_in ? "input"
+                                           : "attribute");
       assert_true(json_is_boolean(json_object_get(v, "noop_with_empty_axes")));
-      assert_int_equal(json_is_true(json_object_get(v,
-                       "noop_with_empty_axes")), !arg && ver >= axes_in);
+      assert_int_equal(json_is_true(json_object_get(v, "noop_with_empty_axes")),
+                       !arg && ver >= axes_in);
       assert_int_equal(json_is_true(json_object_get(v, "select_last_index")),
                        arg && ver >= 12);
-      assert_string_equal(json_string_value(json_object_get(v,
-                          "output_dtype")), arg ? "int64" : "input");
+      assert_string_equal(json_string_value(json_object_get(v, "output_dtype")),
+                          arg ? "int64" : "input");
       dtypes = json_object_get(v, "dtypes");
       for (d = 0; d < 7; d++)
         assert_true(has_string(dtypes, base[d]));
@@ -1451,10 +1491,10 @@ test_encode_ops(void **state)
   dtypes = json_object_get(ops_version(ops, 4, 20), "dtypes");
   assert_non_null(dtypes);
   {
-    static const char *const order[] = {
-      "float32", "float64", "float16", "bfloat16", "int8", "uint8",
-      "int32", "uint32", "int64", "uint64", "bool"
-    };
+    static const char *const order[] = { "float32",  "float64", "float16",
+                                         "bfloat16", "int8",    "uint8",
+                                         "int32",    "uint32",  "int64",
+                                         "uint64",   "bool" };
     assert_int_equal(json_array_size(dtypes), 11);
     for (d = 0; d < 11; d++)
       assert_string_equal(json_string_value(json_array_get(dtypes, d)),
@@ -1469,20 +1509,18 @@ test_encode_ops(void **state)
 /* ================================================================== */
 
 /* Decodes `json`; 0 expected. */
-static void
-decode_ok(const char *json, struct api_request *req)
+static void decode_ok(const char *json, struct api_request *req)
 {
   struct rd_error err;
   int rc = decode(json, req, &err);
 
   if (rc != 0)
-    print_error("body %s\n  got %d (%s) \"%s\"\n", json, rc,
-                api_errname(rc), err.msg);
+    print_error("body %s\n  got %d (%s) \"%s\"\n", json, rc, api_errname(rc),
+                err.msg);
   assert_int_equal(rc, 0);
 }
 
-static void
-test_decode_arg_fields(void **state)
+static void test_decode_arg_fields(void **state)
 {
   struct api_request req;
 
@@ -1490,7 +1528,8 @@ test_decode_arg_fields(void **state)
   /* axis and select_last_index for ArgMax; omitted: RD_UNSET */
   decode_ok("{\"op\":\"ArgMax\",\"axis\":-1,\"select_last_index\":1,"
             "\"keepdims\":0,\"input\":{\"dtype\":\"float32\","
-            "\"data\":[1,2]}}", &req);
+            "\"data\":[1,2]}}",
+            &req);
   assert_int_equal(req.params.op, RD_OP_ARGMAX);
   assert_int_equal(req.params.axis, -1);
   assert_int_equal(req.params.select_last_index, 1);
@@ -1498,20 +1537,23 @@ test_decode_arg_fields(void **state)
   assert_int_equal(req.params.naxes, 0);
   api_request_free(&req);
   decode_ok("{\"op\":\"ArgMin\",\"select_last_index\":true,\"input\":"
-            "{\"dtype\":\"int16\",\"data\":[1,2]}}", &req);
+            "{\"dtype\":\"int16\",\"data\":[1,2]}}",
+            &req);
   assert_int_equal(req.params.op, RD_OP_ARGMIN);
   assert_true(req.params.axis == RD_UNSET);
   assert_int_equal(req.params.select_last_index, 1);
   api_request_free(&req);
   decode_ok("{\"op\":\"ReduceMax\",\"input\":{\"dtype\":\"int8\","
-            "\"data\":[1]}}", &req);
+            "\"data\":[1]}}",
+            &req);
   assert_true(req.params.axis == RD_UNSET);
   assert_true(req.params.select_last_index == RD_UNSET);
   api_request_free(&req);
   /* the values are the library's to check (2 is INVALID_SELECT_LAST_INDEX
    * there), but the type is the decoder's */
   decode_ok("{\"op\":\"ArgMax\",\"select_last_index\":2,\"input\":"
-            "{\"dtype\":\"float32\",\"data\":[1]}}", &req);
+            "{\"dtype\":\"float32\",\"data\":[1]}}",
+            &req);
   assert_int_equal(req.params.select_last_index, 2);
   api_request_free(&req);
   expect_fail("{\"op\":\"ArgMax\",\"axis\":1.5,\"input\":{}}",
@@ -1519,40 +1561,45 @@ test_decode_arg_fields(void **state)
   expect_fail("{\"op\":\"ArgMax\",\"axis\":true,\"input\":{}}",
               API_E_INVALID_FIELD, "axis must be an integer, got true");
   expect_fail("{\"op\":\"ArgMax\",\"select_last_index\":\"1\",\"input\":{}}",
-              API_E_INVALID_FIELD, "select_last_index must be an integer "
+              API_E_INVALID_FIELD,
+              "select_last_index must be an integer "
               "or true/false");
   /* INT64_MIN would pass as "not given": refused */
   expect_fail("{\"op\":\"ArgMax\",\"axis\":-9223372036854775808,"
-              "\"input\":{}}", RD_E_AXIS_RANGE, "axis = "
+              "\"input\":{}}",
+              RD_E_AXIS_RANGE,
+              "axis = "
               "-9223372036854775808 is out of range");
   expect_fail("{\"op\":\"ArgMax\",\"select_last_index\":"
-              "-9223372036854775808,\"input\":{}}", RD_E_SELECT_LAST,
-              "select_last_index must be 0 or 1");
+              "-9223372036854775808,\"input\":{}}",
+              RD_E_SELECT_LAST, "select_last_index must be 0 or 1");
   /* fields an op does not take: ATTRIBUTE_NOT_ALLOWED naming field and op */
-  expect_fail("{\"op\":\"ReduceSum\",\"axis\":0,\"input\":{}}",
-              RD_E_ATTRIBUTE, "axis is not an attribute of ReduceSum");
+  expect_fail("{\"op\":\"ReduceSum\",\"axis\":0,\"input\":{}}", RD_E_ATTRIBUTE,
+              "axis is not an attribute of ReduceSum");
   expect_fail("{\"op\":\"ReduceMax\",\"select_last_index\":0,\"input\":{}}",
-              RD_E_ATTRIBUTE, "select_last_index is not an attribute of "
+              RD_E_ATTRIBUTE,
+              "select_last_index is not an attribute of "
               "ReduceMax");
-  expect_fail("{\"op\":\"ArgMax\",\"axes\":[0],\"input\":{}}",
-              RD_E_ATTRIBUTE, "axes is not an attribute of ArgMax");
-  expect_fail("{\"op\":\"ArgMin\",\"axes\":[],\"input\":{}}",
-              RD_E_ATTRIBUTE, "axes is not an attribute of ArgMin");
+  expect_fail("{\"op\":\"ArgMax\",\"axes\":[0],\"input\":{}}", RD_E_ATTRIBUTE,
+              "axes is not an attribute of ArgMax");
+  expect_fail("{\"op\":\"ArgMin\",\"axes\":[],\"input\":{}}", RD_E_ATTRIBUTE,
+              "axes is not an attribute of ArgMin");
   expect_fail("{\"op\":\"ArgMin\",\"noop_with_empty_axes\":0,\"input\":{}}",
-              RD_E_ATTRIBUTE, "noop_with_empty_axes is not an attribute of "
+              RD_E_ATTRIBUTE,
+              "noop_with_empty_axes is not an attribute of "
               "ArgMin");
   /* every op name parses; the list of valid ops names all twelve */
   expect_fail("{\"op\":\"ReduceFoo\",\"input\":{}}", RD_E_OP,
               "valid ops: ReduceL2, ReduceSumSquare, ReduceSum, ReduceMean, "
               "ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceLogSum,");
   decode_ok("{\"op\":\"ReduceLogSumExp\",\"input\":{\"dtype\":\"float64\","
-            "\"data\":[1]}}", &req);
+            "\"data\":[1]}}",
+            &req);
   assert_int_equal(req.params.op, RD_OP_LOG_SUM_EXP);
   api_request_free(&req);
 }
 
-static void
-test_elems_small_int_bool(void **state)
+static void test_elems_small_int_bool(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -1572,7 +1619,8 @@ test_elems_small_int_bool(void **state)
   assert_int_equal(i8[3], 0);
   api_request_free(&req);
   assert_int_equal(decode_data("uint8", "[[0, 255], [\"200\", 1.0]]", &req,
-                               &err), 0);
+                               &err),
+                   0);
   u8 = req.data;
   assert_int_equal(req.data_bytes, 4);
   assert_int_equal(u8[0], 0);
@@ -1593,22 +1641,28 @@ test_elems_small_int_bool(void **state)
   assert_int_equal(u16[2], 7);
   api_request_free(&req);
   /* ranges, by dtype, naming the element */
-  expect_elem_fail("int8", "[1, 128]", "input.data[1] = 128 is out of range "
+  expect_elem_fail("int8", "[1, 128]",
+                   "input.data[1] = 128 is out of range "
                    "[-128, 127] (dtype int8)");
-  expect_elem_fail("int8", "[-129]", "input.data[0] = -129 is out of range "
+  expect_elem_fail("int8", "[-129]",
+                   "input.data[0] = -129 is out of range "
                    "[-128, 127]");
-  expect_elem_fail("uint8", "[256]", "input.data[0] = 256 is out of range "
+  expect_elem_fail("uint8", "[256]",
+                   "input.data[0] = 256 is out of range "
                    "[0, 255] (dtype uint8)");
   expect_elem_fail("uint8", "[-1]", "out of range [0, 255]");
-  expect_elem_fail("int16", "[0, 0, 32768]", "input.data[2] = 32768 is out "
+  expect_elem_fail("int16", "[0, 0, 32768]",
+                   "input.data[2] = 32768 is out "
                    "of range [-32768, 32767]");
-  expect_elem_fail("uint16", "[65536]", "out of range [0, 65535] (dtype "
+  expect_elem_fail("uint16", "[65536]",
+                   "out of range [0, 65535] (dtype "
                    "uint16)");
   expect_elem_fail("int8", "[0.5]", "input.data[0] = 0.5 is not an integer");
 
   /* bool: true/false only */
-  assert_int_equal(decode_data("bool", "[[true, false], [false, true]]",
-                               &req, &err), 0);
+  assert_int_equal(decode_data("bool", "[[true, false], [false, true]]", &req,
+                               &err),
+                   0);
   u8 = req.data;
   assert_int_equal(req.data_bytes, 4);
   assert_int_equal(req.params.rank, 2);
@@ -1621,24 +1675,28 @@ test_elems_small_int_bool(void **state)
   assert_int_equal(req.params.rank, 0);
   assert_int_equal(*(const uint8_t *)req.data, 1);
   api_request_free(&req);
-  expect_elem_fail("bool", "[true, 1]", "input.data[1] = 1 is not true or "
+  expect_elem_fail("bool", "[true, 1]",
+                   "input.data[1] = 1 is not true or "
                    "false (dtype bool)");
   expect_elem_fail("bool", "[0]", "input.data[0] = 0 is not true or false");
-  expect_elem_fail("bool", "[false, \"true\"]", "input.data[1] = \"true\" is "
+  expect_elem_fail("bool", "[false, \"true\"]",
+                   "input.data[1] = \"true\" is "
                    "not true or false");
-  expect_elem_fail("bool", "[null]", "input.data[0] = null is not true or "
+  expect_elem_fail("bool", "[null]",
+                   "input.data[0] = null is not true or "
                    "false");
   expect_elem_fail("bool", "1", "input.data = 1 is not true or false");
   /* the new names are in the dtype list of the error */
   expect_fail("{\"op\":\"ReduceMax\",\"input\":{\"dtype\":\"int4\","
-              "\"data\":[1]}}", RD_E_DTYPE, "bfloat16, int8, uint8, int16, "
+              "\"data\":[1]}}",
+              RD_E_DTYPE,
+              "bfloat16, int8, uint8, int16, "
               "uint16, int32, uint32, int64, uint64, bool");
 }
 
 /* A flat array of numbers takes the fast path (jsonfast.c): the small
  * integer dtypes and bool give the same values and errors there. */
-static void
-test_elems_fast_path(void **state)
+static void test_elems_fast_path(void **state)
 {
   char body[70000];
   struct api_request req;
@@ -1647,7 +1705,8 @@ test_elems_fast_path(void **state)
   int i;
 
   (void)state;
-  n += (size_t)snprintf(body + n, sizeof body - n, "{\"op\":\"ArgMax\","
+  n += (size_t)snprintf(body + n, sizeof body - n,
+                        "{\"op\":\"ArgMax\","
                         "\"input\":{\"dtype\":\"int8\",\"data\":[");
   for (i = 0; i < 5000; i++)
     n += (size_t)snprintf(body + n, sizeof body - n, "%s%d", i ? "," : "",
@@ -1660,26 +1719,29 @@ test_elems_fast_path(void **state)
   assert_int_equal(((const int8_t *)req.data)[4999], 4999 % 256 - 128);
   api_request_free(&req);
   /* an out-of-range element deep in a long array: the same message */
-  n = (size_t)snprintf(body, sizeof body, "{\"op\":\"ArgMax\",\"input\":{"
+  n = (size_t)snprintf(body, sizeof body,
+                       "{\"op\":\"ArgMax\",\"input\":{"
                        "\"dtype\":\"uint16\",\"data\":[");
   for (i = 0; i < 5000; i++)
     n += (size_t)snprintf(body + n, sizeof body - n, "%s%d", i ? "," : "",
                           i == 4321 ? 65536 : i);
   snprintf(body + n, sizeof body - n, "]}}");
-  expect_fail(body, API_E_INVALID_ELEMENT, "input.data[4321] = 65536 is out "
+  expect_fail(body, API_E_INVALID_ELEMENT,
+              "input.data[4321] = 65536 is out "
               "of range [0, 65535]");
   /* numbers for bool, in a long flat array: refused at index 0 */
-  n = (size_t)snprintf(body, sizeof body, "{\"op\":\"ReduceMax\",\"input\":{"
+  n = (size_t)snprintf(body, sizeof body,
+                       "{\"op\":\"ReduceMax\",\"input\":{"
                        "\"dtype\":\"bool\",\"data\":[");
   for (i = 0; i < 5000; i++)
     n += (size_t)snprintf(body + n, sizeof body - n, "%s1", i ? "," : "");
   snprintf(body + n, sizeof body - n, "]}}");
-  expect_fail(body, API_E_INVALID_ELEMENT, "input.data[0] = 1 is not true "
+  expect_fail(body, API_E_INVALID_ELEMENT,
+              "input.data[0] = 1 is not true "
               "or false");
 }
 
-static void
-test_numfmt_new_types(void **state)
+static void test_numfmt_new_types(void **state)
 {
   int8_t i8;
   uint8_t u8;
@@ -1705,8 +1767,7 @@ test_numfmt_new_types(void **state)
 
 /* Issue 13: integral floats were printed as exact integers even when fewer
  * digits read back to the value. */
-static void
-test_numfmt_float32_4290774016_shortest(void **state)
+static void test_numfmt_float32_4290774016_shortest(void **state)
 {
   /* 4290774016 = 16760836 * 256 (a float32: the spacing there is 256).
    * 7 digits: 4290774000 is 16 away, nearer than half the spacing; 6
@@ -1723,8 +1784,7 @@ test_numfmt_float32_4290774016_shortest(void **state)
   assert_string_equal(fmt_f32(1e10f), "1e+10");
 }
 
-static void
-test_numfmt_bfloat16_70330089472_shortest(void **state)
+static void test_numfmt_bfloat16_70330089472_shortest(void **state)
 {
   /* bfloat16 0x5183: exponent 0xA3 = 127 + 36, mantissa 3:
    * 2^36 * (1 + 3/128) = 68719476736 + 1610612736 = 70330089472.
@@ -1735,28 +1795,26 @@ test_numfmt_bfloat16_70330089472_shortest(void **state)
   assert_string_equal(fmt_u16(RD_BFLOAT16, 0x5183), "7.03e+10");
 }
 
-static void
-test_numfmt_integral_still_plain(void **state)
+static void test_numfmt_integral_still_plain(void **state)
 {
   /* where the plain integer is the shortest spelling it stays */
   (void)state;
   assert_string_equal(fmt_f32(5.0f), "5");
-  assert_string_equal(fmt_f32(100.0f), "100");        /* not "1e+2" */
-  assert_string_equal(fmt_f32(-1000.0f), "-1000");    /* not "-1e+3" */
-  assert_string_equal(fmt_f32(1000.0f), "1000");      /* tie with "1e+3" */
-  assert_string_equal(fmt_f32(10000.0f), "1e+4");     /* 4 characters, not 5 */
-  assert_string_equal(fmt_f32(100000.0f), "1e+5");    /* 6 vs 4: exponent */
+  assert_string_equal(fmt_f32(100.0f), "100");     /* not "1e+2" */
+  assert_string_equal(fmt_f32(-1000.0f), "-1000"); /* not "-1e+3" */
+  assert_string_equal(fmt_f32(1000.0f), "1000");   /* tie with "1e+3" */
+  assert_string_equal(fmt_f32(10000.0f), "1e+4");  /* 4 characters, not 5 */
+  assert_string_equal(fmt_f32(100000.0f), "1e+5"); /* 6 vs 4: exponent */
   assert_string_equal(fmt_f32(123456.0f), "123456");
   assert_string_equal(fmt_f64(12345678901.0), "12345678901");
-  assert_string_equal(fmt_u16(RD_FLOAT16, 0x5640), "100");   /* 100 */
-  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x42C8), "100");  /* 100 */
+  assert_string_equal(fmt_u16(RD_FLOAT16, 0x5640), "100");  /* 100 */
+  assert_string_equal(fmt_u16(RD_BFLOAT16, 0x42C8), "100"); /* 100 */
   /* bfloat16 256 = 0x4380; "256" (3 digits) and 2 digits "260" is 4 away
    * with spacing 2 there: so "256" */
   assert_string_equal(fmt_u16(RD_BFLOAT16, 0x4380), "256");
 }
 
-static void
-test_encode_arg_bool(void **state)
+static void test_encode_arg_bool(void **state)
 {
   static const int64_t shape2[] = { 2 };
   const int64_t idx[] = { 2, 0 };
@@ -1770,14 +1828,16 @@ test_encode_arg_bool(void **state)
   make_plan(&plan, RD_OP_ARGMAX, 13, RD_BFLOAT16, 1, shape2);
   assert_int_equal(plan.out_dtype, RD_INT64);
   assert_int_equal(api_json_encode_result(&plan, 18, idx, &b), 0);
-  assert_string_equal(b.data, "{\"op\":\"ArgMax\",\"opset\":18,"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ArgMax\",\"opset\":18,"
                       "\"op_version\":13,\"output\":{\"dtype\":\"int64\","
                       "\"shape\":[2],\"data\":[2,0]}}");
   api_buf_free(&b);
   /* bool answers are true/false */
   make_plan(&plan, RD_OP_MAX, 20, RD_BOOL, 1, shape2);
   assert_int_equal(api_json_encode_result(&plan, 20, flags, &b), 0);
-  assert_string_equal(b.data, "{\"op\":\"ReduceMax\",\"opset\":20,"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ReduceMax\",\"opset\":20,"
                       "\"op_version\":20,\"output\":{\"dtype\":\"bool\","
                       "\"shape\":[2],\"data\":[true,false]}}");
   api_buf_free(&b);
@@ -1785,8 +1845,7 @@ test_encode_arg_bool(void **state)
 
 /* Decode, plan, execute, encode: ArgMax with select_last_index and
  * ReduceMin of bool through the real library. */
-static void
-test_end_to_end_arg(void **state)
+static void test_end_to_end_arg(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -1798,7 +1857,8 @@ test_end_to_end_arg(void **state)
   /* rows [1,3,3] and [7,7,2]: last maxima at 2 and 1 */
   decode_ok("{\"op\":\"ArgMax\",\"axis\":1,\"keepdims\":0,"
             "\"select_last_index\":1,\"input\":{\"dtype\":\"int16\","
-            "\"shape\":[2,3],\"data\":[1,3,3,7,7,2]}}", &req);
+            "\"shape\":[2,3],\"data\":[1,3,3,7,7,2]}}",
+            &req);
   if (rd_plan_init(&plan, &req.params, &err) != 0)
     print_error("plan: %s\n", err.msg);
   assert_int_equal(rd_plan_init(&plan, &req.params, &err), 0);
@@ -1807,7 +1867,8 @@ test_end_to_end_arg(void **state)
   assert_int_equal(rd_execute(&plan, req.data, out, &err), 0);
   api_buf_init(&b);
   assert_int_equal(api_json_encode_result(&plan, 18, out, &b), 0);
-  assert_string_equal(b.data, "{\"op\":\"ArgMax\",\"opset\":18,"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ArgMax\",\"opset\":18,"
                       "\"op_version\":13,\"output\":{\"dtype\":\"int64\","
                       "\"shape\":[2],\"data\":[2,1]}}");
   api_buf_free(&b);
@@ -1816,21 +1877,21 @@ test_end_to_end_arg(void **state)
   /* [[true,true],[true,false]] AND over axis 1: [true,false] */
   decode_ok("{\"op\":\"ReduceMin\",\"opset\":20,\"axes\":[1],\"keepdims\":0,"
             "\"input\":{\"dtype\":\"bool\",\"data\":[[true,true],"
-            "[true,false]]}}", &req);
+            "[true,false]]}}",
+            &req);
   assert_int_equal(rd_plan_init(&plan, &req.params, &err), 0);
   out = malloc(plan.out_bytes);
   assert_non_null(out);
   assert_int_equal(rd_execute(&plan, req.data, out, &err), 0);
   assert_int_equal(api_json_encode_result(&plan, 20, out, &b), 0);
   assert_non_null(strstr(b.data, "\"dtype\":\"bool\",\"shape\":[2],"
-                         "\"data\":[true,false]}}"));
+                                 "\"data\":[true,false]}}"));
   api_buf_free(&b);
   free(out);
   api_request_free(&req);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_errname_status),

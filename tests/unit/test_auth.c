@@ -1,7 +1,7 @@
 /* test_auth.c - API keys and TLS files (daemon/auth.c): the key file's
  * syntax, the Bearer check, the probe routes, and the refusals of bad
  * files.  Expected values follow docs/http-api.md (--api-key-file). */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +18,7 @@
 #include "log.h"
 
 /* Writes `len` bytes to a new temporary file; returns its path (static). */
-static const char *
-file_with(const void *text, size_t len)
+static const char *file_with(const void *text, size_t len)
 {
   static char path[64];
   int fd;
@@ -32,8 +31,7 @@ file_with(const void *text, size_t len)
   return path;
 }
 
-static int
-load(struct auth *a, const char *text)
+static int load(struct auth *a, const char *text)
 {
   const char *path = file_with(text, strlen(text));
   int rc = auth_load_keys(a, path);
@@ -42,8 +40,7 @@ load(struct auth *a, const char *text)
   return rc;
 }
 
-static void
-test_key_file_syntax(void **state)
+static void test_key_file_syntax(void **state)
 {
   struct auth a;
 
@@ -54,20 +51,20 @@ test_key_file_syntax(void **state)
                             "\n"
                             "beta.2\n"
                             "   # indented comment\n"
-                            "gamma"), 0);
+                            "gamma"),
+                   0);
   assert_int_equal(a.nkeys, 3);
   assert_string_equal(a.keys[0], "alpha-1");
   assert_int_equal(a.key_lens[0], 7);
   assert_string_equal(a.keys[1], "beta.2");
-  assert_string_equal(a.keys[2], "gamma");   /* no final newline */
+  assert_string_equal(a.keys[2], "gamma"); /* no final newline */
   auth_free(&a);
   assert_int_equal(a.nkeys, 0);
   assert_null(a.keys);
-  auth_free(&a);   /* safe twice */
+  auth_free(&a); /* safe twice */
 }
 
-static void
-test_bad_key_files(void **state)
+static void test_bad_key_files(void **state)
 {
   static const char nul[] = "alpha\0beta\n";
   struct auth a;
@@ -77,7 +74,7 @@ test_bad_key_files(void **state)
   memset(&a, 0, sizeof a);
   assert_int_equal(load(&a, "\n# only comments\n   \n"), -1);
   auth_free(&a);
-  assert_int_equal(load(&a, "alpha beta\n"), -1);   /* a blank inside */
+  assert_int_equal(load(&a, "alpha beta\n"), -1); /* a blank inside */
   auth_free(&a);
   path = file_with(nul, sizeof nul - 1);
   assert_int_equal(auth_load_keys(&a, path), -1);
@@ -87,8 +84,7 @@ test_bad_key_files(void **state)
   auth_free(&a);
 }
 
-static void
-test_too_large_file(void **state)
+static void test_too_large_file(void **state)
 {
   char *big = malloc(AUTH_FILE_MAX + 2);
   const char *path;
@@ -113,8 +109,7 @@ test_too_large_file(void **state)
   free(big);
 }
 
-static void
-test_bearer_check(void **state)
+static void test_bearer_check(void **state)
 {
   struct auth a;
 
@@ -142,8 +137,7 @@ test_bearer_check(void **state)
   assert_int_equal(auth_allows(&a, "/v1/reduce", NULL), 1);
 }
 
-static void
-test_tls_files(void **state)
+static void test_tls_files(void **state)
 {
   static const char cert[] = "-----BEGIN CERTIFICATE-----\nMIIB\n"
                              "-----END CERTIFICATE-----\n";
@@ -168,8 +162,7 @@ test_tls_files(void **state)
   unlink(kpath);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_key_file_syntax),
@@ -178,6 +171,6 @@ main(void)
     cmocka_unit_test(test_bearer_check),
     cmocka_unit_test(test_tls_files),
   };
-  log_init(LOG_LVL_ERROR - 1);   /* silence: refusals log by design */
+  log_init(LOG_LVL_ERROR - 1); /* silence: refusals log by design */
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,14 +23,13 @@
 /* Helpers                                                            */
 /* ================================================================== */
 
-static int
-query(const char *qs, int fmt, struct api_request *req, struct rd_error *err)
+static int query(const char *qs, int fmt, struct api_request *req,
+                 struct rd_error *err)
 {
   return api_query_parse(qs, fmt, req, err);
 }
 
-static void
-assert_msg_has(const struct rd_error *err, const char *part)
+static void assert_msg_has(const struct rd_error *err, const char *part)
 {
   if (strstr(err->msg, part) == NULL)
     fail_msg("message \"%s\" lacks \"%s\"", err->msg, part);
@@ -38,8 +37,8 @@ assert_msg_has(const struct rd_error *err, const char *part)
 
 /* A .npy file prefix: version major.0, header length field, then `dict`
  * padded with spaces to `pad_to` (0: no padding) and '\n'. */
-static size_t
-make_npy(unsigned char *out, int major, const char *dict, size_t pad_to)
+static size_t make_npy(unsigned char *out, int major, const char *dict,
+                       size_t pad_to)
 {
   size_t prefix = major == 1 ? 10 : 12, n = strlen(dict), hlen, total;
 
@@ -62,8 +61,7 @@ make_npy(unsigned char *out, int major, const char *dict, size_t pad_to)
   return total;
 }
 
-static int
-npy_dict(const char *dict, struct api_npy *npy, struct rd_error *err)
+static int npy_dict(const char *dict, struct api_npy *npy, struct rd_error *err)
 {
   unsigned char buf[4096];
   size_t n = make_npy(buf, 1, dict, 64);
@@ -74,13 +72,13 @@ npy_dict(const char *dict, struct api_npy *npy, struct rd_error *err)
 /* Formats                                                            */
 /* ================================================================== */
 
-static void
-test_content_type(void **state)
+static void test_content_type(void **state)
 {
   (void)state;
   assert_int_equal(api_format_of_content_type("application/json"),
                    API_FMT_JSON);
-  assert_int_equal(api_format_of_content_type(" Application/JSON ; charset=utf-8"),
+  assert_int_equal(api_format_of_content_type(
+                     " Application/JSON ; charset=utf-8"),
                    API_FMT_JSON);
   assert_int_equal(api_format_of_content_type("application/octet-stream"),
                    API_FMT_RAW);
@@ -100,8 +98,7 @@ test_content_type(void **state)
 /* Query string                                                       */
 /* ================================================================== */
 
-static void
-test_query_raw_full(void **state)
+static void test_query_raw_full(void **state)
 {
   struct api_request req;
   struct rd_error err;
@@ -109,7 +106,8 @@ test_query_raw_full(void **state)
   (void)state;
   assert_int_equal(query("op=ReduceSumSquare&opset=13&axes=0,-1&keepdims=0"
                          "&noop_with_empty_axes=false&overflow=saturate"
-                         "&dtype=int32&shape=3,2,4", API_FMT_RAW, &req, &err),
+                         "&dtype=int32&shape=3,2,4",
+                         API_FMT_RAW, &req, &err),
                    0);
   assert_int_equal(req.params.op, RD_OP_SUM_SQUARE);
   assert_int_equal(req.params.opset, 13);
@@ -128,15 +126,15 @@ test_query_raw_full(void **state)
   assert_ptr_equal(req.params.axes, req.axes);
 }
 
-static void
-test_query_defaults_and_empty_lists(void **state)
+static void test_query_defaults_and_empty_lists(void **state)
 {
   struct api_request req;
   struct rd_error err;
 
   (void)state;
   assert_int_equal(query("op=ReduceL2&dtype=float&shape=", API_FMT_RAW, &req,
-                         &err), 0);
+                         &err),
+                   0);
   assert_int_equal(req.params.opset, 18);
   assert_int_equal(req.params.keepdims, 1);
   assert_true(req.params.noop_with_empty_axes == RD_UNSET);
@@ -146,42 +144,44 @@ test_query_defaults_and_empty_lists(void **state)
   assert_int_equal(req.params.naxes, 0);
 
   /* axes= is an explicit empty list; keepdims=true; percent-decoding. */
-  assert_int_equal(query("op=Reduce%4C2&axes=&keepdims=true&noop_with_empty_axes=1",
-                         API_FMT_NPY, &req, &err), 0);
+  assert_int_equal(
+    query("op=Reduce%4C2&axes=&keepdims=true&noop_with_empty_axes=1",
+          API_FMT_NPY, &req, &err),
+    0);
   assert_int_equal(req.params.op, RD_OP_L2);
   assert_int_equal(req.params.naxes, 0);
   assert_int_equal(req.params.keepdims, 1);
   assert_int_equal(req.params.noop_with_empty_axes, 1);
   /* %2C is a comma; empty segments between '&' are skipped. */
-  assert_int_equal(query("&&op=ReduceL2&axes=1%2C2&", API_FMT_NPY, &req,
-                         &err), 0);
+  assert_int_equal(query("&&op=ReduceL2&axes=1%2C2&", API_FMT_NPY, &req, &err),
+                   0);
   assert_int_equal(req.params.naxes, 2);
   assert_int_equal(req.axes[1], 2);
 }
 
-static void
-test_query_errors(void **state)
+static void test_query_errors(void **state)
 {
   struct api_request req;
   struct rd_error err;
 
   (void)state;
   assert_int_equal(query("op=ReduceL2&axes=0,x&dtype=float32&shape=2",
-                         API_FMT_RAW, &req, &err), API_E_INVALID_FIELD);
+                         API_FMT_RAW, &req, &err),
+                   API_E_INVALID_FIELD);
   assert_msg_has(&err, "query parameter axes = \"0,x\"");
   assert_msg_has(&err, "\"x\" is not an integer");
 
   assert_int_equal(query("op=ReduceL2&bogus=1", API_FMT_NPY, &req, &err),
                    API_E_UNKNOWN_FIELD);
   assert_msg_has(&err, "\"bogus\"");
-  assert_int_equal(query("op=ReduceL2&dtype=float32", API_FMT_NPY, &req,
-                         &err), API_E_UNKNOWN_FIELD);
+  assert_int_equal(query("op=ReduceL2&dtype=float32", API_FMT_NPY, &req, &err),
+                   API_E_UNKNOWN_FIELD);
   assert_msg_has(&err, "dtype");
   assert_int_equal(query("op=ReduceL2&shape=2", API_FMT_NPY, &req, &err),
                    API_E_UNKNOWN_FIELD);
 
-  assert_int_equal(query("op=ReduceL2&axes=0&axes=1", API_FMT_NPY, &req,
-                         &err), API_E_INVALID_FIELD);
+  assert_int_equal(query("op=ReduceL2&axes=0&axes=1", API_FMT_NPY, &req, &err),
+                   API_E_INVALID_FIELD);
   assert_msg_has(&err, "more than once");
 
   assert_int_equal(query("axes=0", API_FMT_NPY, &req, &err),
@@ -196,14 +196,14 @@ test_query_errors(void **state)
                    API_E_MISSING_FIELD);
   assert_msg_has(&err, "shape");
 
-  assert_int_equal(query("op=ReduceMaximum", API_FMT_NPY, &req, &err),
-                   RD_E_OP);
+  assert_int_equal(query("op=ReduceMaximum", API_FMT_NPY, &req, &err), RD_E_OP);
   assert_msg_has(&err, "query parameter op = \"ReduceMaximum\"");
   assert_msg_has(&err, "ReduceLogSumExp, ArgMax, ArgMin");
-  assert_int_equal(query("op=ReduceL2&overflow=clip", API_FMT_NPY, &req,
-                         &err), RD_E_POLICY);
+  assert_int_equal(query("op=ReduceL2&overflow=clip", API_FMT_NPY, &req, &err),
+                   RD_E_POLICY);
   assert_int_equal(query("op=ReduceL2&dtype=int4&shape=1", API_FMT_RAW, &req,
-                         &err), RD_E_DTYPE);
+                         &err),
+                   RD_E_DTYPE);
   assert_msg_has(&err, "int8, uint8, int16, uint16");
 
   assert_int_equal(query("op=ReduceL2&opset=1.5", API_FMT_NPY, &req, &err),
@@ -211,15 +211,17 @@ test_query_errors(void **state)
   assert_int_equal(query("op=ReduceL2&opset=", API_FMT_NPY, &req, &err),
                    API_E_INVALID_FIELD);
   assert_int_equal(query("op=ReduceL2&opset=+18", API_FMT_NPY, &req, &err),
-                   API_E_INVALID_FIELD);   /* '+' is a space */
-  assert_int_equal(query("op=ReduceL2&opset=99999999999999999999",
-                         API_FMT_NPY, &req, &err), API_E_INVALID_FIELD);
+                   API_E_INVALID_FIELD); /* '+' is a space */
+  assert_int_equal(query("op=ReduceL2&opset=99999999999999999999", API_FMT_NPY,
+                         &req, &err),
+                   API_E_INVALID_FIELD);
   assert_msg_has(&err, "range");
-  assert_int_equal(query("op=ReduceL2&keepdims=yes", API_FMT_NPY, &req,
-                         &err), API_E_INVALID_FIELD);
+  assert_int_equal(query("op=ReduceL2&keepdims=yes", API_FMT_NPY, &req, &err),
+                   API_E_INVALID_FIELD);
   assert_msg_has(&err, "true/false");
   assert_int_equal(query("op=ReduceL2&noop_with_empty_axes="
-                         "-9223372036854775808", API_FMT_NPY, &req, &err),
+                         "-9223372036854775808",
+                         API_FMT_NPY, &req, &err),
                    RD_E_NOOP);
   assert_int_equal(query("op=ReduceL2&axes=0,,1", API_FMT_NPY, &req, &err),
                    API_E_INVALID_FIELD);
@@ -240,8 +242,7 @@ test_query_errors(void **state)
       strcat(qs, i ? ",1" : "1");
     assert_int_equal(query(qs, API_FMT_RAW, &req, &err), RD_E_RANK);
     memcpy(qs, "op=ReduceL2&dtype=float32&axes=", 31);
-    assert_int_equal(query(qs, API_FMT_RAW, &req, &err),
-                     API_E_INVALID_FIELD);
+    assert_int_equal(query(qs, API_FMT_RAW, &req, &err), API_E_INVALID_FIELD);
   }
 }
 
@@ -249,8 +250,7 @@ test_query_errors(void **state)
 /* .npy header                                                        */
 /* ================================================================== */
 
-static void
-test_npy_parse_valid(void **state)
+static void test_npy_parse_valid(void **state)
 {
   unsigned char buf[512];
   struct api_npy npy;
@@ -258,13 +258,15 @@ test_npy_parse_valid(void **state)
   size_t n;
 
   (void)state;
-  n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, "
-               "'shape': (3, 2), }", 64);
+  n = make_npy(buf, 1,
+               "{'descr': '<f4', 'fortran_order': False, "
+               "'shape': (3, 2), }",
+               64);
   /* 10 + 59 + '\n' = 70 bytes, padded to 128 */
   assert_int_equal(n, 128);
   assert_int_equal(api_npy_parse(buf, n, &npy, &err), 0);
   assert_int_equal(npy.dtype, RD_FLOAT32);
-  assert_int_equal(npy.swap, 0);      /* little-endian host */
+  assert_int_equal(npy.swap, 0); /* little-endian host */
   assert_int_equal(npy.fortran, 0);
   assert_int_equal(npy.rank, 2);
   assert_int_equal(npy.shape[0], 3);
@@ -279,8 +281,10 @@ test_npy_parse_valid(void **state)
 
   /* Version 2.0 and 3.0: 4-byte length; other key order, double quotes,
    * no trailing comma, no padding; big-endian; Fortran; rank 0 and 1. */
-  n = make_npy(buf, 2, "{\"shape\": (), \"fortran_order\": True, "
-               "\"descr\": \">f8\"}", 0);
+  n = make_npy(buf, 2,
+               "{\"shape\": (), \"fortran_order\": True, "
+               "\"descr\": \">f8\"}",
+               0);
   assert_int_equal(api_npy_parse(buf, n, &npy, &err), 0);
   assert_int_equal(npy.dtype, RD_FLOAT64);
   assert_int_equal(npy.swap, 1);
@@ -295,21 +299,35 @@ test_npy_parse_valid(void **state)
   assert_int_equal(npy.rank, 1);
   assert_int_equal(npy.shape[0], 7);
 
-  static const struct { const char *d; int dt; int swap; } types[] = {
-    { "<f2", RD_FLOAT16, 0 }, { ">f2", RD_FLOAT16, 1 },
-    { "<i4", RD_INT32, 0 },   { ">i4", RD_INT32, 1 },
-    { "<u4", RD_UINT32, 0 },  { ">u8", RD_UINT64, 1 },
-    { "=f4", RD_FLOAT32, 0 }, { "|u4", RD_UINT32, 0 },
+  static const struct {
+    const char *d;
+    int dt;
+    int swap;
+  } types[] = {
+    { "<f2", RD_FLOAT16, 0 },
+    { ">f2", RD_FLOAT16, 1 },
+    { "<i4", RD_INT32, 0 },
+    { ">i4", RD_INT32, 1 },
+    { "<u4", RD_UINT32, 0 },
+    { ">u8", RD_UINT64, 1 },
+    { "=f4", RD_FLOAT32, 0 },
+    { "|u4", RD_UINT32, 0 },
     /* the one-byte types numpy writes with '|', and the two-byte ones */
-    { "|b1", RD_BOOL, 0 },    { "|i1", RD_INT8, 0 },
-    { "|u1", RD_UINT8, 0 },   { "<i1", RD_INT8, 0 },
-    { "<i2", RD_INT16, 0 },   { ">i2", RD_INT16, 1 },
-    { "<u2", RD_UINT16, 0 },  { ">u2", RD_UINT16, 1 },
+    { "|b1", RD_BOOL, 0 },
+    { "|i1", RD_INT8, 0 },
+    { "|u1", RD_UINT8, 0 },
+    { "<i1", RD_INT8, 0 },
+    { "<i2", RD_INT16, 0 },
+    { ">i2", RD_INT16, 1 },
+    { "<u2", RD_UINT16, 0 },
+    { ">u2", RD_UINT16, 1 },
   };
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     char dict[128];
-    snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
-             "'shape': (0, 4, 1), }", types[i].d);
+    snprintf(dict, sizeof dict,
+             "{'descr': '%s', 'fortran_order': False, "
+             "'shape': (0, 4, 1), }",
+             types[i].d);
     assert_int_equal(npy_dict(dict, &npy, &err), 0);
     assert_int_equal(npy.dtype, types[i].dt);
     assert_int_equal(npy.swap, types[i].swap);
@@ -318,8 +336,7 @@ test_npy_parse_valid(void **state)
   }
 }
 
-static void
-test_npy_parse_hostile(void **state)
+static void test_npy_parse_hostile(void **state)
 {
   unsigned char buf[4096];
   struct api_npy npy;
@@ -332,8 +349,10 @@ test_npy_parse_hostile(void **state)
   assert_int_equal(api_npy_parse(buf, 11, &npy, &err), API_E_BAD_NPY);
   assert_msg_has(&err, "not a .npy file");
   /* Versions. */
-  n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, "
-               "'shape': (1,), }", 64);
+  n = make_npy(buf, 1,
+               "{'descr': '<f4', 'fortran_order': False, "
+               "'shape': (1,), }",
+               64);
   buf[6] = 4;
   assert_int_equal(api_npy_parse(buf, n, &npy, &err), API_E_BAD_NPY);
   assert_msg_has(&err, "4.0");
@@ -347,39 +366,48 @@ test_npy_parse_hostile(void **state)
   assert_int_equal(api_npy_parse(buf, 12, &npy, &err), API_E_BAD_NPY);
   assert_msg_has(&err, "limit");
   /* No newline at the declared end. */
-  n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, "
-               "'shape': (1,), }", 64);
+  n = make_npy(buf, 1,
+               "{'descr': '<f4', 'fortran_order': False, "
+               "'shape': (1,), }",
+               64);
   buf[n - 1] = ' ';
   assert_int_equal(api_npy_parse(buf, n, &npy, &err), API_E_BAD_NPY);
 
-  static const struct { const char *dict; int code; const char *why; } bad[] = {
-    { "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }",
-      RD_E_DTYPE, "object" },
+  static const struct {
+    const char *dict;
+    int code;
+    const char *why;
+  } bad[] = {
+    { "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", RD_E_DTYPE,
+      "object" },
     { "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, "
-      "'shape': (2,), }", RD_E_DTYPE, "structured" },
-    { "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }",
-      RD_E_DTYPE, "<c8" },
-    { "{'descr': '|b2', 'fortran_order': False, 'shape': (2,), }",
-      RD_E_DTYPE, "|b2" },
-    { "{'descr': '<i3', 'fortran_order': False, 'shape': (2,), }",
-      RD_E_DTYPE, "|b1" },
+      "'shape': (2,), }",
+      RD_E_DTYPE, "structured" },
+    { "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", RD_E_DTYPE,
+      "<c8" },
+    { "{'descr': '|b2', 'fortran_order': False, 'shape': (2,), }", RD_E_DTYPE,
+      "|b2" },
+    { "{'descr': '<i3', 'fortran_order': False, 'shape': (2,), }", RD_E_DTYPE,
+      "|b1" },
     { "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
       API_E_BAD_NPY, "unknown key" },
     { "{'descr': '<f4', 'shape': (2,), }", API_E_BAD_NPY, "fortran_order" },
     { "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
-      "'shape': (2,)}", API_E_BAD_NPY, "repeated" },
+      "'shape': (2,)}",
+      API_E_BAD_NPY, "repeated" },
     { "{'descr': '<f4', 'fortran_order': Trueish, 'shape': (2,)}",
       API_E_BAD_NPY, "True or False" },
-    { "{'descr': '<f4', 'fortran_order': 1, 'shape': (2,)}",
-      API_E_BAD_NPY, "True or False" },
-    { "{'descr': '<f4', 'fortran_order': False, 'shape': (3)}",
-      API_E_BAD_NPY, "trailing comma" },
-    { "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
-      API_E_BAD_NPY, "non-negative" },
-    { "{'descr': '<f4', 'fortran_order': False, 'shape': [2]}",
-      API_E_BAD_NPY, "tuple" },
+    { "{'descr': '<f4', 'fortran_order': 1, 'shape': (2,)}", API_E_BAD_NPY,
+      "True or False" },
+    { "{'descr': '<f4', 'fortran_order': False, 'shape': (3)}", API_E_BAD_NPY,
+      "trailing comma" },
+    { "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}", API_E_BAD_NPY,
+      "non-negative" },
+    { "{'descr': '<f4', 'fortran_order': False, 'shape': [2]}", API_E_BAD_NPY,
+      "tuple" },
     { "{'descr': '<f4', 'fortran_order': False, "
-      "'shape': (99999999999999999999,)}", RD_E_DIM, "too large" },
+      "'shape': (99999999999999999999,)}",
+      RD_E_DIM, "too large" },
     { "{'descr': '<f4', 'fortran_order': False, 'shape': "
       "(1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}",
       RD_E_RANK, "32" },
@@ -388,14 +416,16 @@ test_npy_parse_hostile(void **state)
     { "{'descr': '<f\\x34', 'fortran_order': False, 'shape': (2,)}",
       API_E_BAD_NPY, "descr" },
     { "{'descr': __import__('os').system('true'), 'fortran_order': False, "
-      "'shape': (2,)}", API_E_BAD_NPY, "descr" },
-    { "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)",
-      API_E_BAD_NPY, "expected" },
+      "'shape': (2,)}",
+      API_E_BAD_NPY, "descr" },
+    { "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)", API_E_BAD_NPY,
+      "expected" },
     { "", API_E_BAD_NPY, "'{'" },
     { "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}\t\x01",
       API_E_BAD_NPY, "control" },
     { "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
-      "'\xc3\xa9': 1}", API_E_BAD_NPY, "non-ASCII" },
+      "'\xc3\xa9': 1}",
+      API_E_BAD_NPY, "non-ASCII" },
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     memset(&err, 0, sizeof err);
@@ -406,8 +436,7 @@ test_npy_parse_hostile(void **state)
   }
 }
 
-static void
-test_npy_write(void **state)
+static void test_npy_write(void **state)
 {
   static const int64_t shape[2] = { 3, 2 };
   static const int64_t one[1] = { 5 };
@@ -451,8 +480,8 @@ test_npy_write(void **state)
 /* Accept                                                             */
 /* ================================================================== */
 
-static int
-pick(const char *accept, int req_fmt, int dtype, struct rd_error *err)
+static int pick(const char *accept, int req_fmt, int dtype,
+                struct rd_error *err)
 {
   struct api_accept acc;
   int fmt = -1, rc;
@@ -464,8 +493,7 @@ pick(const char *accept, int req_fmt, int dtype, struct rd_error *err)
   return rc != 0 ? rc : fmt;
 }
 
-static void
-test_accept(void **state)
+static void test_accept(void **state)
 {
   struct rd_error err;
 
@@ -480,25 +508,33 @@ test_accept(void **state)
   assert_int_equal(pick("Application/X-NPY", API_FMT_JSON, RD_FLOAT32, &err),
                    API_FMT_NPY);
   assert_int_equal(pick("application/octet-stream;q=0.5, application/json;"
-                        "q=0.9", API_FMT_NPY, RD_FLOAT32, &err),
+                        "q=0.9",
+                        API_FMT_NPY, RD_FLOAT32, &err),
                    API_FMT_JSON);
   /* An explicit type beats the wildcard at the same q. */
   assert_int_equal(pick("*/*, application/x-npy", API_FMT_JSON, RD_FLOAT32,
-                        &err), API_FMT_JSON);   /* own format first */
+                        &err),
+                   API_FMT_JSON); /* own format first */
   assert_int_equal(pick("text/html, application/x-npy, application/json",
-                        API_FMT_RAW, RD_FLOAT32, &err), API_FMT_JSON);
+                        API_FMT_RAW, RD_FLOAT32, &err),
+                   API_FMT_JSON);
   assert_int_equal(pick("*/*;q=0.1, application/x-npy", API_FMT_JSON,
-                        RD_FLOAT32, &err), API_FMT_NPY);
+                        RD_FLOAT32, &err),
+                   API_FMT_NPY);
   /* q=0 excludes; the most specific range decides. */
-  assert_int_equal(pick("*/*, application/json;q=0", API_FMT_JSON,
-                        RD_FLOAT32, &err), API_FMT_RAW);
+  assert_int_equal(pick("*/*, application/json;q=0", API_FMT_JSON, RD_FLOAT32,
+                        &err),
+                   API_FMT_RAW);
   assert_int_equal(pick("application/*;q=0.2, application/x-npy;q=1.000",
-                        API_FMT_RAW, RD_FLOAT32, &err), API_FMT_NPY);
+                        API_FMT_RAW, RD_FLOAT32, &err),
+                   API_FMT_NPY);
   /* A malformed q accepts nothing. */
   assert_int_equal(pick("application/json;q=2, application/x-npy;q=0.3",
-                        API_FMT_JSON, RD_FLOAT32, &err), API_FMT_NPY);
-  assert_int_equal(pick("application/json;q=0.0001", API_FMT_JSON,
-                        RD_FLOAT32, &err), API_E_NOT_ACCEPTABLE);
+                        API_FMT_JSON, RD_FLOAT32, &err),
+                   API_FMT_NPY);
+  assert_int_equal(pick("application/json;q=0.0001", API_FMT_JSON, RD_FLOAT32,
+                        &err),
+                   API_E_NOT_ACCEPTABLE);
   /* Nothing we offer. */
   assert_int_equal(pick("text/html", API_FMT_JSON, RD_FLOAT32, &err),
                    API_E_NOT_ACCEPTABLE);
@@ -512,15 +548,15 @@ test_accept(void **state)
   assert_msg_has(&err, "application/octet-stream");
   assert_int_equal(pick(NULL, API_FMT_NPY, RD_BFLOAT16, &err), API_FMT_JSON);
   assert_int_equal(pick("application/x-npy, application/octet-stream;q=0.1",
-                        API_FMT_JSON, RD_BFLOAT16, &err), API_FMT_RAW);
+                        API_FMT_JSON, RD_BFLOAT16, &err),
+                   API_FMT_RAW);
 }
 
 /* ================================================================== */
 /* Layout, plans, encoders                                            */
 /* ================================================================== */
 
-static void
-test_swap_and_transpose(void **state)
+static void test_swap_and_transpose(void **state)
 {
   unsigned char b[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
   /* Fortran layout of [[0,1,2],[3,4,5]]: column by column. */
@@ -554,8 +590,7 @@ test_swap_and_transpose(void **state)
 
 /* A Fortran-order [2,3,4] tensor reduced over axis -2 (keepdims 0) gives
  * the [2,4] result of the same logical tensor in C order. */
-static void
-test_fortran_plan(void **state)
+static void test_fortran_plan(void **state)
 {
   static const int64_t shape[3] = { 2, 3, 4 };
   static const int64_t axes[1] = { -2 };
@@ -584,7 +619,7 @@ test_fortran_plan(void **state)
   assert_int_equal(lp.out_rank, 2);
   assert_int_equal(lp.out_shape[0], 2);
   assert_int_equal(lp.out_shape[1], 4);
-  assert_int_equal(pp.in_shape[0], 4);   /* reversed */
+  assert_int_equal(pp.in_shape[0], 4); /* reversed */
   assert_int_equal(pp.in_shape[2], 2);
   assert_int_equal(pp.out_shape[0], 4);
   assert_int_equal(rd_execute(&pp, fdata, out, &err), 0);
@@ -607,8 +642,7 @@ test_fortran_plan(void **state)
   }
 }
 
-static void
-test_encode(void **state)
+static void test_encode(void **state)
 {
   static const int64_t shape[2] = { 2, 2 };
   static const int64_t axes[1] = { 1 };
@@ -634,14 +668,12 @@ test_encode(void **state)
   assert_string_equal(hdr, "[2,1]");
 
   api_buf_init(&b);
-  assert_int_equal(api_encode_result(API_FMT_RAW, &plan, 18, out, &b, &err),
-                   0);
+  assert_int_equal(api_encode_result(API_FMT_RAW, &plan, 18, out, &b, &err), 0);
   assert_int_equal(b.len, 8);
   assert_memory_equal(b.data, "\x00\x00\xc0\x3f\x00\x00\x00\xc0", 8);
   api_buf_free(&b);
 
-  assert_int_equal(api_encode_result(API_FMT_NPY, &plan, 18, out, &b, &err),
-                   0);
+  assert_int_equal(api_encode_result(API_FMT_NPY, &plan, 18, out, &b, &err), 0);
   assert_int_equal(b.len, 128 + 8);
   assert_int_equal(api_npy_parse(b.data, b.len, &npy, &err), 0);
   assert_int_equal(npy.header_len, 128);
@@ -652,7 +684,8 @@ test_encode(void **state)
 
   assert_int_equal(api_encode_result(API_FMT_JSON, &plan, 18, out, &b, &err),
                    0);
-  assert_string_equal(b.data, "{\"op\":\"ReduceL2\",\"opset\":18,\"op_version\""
+  assert_string_equal(b.data,
+                      "{\"op\":\"ReduceL2\",\"opset\":18,\"op_version\""
                       ":18,\"output\":{\"dtype\":\"float32\",\"shape\":[2,1],"
                       "\"data\":[1.5,-2]}}");
   api_buf_free(&b);
@@ -666,15 +699,15 @@ test_encode(void **state)
 
 /* The query parameters of ArgMax/ArgMin and the fields an op does not
  * take (issue 11). */
-static void
-test_query_arg(void **state)
+static void test_query_arg(void **state)
 {
   struct api_request req;
   struct rd_error err;
 
   (void)state;
   assert_int_equal(query("op=ArgMax&axis=-2&select_last_index=1&keepdims=0"
-                         "&dtype=int16&shape=2,3", API_FMT_RAW, &req, &err),
+                         "&dtype=int16&shape=2,3",
+                         API_FMT_RAW, &req, &err),
                    0);
   assert_int_equal(req.params.op, RD_OP_ARGMAX);
   assert_int_equal(req.params.axis, -2);
@@ -682,17 +715,20 @@ test_query_arg(void **state)
   assert_int_equal(req.params.dtype, RD_INT16);
   assert_int_equal(req.params.keepdims, 0);
   assert_int_equal(req.params.naxes, 0);
-  assert_int_equal(query("op=ArgMin&select_last_index=true", API_FMT_NPY,
-                         &req, &err), 0);
+  assert_int_equal(query("op=ArgMin&select_last_index=true", API_FMT_NPY, &req,
+                         &err),
+                   0);
   assert_int_equal(req.params.select_last_index, 1);
   assert_true(req.params.axis == RD_UNSET);
-  assert_int_equal(query("op=ReduceMax&dtype=bool&shape=4", API_FMT_RAW,
-                         &req, &err), 0);
+  assert_int_equal(query("op=ReduceMax&dtype=bool&shape=4", API_FMT_RAW, &req,
+                         &err),
+                   0);
   assert_int_equal(req.params.dtype, RD_BOOL);
   assert_true(req.params.axis == RD_UNSET);
   assert_true(req.params.select_last_index == RD_UNSET);
-  for (const char *const *d = (const char *const[]){ "int8", "uint8",
-         "int16", "uint16", "bool", NULL }; *d != NULL; d++) {
+  for (const char *const *d = (const char *const[]){ "int8", "uint8", "int16",
+                                                     "uint16", "bool", NULL };
+       *d != NULL; d++) {
     char qs[64];
     snprintf(qs, sizeof qs, "op=ArgMax&dtype=%s&shape=1", *d);
     assert_int_equal(query(qs, API_FMT_RAW, &req, &err), 0);
@@ -704,13 +740,16 @@ test_query_arg(void **state)
   assert_msg_has(&err, "query parameter axis = \"x\": must be an integer");
   assert_int_equal(query("op=ArgMax&axis=true", API_FMT_NPY, &req, &err),
                    API_E_INVALID_FIELD);
-  assert_int_equal(query("op=ArgMax&select_last_index=yes", API_FMT_NPY,
-                         &req, &err), API_E_INVALID_FIELD);
+  assert_int_equal(query("op=ArgMax&select_last_index=yes", API_FMT_NPY, &req,
+                         &err),
+                   API_E_INVALID_FIELD);
   assert_msg_has(&err, "or true/false");
   assert_int_equal(query("op=ArgMax&axis=-9223372036854775808", API_FMT_NPY,
-                         &req, &err), RD_E_AXIS_RANGE);
+                         &req, &err),
+                   RD_E_AXIS_RANGE);
   assert_int_equal(query("op=ArgMax&select_last_index=-9223372036854775808",
-                         API_FMT_NPY, &req, &err), RD_E_SELECT_LAST);
+                         API_FMT_NPY, &req, &err),
+                   RD_E_SELECT_LAST);
   assert_int_equal(query("op=ArgMax&axis=0&axis=1", API_FMT_NPY, &req, &err),
                    API_E_INVALID_FIELD);
   assert_msg_has(&err, "more than once");
@@ -718,20 +757,22 @@ test_query_arg(void **state)
   assert_int_equal(query("op=ReduceSum&axis=0", API_FMT_NPY, &req, &err),
                    RD_E_ATTRIBUTE);
   assert_msg_has(&err, "query parameter axis is not an attribute of "
-                 "ReduceSum");
+                       "ReduceSum");
   assert_int_equal(query("axis=0&op=ReduceL1", API_FMT_NPY, &req, &err),
                    RD_E_ATTRIBUTE);
   assert_msg_has(&err, "ReduceL1");
-  assert_int_equal(query("op=ReduceMean&select_last_index=0", API_FMT_NPY,
-                         &req, &err), RD_E_ATTRIBUTE);
+  assert_int_equal(query("op=ReduceMean&select_last_index=0", API_FMT_NPY, &req,
+                         &err),
+                   RD_E_ATTRIBUTE);
   assert_msg_has(&err, "select_last_index");
   assert_int_equal(query("axes=1&op=ArgMax", API_FMT_NPY, &req, &err),
                    RD_E_ATTRIBUTE);
   assert_msg_has(&err, "query parameter axes is not an attribute of ArgMax");
   assert_int_equal(query("op=ArgMin&axes=", API_FMT_NPY, &req, &err),
                    RD_E_ATTRIBUTE);
-  assert_int_equal(query("op=ArgMin&noop_with_empty_axes=0", API_FMT_NPY,
-                         &req, &err), RD_E_ATTRIBUTE);
+  assert_int_equal(query("op=ArgMin&noop_with_empty_axes=0", API_FMT_NPY, &req,
+                         &err),
+                   RD_E_ATTRIBUTE);
   assert_msg_has(&err, "noop_with_empty_axes");
   /* the unknown-parameter message lists the new names */
   assert_int_equal(query("op=ArgMax&axiz=0", API_FMT_NPY, &req, &err),
@@ -740,11 +781,13 @@ test_query_arg(void **state)
   assert_msg_has(&err, "select_last_index");
 }
 
-static void
-test_npy_new_descrs(void **state)
+static void test_npy_new_descrs(void **state)
 {
-  static const struct { int dt; const char *d; } le[] = {
-    { RD_BOOL, "|b1" }, { RD_INT8, "|i1" }, { RD_UINT8, "|u1" },
+  static const struct {
+    int dt;
+    const char *d;
+  } le[] = {
+    { RD_BOOL, "|b1" },  { RD_INT8, "|i1" },   { RD_UINT8, "|u1" },
     { RD_INT16, "<i2" }, { RD_UINT16, "<u2" }, { RD_INT64, "<i8" },
   };
   static const int64_t shape[1] = { 3 };
@@ -771,8 +814,7 @@ test_npy_new_descrs(void **state)
 }
 
 /* ArgMax of a Fortran-order .npy: the axis is mapped like the axes. */
-static void
-test_fortran_plan_arg(void **state)
+static void test_fortran_plan_arg(void **state)
 {
   static const int64_t shape[2] = { 2, 3 };
   /* C order [[1,-2,3],[4,5,-6]]; Fortran order stores columns first */
@@ -792,7 +834,7 @@ test_fortran_plan_arg(void **state)
   p.keepdims = 0;
   assert_int_equal(api_binary_plan(&p, 1, &lp, &pp, &err), 0);
   assert_int_equal(lp.axis, 1);
-  assert_int_equal(pp.axis, 0);          /* rank - 1 - 1 */
+  assert_int_equal(pp.axis, 0); /* rank - 1 - 1 */
   assert_int_equal(lp.out_dtype, RD_INT64);
   assert_int_equal(lp.out_rank, 1);
   assert_int_equal(lp.out_shape[0], 2);
@@ -817,8 +859,7 @@ test_fortran_plan_arg(void **state)
 }
 
 /* Raw and .npy answers of an int64 (ArgMax) and a bool output. */
-static void
-test_encode_out_dtype(void **state)
+static void test_encode_out_dtype(void **state)
 {
   struct rd_plan plan;
   struct rd_error err;
@@ -840,20 +881,19 @@ test_encode_out_dtype(void **state)
   plan.out_count = 2;
   plan.out_bytes = 16;
   api_buf_init(&b);
-  assert_int_equal(api_encode_result(API_FMT_RAW, &plan, 18, idx, &b, &err),
-                   0);
+  assert_int_equal(api_encode_result(API_FMT_RAW, &plan, 18, idx, &b, &err), 0);
   assert_int_equal(b.len, 16);
   assert_memory_equal(b.data, "\x01\0\0\0\0\0\0\0\x02\x01\0\0\0\0\0\0", 16);
   api_buf_free(&b);
-  assert_int_equal(api_encode_result(API_FMT_NPY, &plan, 18, idx, &b, &err),
-                   0);
+  assert_int_equal(api_encode_result(API_FMT_NPY, &plan, 18, idx, &b, &err), 0);
   assert_int_equal(api_npy_parse(b.data, b.len, &npy, &err), 0);
   assert_int_equal(npy.dtype, RD_INT64);
   assert_int_equal(b.len, npy.header_len + 16);
   api_buf_free(&b);
   assert_int_equal(api_encode_result(API_FMT_JSON, &plan, 18, idx, &b, &err),
                    0);
-  assert_string_equal(b.data, "{\"op\":\"ArgMax\",\"opset\":18,\"op_version\":"
+  assert_string_equal(b.data,
+                      "{\"op\":\"ArgMax\",\"opset\":18,\"op_version\":"
                       "13,\"output\":{\"dtype\":\"int64\",\"shape\":[2],"
                       "\"data\":[1,258]}}");
   api_buf_free(&b);
@@ -872,15 +912,14 @@ test_encode_out_dtype(void **state)
   assert_non_null(memmem(b.data, npy.header_len, "'|b1'", 5));
   assert_memory_equal(b.data + npy.header_len, "\x01\x00\x01", 3);
   api_buf_free(&b);
-  assert_int_equal(api_encode_result(API_FMT_JSON, &plan, 20, flags, &b,
-                                     &err), 0);
+  assert_int_equal(api_encode_result(API_FMT_JSON, &plan, 20, flags, &b, &err),
+                   0);
   assert_non_null(strstr(b.data, "\"dtype\":\"bool\",\"shape\":[3],"
-                         "\"data\":[true,false,true]}}"));
+                                 "\"data\":[true,false,true]}}"));
   api_buf_free(&b);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_content_type),

@@ -1,7 +1,7 @@
 /* test_conf.c - the daemon's option table: defaults, REDUCED_* variables,
  * flags, precedence, bounds and the --listen syntax.  Expected values are
  * the ones docs/http-api.md states. */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,13 +18,12 @@
 #include "log.h"
 
 static const char *const env_names[] = {
-  "REDUCED_LISTEN", "REDUCED_THREADS", "REDUCED_MAX_BODY",
+  "REDUCED_LISTEN",      "REDUCED_THREADS",         "REDUCED_MAX_BODY",
   "REDUCED_MAX_PENDING", "REDUCED_MAX_CONNECTIONS", "REDUCED_TIMEOUT",
-  "REDUCED_GRACE", "REDUCED_LOG_LEVEL", "REDUCED_PORT_FILE",
+  "REDUCED_GRACE",       "REDUCED_LOG_LEVEL",       "REDUCED_PORT_FILE",
 };
 
-static int
-clear_env(void **state)
+static int clear_env(void **state)
 {
   (void)state;
   for (size_t i = 0; i < sizeof env_names / sizeof env_names[0]; i++)
@@ -33,8 +32,7 @@ clear_env(void **state)
 }
 
 /* Parses a NULL-terminated flag list (program name added). */
-static enum conf_result
-parse(struct conf *c, ...)
+static enum conf_result parse(struct conf *c, ...)
 {
   static char *argv[32];
   int argc = 0;
@@ -50,8 +48,7 @@ parse(struct conf *c, ...)
   return conf_parse(c, argc, argv);
 }
 
-static void
-test_defaults(void **state)
+static void test_defaults(void **state)
 {
   struct conf c;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -73,17 +70,17 @@ test_defaults(void **state)
   assert_null(c.port_file);
 }
 
-static void
-test_flags(void **state)
+static void test_flags(void **state)
 {
   struct conf c;
 
   (void)state;
   assert_int_equal(parse(&c, "--listen", "0.0.0.0:0", "--threads", "3",
                          "--max-body=100", "--max-pending", "5",
-                         "--max-connections", "7", "--timeout", "9",
-                         "--grace", "0", "--log-level", "debug",
-                         "--port-file", "/tmp/p", NULL), CONF_RUN);
+                         "--max-connections", "7", "--timeout", "9", "--grace",
+                         "0", "--log-level", "debug", "--port-file", "/tmp/p",
+                         NULL),
+                   CONF_RUN);
   assert_string_equal(c.host, "0.0.0.0");
   assert_int_equal(c.port, 0);
   assert_int_equal(c.threads, 3);
@@ -96,8 +93,7 @@ test_flags(void **state)
   assert_string_equal(c.port_file, "/tmp/p");
 }
 
-static void
-test_env_and_precedence(void **state)
+static void test_env_and_precedence(void **state)
 {
   struct conf c;
 
@@ -105,17 +101,16 @@ test_env_and_precedence(void **state)
   setenv("REDUCED_MAX_BODY", "1234", 1);
   setenv("REDUCED_LOG_LEVEL", "warn", 1);
   setenv("REDUCED_LISTEN", "[::1]:9", 1);
-  setenv("REDUCED_PORT_FILE", "", 1);   /* empty: unset */
+  setenv("REDUCED_PORT_FILE", "", 1); /* empty: unset */
   assert_int_equal(parse(&c, "--log-level", "error", NULL), CONF_RUN);
-  assert_int_equal(c.max_body, 1234);          /* env beats default */
+  assert_int_equal(c.max_body, 1234);           /* env beats default */
   assert_int_equal(c.log_level, LOG_LVL_ERROR); /* flag beats env */
   assert_string_equal(c.host, "::1");
   assert_int_equal(c.port, 9);
   assert_null(c.port_file);
 }
 
-static void
-test_bad_env_is_usage_error(void **state)
+static void test_bad_env_is_usage_error(void **state)
 {
   struct conf c;
 
@@ -124,8 +119,7 @@ test_bad_env_is_usage_error(void **state)
   assert_int_equal(parse(&c, NULL), CONF_EXIT_USAGE);
 }
 
-static void
-test_bounds(void **state)
+static void test_bounds(void **state)
 {
   struct conf c;
 
@@ -144,25 +138,22 @@ test_bounds(void **state)
   assert_int_equal(parse(&c, "--grace", "86401", NULL), CONF_EXIT_USAGE);
 }
 
-static void
-test_strict_numbers(void **state)
+static void test_strict_numbers(void **state)
 {
-  static const char *const bad[] = { "", "-1", "+1", " 1", "1 ", "1k",
-                                     "0x10", "1.0", "abc" };
+  static const char *const bad[] = { "",   "-1",   "+1",  " 1", "1 ",
+                                     "1k", "0x10", "1.0", "abc" };
   struct conf c;
 
   (void)state;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    assert_int_equal(parse(&c, "--max-pending", bad[i], NULL),
-                     CONF_EXIT_USAGE);
+    assert_int_equal(parse(&c, "--max-pending", bad[i], NULL), CONF_EXIT_USAGE);
 }
 
-static void
-test_listen_syntax(void **state)
+static void test_listen_syntax(void **state)
 {
-  static const char *const bad[] = { "nohost", ":80", "host:", "host:x",
-                                     "host:65536", "::1:80", "[::1]80",
-                                     "[::1", "[]:80" };
+  static const char *const bad[] = { "nohost",  ":80",        "host:",
+                                     "host:x",  "host:65536", "::1:80",
+                                     "[::1]80", "[::1",       "[]:80" };
   struct conf c;
 
   (void)state;
@@ -173,8 +164,7 @@ test_listen_syntax(void **state)
   assert_int_equal(c.port, 65535);
 }
 
-static void
-test_other_errors(void **state)
+static void test_other_errors(void **state)
 {
   struct conf c;
 
@@ -187,8 +177,7 @@ test_other_errors(void **state)
   assert_int_equal(parse(&c, "--version", NULL), CONF_EXIT_OK);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup(test_defaults, clear_env),

@@ -64,10 +64,9 @@ static void fnv(uint64_t *h, const void *p, size_t n)
   }
 }
 
-static const int dtypes8[8] = {RD_FLOAT32, RD_FLOAT64, RD_FLOAT16,
-                               RD_BFLOAT16, RD_INT32, RD_INT64, RD_UINT32,
-                               RD_UINT64};
-static const int64_t opsets[] = {1, 5, 11, 12, 13, 17, 18, 21};
+static const int dtypes8[8] = { RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_BFLOAT16,
+                                RD_INT32,   RD_INT64,   RD_UINT32,  RD_UINT64 };
+static const int64_t opsets[] = { 1, 5, 11, 12, 13, 17, 18, 21 };
 
 /* One element: ordinary, special or extreme bit patterns. */
 static void gen_elem(int dtype, unsigned char *p, int profile)
@@ -76,9 +75,9 @@ static void gen_elem(int dtype, unsigned char *p, int profile)
   int special = profile == 1 ? (k < 6) : (k == 0);
   switch (dtype) {
   case RD_FLOAT32: {
-    static const uint32_t sp[8] = {0, 0x80000000u, 1, 0x807fffffu,
-                                   0x7f800000u, 0xff800000u, 0x7fc00001u,
-                                   0x7f7fffffu};
+    static const uint32_t sp[8] = { 0,           0x80000000u, 1,
+                                    0x807fffffu, 0x7f800000u, 0xff800000u,
+                                    0x7fc00001u, 0x7f7fffffu };
     uint32_t u;
     if (special) {
       u = sp[r % 8];
@@ -92,10 +91,16 @@ static void gen_elem(int dtype, unsigned char *p, int profile)
     break;
   }
   case RD_FLOAT64: {
-    static const uint64_t sp[10] = {
-        0, 0x8000000000000000u, 1, 0x000fffffffffffffu, 0x7ff0000000000000u,
-        0xfff0000000000000u, 0x7ff8000000000001u, 0x7fefffffffffffffu,
-        0x5fe0000000000000u /* 2^511 */, 0x1ff0000000000000u /* 2^-512 */};
+    static const uint64_t sp[10] = { 0,
+                                     0x8000000000000000u,
+                                     1,
+                                     0x000fffffffffffffu,
+                                     0x7ff0000000000000u,
+                                     0xfff0000000000000u,
+                                     0x7ff8000000000001u,
+                                     0x7fefffffffffffffu,
+                                     0x5fe0000000000000u /* 2^511 */,
+                                     0x1ff0000000000000u /* 2^-512 */ };
     uint64_t u;
     if (special) {
       u = sp[r % 10];
@@ -110,10 +115,10 @@ static void gen_elem(int dtype, unsigned char *p, int profile)
   }
   case RD_FLOAT16:
   case RD_BFLOAT16: {
-    static const uint16_t sph[8] = {0, 0x8000, 1, 0x83ff, 0x7c00, 0xfc00,
-                                    0x7e01, 0x7bff};
-    static const uint16_t spb[8] = {0, 0x8000, 1, 0x807f, 0x7f80, 0xff80,
-                                    0x7fc1, 0x7f7f};
+    static const uint16_t sph[8] = { 0,      0x8000, 1,      0x83ff,
+                                     0x7c00, 0xfc00, 0x7e01, 0x7bff };
+    static const uint16_t spb[8] = { 0,      0x8000, 1,      0x807f,
+                                     0x7f80, 0xff80, 0x7fc1, 0x7f7f };
     uint16_t u;
     if (special)
       u = (dtype == RD_FLOAT16 ? sph : spb)[r % 8];
@@ -129,17 +134,21 @@ static void gen_elem(int dtype, unsigned char *p, int profile)
   }
   case RD_INT32:
   case RD_UINT32: {
-    static const uint32_t sp[6] = {0, 1, 0x7fffffffu, 0x80000000u,
-                                   0xffffffffu, 46341};
-    uint32_t u = special ? sp[r % 6]
-                         : profile == 2 ? (uint32_t)r : (uint32_t)(r % 2001) - 1000u;
+    static const uint32_t sp[6] = { 0,           1,           0x7fffffffu,
+                                    0x80000000u, 0xffffffffu, 46341 };
+    uint32_t u = special        ? sp[r % 6]
+                 : profile == 2 ? (uint32_t)r
+                                : (uint32_t)(r % 2001) - 1000u;
     memcpy(p, &u, 4);
     break;
   }
   default: {
-    static const uint64_t sp[6] = {0, 1, 0x7fffffffffffffffu,
-                                   0x8000000000000000u, 0xffffffffffffffffu,
-                                   3037000500u};
+    static const uint64_t sp[6] = { 0,
+                                    1,
+                                    0x7fffffffffffffffu,
+                                    0x8000000000000000u,
+                                    0xffffffffffffffffu,
+                                    3037000500u };
     uint64_t u = special ? sp[r % 6] : profile == 2 ? r : (r % 2001) - 1000u;
     memcpy(p, &u, 8);
     break;
@@ -156,7 +165,7 @@ struct gcase {
 
 static void gen_case(struct gcase *c, int op)
 {
-  static const int64_t dims[] = {0, 1, 1, 2, 3, 4, 5, 7, 16, 17, 33};
+  static const int64_t dims[] = { 0, 1, 1, 2, 3, 4, 5, 7, 16, 17, 33 };
   uint64_t n;
   rd_params_init(&c->p);
   c->p.op = op;
@@ -324,15 +333,15 @@ static uint64_t big_hash(void)
     int64_t axes[2];
     size_t naxes;
   } bc[] = {
-    {RD_FLOAT32, {3, 700001, 0}, 2, {0}, 1},
-    {RD_FLOAT32, {1100003, 2, 0}, 2, {1}, 1},
-    {RD_FLOAT32, {2100001, 0, 0}, 1, {0}, 0},
-    {RD_FLOAT64, {5, 3, 100003}, 3, {0, -1}, 2},
-    {RD_FLOAT16, {4, 1300001, 0}, 2, {0}, 1},
-    {RD_BFLOAT16, {1300001, 3, 0}, 2, {-2}, 1},
-    {RD_INT32, {2, 1000003, 0}, 2, {0}, 1},
-    {RD_INT64, {600001, 3, 0}, 2, {0}, 1},
-    {RD_UINT64, {3, 400003, 0}, 2, {1}, 1},
+    { RD_FLOAT32, { 3, 700001, 0 }, 2, { 0 }, 1 },
+    { RD_FLOAT32, { 1100003, 2, 0 }, 2, { 1 }, 1 },
+    { RD_FLOAT32, { 2100001, 0, 0 }, 1, { 0 }, 0 },
+    { RD_FLOAT64, { 5, 3, 100003 }, 3, { 0, -1 }, 2 },
+    { RD_FLOAT16, { 4, 1300001, 0 }, 2, { 0 }, 1 },
+    { RD_BFLOAT16, { 1300001, 3, 0 }, 2, { -2 }, 1 },
+    { RD_INT32, { 2, 1000003, 0 }, 2, { 0 }, 1 },
+    { RD_INT64, { 600001, 3, 0 }, 2, { 0 }, 1 },
+    { RD_UINT64, { 3, 400003, 0 }, 2, { 1 }, 1 },
   };
   uint64_t h = UINT64_C(0xcbf29ce484222325);
   int multi = 0;
@@ -399,8 +408,7 @@ static void test_golden_control(void **state)
 {
   (void)state;
   assert_true(small_hash(RD_OP_L2, 1) != small_hash(RD_OP_L2, 0));
-  assert_true(small_hash(RD_OP_SUM_SQUARE, 1) != GOLD_SMALL_SSQ ||
-              printing());
+  assert_true(small_hash(RD_OP_SUM_SQUARE, 1) != GOLD_SMALL_SSQ || printing());
 }
 
 int main(void)

@@ -21,8 +21,7 @@
 
 /* Decodes with both paths and fails unless they agree.  Returns 1 if the
  * fast path accepted the body (jf_find), for coverage checks. */
-static int
-check_same(const char *body, size_t len)
+static int check_same(const char *body, size_t len)
 {
   struct api_request a, b;
   struct rd_error ea, eb;
@@ -60,56 +59,102 @@ check_same(const char *body, size_t len)
 
 #ifdef JSONFAST_FUZZ
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   check_same((const char *)data, size);
   return 0;
 }
 #endif
 
-static int
-check_str(const char *body)
+static int check_str(const char *body)
 {
   return check_same(body, strlen(body));
 }
 
 /* The decoder converts every dtype whatever the op (the plan checks the
  * dtype against the op's version); bool refuses every number. */
-static const char *const dtypes[] = {"float32", "float64", "float16",
-                                     "bfloat16", "int32", "uint32",
-                                     "int64", "uint64", "int8", "uint8",
-                                     "int16", "uint16", "bool"};
+static const char *const dtypes[] = {
+  "float32", "float64", "float16", "bfloat16", "int32",  "uint32", "int64",
+  "uint64",  "int8",    "uint8",   "int16",    "uint16", "bool"
+};
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 
 /* {"op":"ReduceSumSquare","input":{"dtype":DT,"data":[ELEMS]}} */
-static void
-with_data(char *buf, size_t size, const char *dtype, const char *elems)
+static void with_data(char *buf, size_t size, const char *dtype,
+                      const char *elems)
 {
-  snprintf(buf, size, "{\"op\":\"ReduceSumSquare\",\"input\":{\"dtype\":"
-           "\"%s\",\"data\":[%s]}}", dtype, elems);
+  snprintf(buf, size,
+           "{\"op\":\"ReduceSumSquare\",\"input\":{\"dtype\":"
+           "\"%s\",\"data\":[%s]}}",
+           dtype, elems);
 }
 
 /* Number forms the fast path converts itself: same bytes as jansson's,
  * for every dtype (range errors included), and the fast path is taken. */
-static void
-test_numbers_taken(void **state)
+static void test_numbers_taken(void **state)
 {
   static const char *const elems[] = {
-    "0", "-0", "0.0", "-0.0", "1", "-1", "7", "1.5", "-2.25e3", "1E2",
-    "1e+2", "1e-2", "0.1", "3.14159", "-1.23457e-05", "65504", "65520",
-    "1e38", "3.4028235e38", "3.5e38", "1e-45", "1e-400", "1e307",
-    "1.7976931348623157e307", "4.9e-324", "2.4703282292062328e-324",
-    "9007199254740993", "9007199254740993.0", "123456789012345678",
-    "9223372036854775807", "-9223372036854775808", "2147483647",
-    "2147483648", "-2147483648", "-2147483649", "4294967295",
-    "4294967296", "0.30000000000000004", "0.1000000000000000055511151231",
-    "123456789012345678901234567890e-10", "1.00000000000000011102230246251565",
-    "0.000000000000000000000000000001", "100000000000000000000000.0",
-    "2.5", "-3.5", "1e22", "1e23", "9007199254740992e-22",
+    "0",
+    "-0",
+    "0.0",
+    "-0.0",
+    "1",
+    "-1",
+    "7",
+    "1.5",
+    "-2.25e3",
+    "1E2",
+    "1e+2",
+    "1e-2",
+    "0.1",
+    "3.14159",
+    "-1.23457e-05",
+    "65504",
+    "65520",
+    "1e38",
+    "3.4028235e38",
+    "3.5e38",
+    "1e-45",
+    "1e-400",
+    "1e307",
+    "1.7976931348623157e307",
+    "4.9e-324",
+    "2.4703282292062328e-324",
+    "9007199254740993",
+    "9007199254740993.0",
+    "123456789012345678",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "-2147483649",
+    "4294967295",
+    "4294967296",
+    "0.30000000000000004",
+    "0.1000000000000000055511151231",
+    "123456789012345678901234567890e-10",
+    "1.00000000000000011102230246251565",
+    "0.000000000000000000000000000001",
+    "100000000000000000000000.0",
+    "2.5",
+    "-3.5",
+    "1e22",
+    "1e23",
+    "9007199254740992e-22",
     /* the edges of int8, uint8, int16, uint16 */
-    "127", "128", "-128", "-129", "255", "256", "32767", "32768", "-32768",
-    "-32769", "65535", "65536",
+    "127",
+    "128",
+    "-128",
+    "-129",
+    "255",
+    "256",
+    "32767",
+    "32768",
+    "-32768",
+    "-32769",
+    "65535",
+    "65536",
   };
   char body[4096];
   (void)state;
@@ -124,8 +169,7 @@ test_numbers_taken(void **state)
 }
 
 /* Bodies the fast path must leave to jansson (or reject the same way). */
-static void
-test_not_taken(void **state)
+static void test_not_taken(void **state)
 {
   static const char *const bodies[] = {
     /* elements that are not plain numbers */
@@ -191,8 +235,7 @@ test_not_taken(void **state)
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t
-next(void)
+static uint64_t next(void)
 {
   rng ^= rng >> 12;
   rng ^= rng << 25;
@@ -201,8 +244,7 @@ next(void)
 }
 
 /* A random JSON number token (sometimes long, tiny or huge). */
-static size_t
-random_number(char *p, size_t size)
+static size_t random_number(char *p, size_t size)
 {
   uint64_t r = next();
   int n;
@@ -232,8 +274,7 @@ random_number(char *p, size_t size)
 }
 
 /* Random numbers of every form, each dtype: same bytes or same error. */
-static void
-test_random_numbers(void **state)
+static void test_random_numbers(void **state)
 {
   static char body[1 << 16], list[1 << 15];
   (void)state;
@@ -252,8 +293,7 @@ test_random_numbers(void **state)
 
 /* Mutated bodies (bytes inserted, deleted, replaced from JSON's own
  * alphabet): whatever the body, both paths agree. */
-static void
-test_mutations(void **state)
+static void test_mutations(void **state)
 {
   static const char alphabet[] = "[]{},:\"\\ -+.eE0123456789x\n";
   static const char *const bases[] = {
@@ -300,8 +340,7 @@ test_mutations(void **state)
 }
 
 /* A large body: the fast path is what api_json_decode() takes. */
-static void
-test_large_body(void **state)
+static void test_large_body(void **state)
 {
   size_t cap = 200000 * 16, len = 0;
   char *body = malloc(cap);
@@ -309,11 +348,11 @@ test_large_body(void **state)
   struct rd_error err;
   (void)state;
   assert_non_null(body);
-  len += (size_t)snprintf(body, cap, "{\"op\":\"ReduceL2\",\"input\":{"
+  len += (size_t)snprintf(body, cap,
+                          "{\"op\":\"ReduceL2\",\"input\":{"
                           "\"dtype\":\"float32\",\"data\":[");
   for (int i = 0; i < 200000; i++)
-    len += (size_t)snprintf(body + len, cap - len, "%s-%d.5", i ? "," : "",
-                            i);
+    len += (size_t)snprintf(body + len, cap - len, "%s-%d.5", i ? "," : "", i);
   len += (size_t)snprintf(body + len, cap - len, "]}}");
   assert_true(len >= JF_MIN_BODY);
   assert_true(check_same(body, len));
@@ -328,14 +367,11 @@ test_large_body(void **state)
   free(body);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_numbers_taken),
-    cmocka_unit_test(test_not_taken),
-    cmocka_unit_test(test_random_numbers),
-    cmocka_unit_test(test_mutations),
+    cmocka_unit_test(test_numbers_taken),  cmocka_unit_test(test_not_taken),
+    cmocka_unit_test(test_random_numbers), cmocka_unit_test(test_mutations),
     cmocka_unit_test(test_large_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

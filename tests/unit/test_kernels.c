@@ -43,10 +43,10 @@ static const struct {
   int dtype, id;
   size_t esz;
 } types[] = {
-  {RD_FLOAT32, RD__K_F32, 4},  {RD_FLOAT16, RD__K_F16, 2},
-  {RD_BFLOAT16, RD__K_BF16, 2}, {RD_FLOAT64, RD__K_F64, 8},
-  {RD_INT32, RD__K_I32, 4},    {RD_UINT32, RD__K_U32, 4},
-  {RD_INT64, RD__K_I64, 8},    {RD_UINT64, RD__K_U64, 8},
+  { RD_FLOAT32, RD__K_F32, 4 },   { RD_FLOAT16, RD__K_F16, 2 },
+  { RD_BFLOAT16, RD__K_BF16, 2 }, { RD_FLOAT64, RD__K_F64, 8 },
+  { RD_INT32, RD__K_I32, 4 },     { RD_UINT32, RD__K_U32, 4 },
+  { RD_INT64, RD__K_I64, 8 },     { RD_UINT64, RD__K_U64, 8 },
 };
 #define NTYPES (sizeof types / sizeof types[0])
 
@@ -62,8 +62,9 @@ static void gen(int dtype, unsigned char *p, unsigned rare)
     m = -m;
   switch (dtype) {
   case RD_FLOAT32: {
-    static const uint32_t sp[8] = {0, 0x80000000u, 1, 0x7fffff, 0x7f800000u,
-                                   0x7fc00001u, 0x7f7fffffu, 0xff800000u};
+    static const uint32_t sp[8] = { 0,           0x80000000u, 1,
+                                    0x7fffff,    0x7f800000u, 0x7fc00001u,
+                                    0x7f7fffffu, 0xff800000u };
     float f = (float)(m * 100.0);
     if (special)
       memcpy(&f, &sp[kind], 4);
@@ -71,8 +72,8 @@ static void gen(int dtype, unsigned char *p, unsigned rare)
     break;
   }
   case RD_FLOAT64: {
-    static const double sp[8] = {0.0, -0.0, 0x1p-1000, 0x1p-481, 0x1p480,
-                                 0x1p900, INFINITY, NAN};
+    static const double sp[8] = { 0.0,     -0.0,    0x1p-1000, 0x1p-481,
+                                  0x1p480, 0x1p900, INFINITY,  NAN };
     /* Full 53-bit significands, so squares round (an FMA would show). */
     double d = ((double)(next() >> 11) * 0x1p-53 + 0.5) * (m < 0 ? -100 : 100);
     if (special)
@@ -87,8 +88,8 @@ static void gen(int dtype, unsigned char *p, unsigned rare)
     /* Special: any bit pattern (subnormals, inf, NaN, signs). */
     uint16_t h = special ? (uint16_t)(r >> 32)
                          : (uint16_t)(dtype == RD_FLOAT16
-                                          ? 0x3c00 + (r >> 32) % 0x800
-                                          : 0x3f80 + (r >> 32) % 0x100);
+                                        ? 0x3c00 + (r >> 32) % 0x800
+                                        : 0x3f80 + (r >> 32) % 0x100);
     memcpy(p, &h, 2);
     break;
   }
@@ -144,8 +145,8 @@ static int same_accs(enum rd__acc_class cls, const void *a, const void *b,
 
 typedef unsigned __int128 u128_t;
 
-static const size_t lens[] = {0,  1,  2,  3,  5,  7,  8,  9,   15,  16,
-                              17, 23, 31, 32, 33, 47, 64, 100, 257, 1001};
+static const size_t lens[] = { 0,  1,  2,  3,  5,  7,  8,  9,   15,  16,
+                               17, 23, 31, 32, 33, 47, 64, 100, 257, 1001 };
 #define NLENS (sizeof lens / sizeof lens[0])
 
 /* The SIMD kernel, or where this build or CPU has none, the portable one
@@ -195,10 +196,10 @@ static void test_run_flush(void **state)
           ks->run(&ls, x + m * esz, n - m, pos + m);
           if (!same_lanes(kp->acc_class, &lp, &ls))
             fail_msg("run: dtype %d n %zu split %zu pos %" PRIu64
-                     " off %zu rare %u", types[t].dtype, n, m, pos, off,
-                     rare);
+                     " off %zu rare %u",
+                     types[t].dtype, n, m, pos, off, rare);
           if (m % 5 == 0 || m == n) {
-            unsigned char ap[64] = {0}, as[64] = {0};
+            unsigned char ap[64] = { 0 }, as[64] = { 0 };
             kp->flush(&lp, ap);
             ks->flush(&ls, as);
             assert_true(same_accs(kp->acc_class, ap, as, 1, kp->acc_size));
@@ -213,7 +214,7 @@ static void test_cols_rows(void **state)
 {
   static unsigned char buf[BUF];
   static unsigned char ap[1001 * 64], as[1001 * 64];
-  static const size_t rowcounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
+  static const size_t rowcounts[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17 };
   (void)state;
   for (size_t t = 0; t < NTYPES; t++) {
     const struct rd__kernel *ks = simd_or_portable(types[t].id);
@@ -267,12 +268,12 @@ static void test_cols_int32_extremes(void **state)
 {
   static uint32_t x[67 * 37];
   static u128_t acc[37];
-  static const size_t rowcounts[] = {1, 7, 8, 9, 16, 17, 67};
+  static const size_t rowcounts[] = { 1, 7, 8, 9, 16, 17, 67 };
   (void)state;
   for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
     for (int u = 0; u <= 1; u++) {
-      const struct rd__kernel *k =
-          rd__kernel_impl(u ? RD__K_U32 : RD__K_I32, impl);
+      const struct rd__kernel *k = rd__kernel_impl(u ? RD__K_U32 : RD__K_I32,
+                                                   impl);
       u128_t sq = u ? (((u128_t)1 << 64) - ((u128_t)1 << 33) + 1)
                     : (u128_t)1 << 62;
       if (!k)
@@ -355,18 +356,19 @@ static void test_plans_both_impls(void **state)
     size_t naxes;
     int64_t axes[2];
   } shapes[] = {
-    {1, {100003}, 0, {0}},           {2, {513, 37}, 1, {1}},
-    {2, {37, 513}, 1, {0}},          {3, {9, 130, 17}, 1, {1}},
-    {3, {65, 9, 33}, 2, {0, 2}},     {2, {70001, 16}, 1, {1}},
-    {2, {30001, 5}, 1, {1}},         {2, {2, 600000}, 1, {0}},
-    {3, {3, 5, 7}, 0, {0}},
+    { 1, { 100003 }, 0, { 0 } },       { 2, { 513, 37 }, 1, { 1 } },
+    { 2, { 37, 513 }, 1, { 0 } },      { 3, { 9, 130, 17 }, 1, { 1 } },
+    { 3, { 65, 9, 33 }, 2, { 0, 2 } }, { 2, { 70001, 16 }, 1, { 1 } },
+    { 2, { 30001, 5 }, 1, { 1 } },     { 2, { 2, 600000 }, 1, { 0 } },
+    { 3, { 3, 5, 7 }, 0, { 0 } },
   };
   size_t cap = 1300000 * 8;
   unsigned char *in = malloc(cap), *out[6];
   (void)state;
   int other = simd_or_portable(RD__K_F32) ==
-                      rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
-                  ? RD__IMPL_PORTABLE : RD__IMPL_AVX2;
+                  rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
+                ? RD__IMPL_PORTABLE
+                : RD__IMPL_AVX2;
   assert_non_null(in);
   for (int i = 0; i < 6; i++)
     assert_non_null(out[i] = malloc(600000 * 8));
@@ -415,20 +417,29 @@ static void gen_any(int dtype, size_t esz, unsigned char *p, uint64_t n)
     case RD_BOOL: *e = (unsigned char)(r >> 5 & 1); break;
     case RD_FLOAT32: {
       float f = (float)v;
-      if (ordinary) memcpy(e, &f, 4); else memcpy(e, &r, 4);
+      if (ordinary)
+        memcpy(e, &f, 4);
+      else
+        memcpy(e, &r, 4);
       break;
     }
     case RD_FLOAT64:
-      if (ordinary) memcpy(e, &v, 8); else memcpy(e, &r, 8);
+      if (ordinary)
+        memcpy(e, &v, 8);
+      else
+        memcpy(e, &r, 8);
       break;
-    case RD_FLOAT16: case RD_BFLOAT16: {
+    case RD_FLOAT16:
+    case RD_BFLOAT16: {
       uint16_t h = dtype == RD_FLOAT16 ? rd_f64_to_f16(v) : rd_f64_to_bf16(v);
-      if (!ordinary) h = (uint16_t)r;
+      if (!ordinary)
+        h = (uint16_t)r;
       memcpy(e, &h, 2);
       break;
     }
     default: {
-      uint64_t u = ordinary ? (uint64_t)(int64_t)((int64_t)(r >> 8) % 9 - 4) : r;
+      uint64_t u = ordinary ? (uint64_t)(int64_t)((int64_t)(r >> 8) % 9 - 4)
+                            : r;
       memcpy(e, &u, esz);
       break;
     }
@@ -472,8 +483,8 @@ static void lanes_empty(const struct rd__kernel *k, union rd__lanes *ln)
  * accumulator. */
 static void test_ops_split_points(void **state)
 {
-  static const size_t ol[] = {0, 1, 2, 3, 5, 8, 15, 16, 17, 24, 32, 33, 48,
-                              64, 100, 257};
+  static const size_t ol[] = { 0,  1,  2,  3,  5,  8,  15,  16,
+                               17, 24, 32, 33, 48, 64, 100, 257 };
   unsigned char *x = malloc(257 * 8 + 8), *a = malloc(1024), *b = malloc(1024),
                 *c = malloc(2 * 257 * 1024);
   size_t kernels = 0;
@@ -494,9 +505,8 @@ static void test_ops_split_points(void **state)
           continue;
         id = rd__op_kernel_id(op, dt, last);
         assert_true(id >= 0);
-        k = id >= RD__K_OPS_BASE
-                ? rd__op_kernel_impl(id, RD__IMPL_PORTABLE)
-                : rd__kernel_impl(id, RD__IMPL_PORTABLE);
+        k = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, RD__IMPL_PORTABLE)
+                                 : rd__kernel_impl(id, RD__IMPL_PORTABLE);
         ks = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, RD__IMPL_AVX2)
                                   : rd__kernel_impl(id, RD__IMPL_AVX2);
         if (!ks)
@@ -532,8 +542,8 @@ static void test_ops_split_points(void **state)
                 kk->flush(&ln, b);
                 if (!same_acc(a, b, as))
                   fail_msg("%s %s last %d impl %d: n %zu split at %zu "
-                           "differs", rd_op_name(op), rd_dtype_name(dt),
-                           last, im, n, m);
+                           "differs",
+                           rd_op_name(op), rd_dtype_name(dt), last, im, n, m);
               }
             /* rows() of one run, both impls */
             for (int im = 0; im < 2; im++) {
@@ -541,8 +551,8 @@ static void test_ops_split_points(void **state)
               (im ? ks : k)->rows(b, x, n, 1);
               if (!same_acc(a, b, as))
                 fail_msg("%s %s impl %d: rows() n %zu differs from "
-                         "run()+flush()", rd_op_name(op), rd_dtype_name(dt),
-                         im, n);
+                         "run()+flush()",
+                         rd_op_name(op), rd_dtype_name(dt), im, n);
             }
             /* cols() of the SIMD impl against the portable one */
             if (n > 0) {
@@ -581,8 +591,9 @@ static void test_ops_split_points(void **state)
                   }
                   if (!same_acc(c + j * as, b, as))
                     fail_msg("%s %s last %d impl %d: cols() of %zu rows, "
-                             "column %zu of %zu differs", rd_op_name(op),
-                             rd_dtype_name(dt), last, im, nr, j, w);
+                             "column %zu of %zu differs",
+                             rd_op_name(op), rd_dtype_name(dt), last, im, nr, j,
+                             w);
                 }
                 /* rows() over nr runs of w: each as run()+flush() */
                 acc_empty_k(k, c, nr);
@@ -594,8 +605,9 @@ static void test_ops_split_points(void **state)
                   k->flush(&ln, b);
                   if (!same_acc(c + r * as, b, as))
                     fail_msg("%s %s last %d impl %d: rows() of %zu runs of "
-                             "%zu, run %zu differs", rd_op_name(op),
-                             rd_dtype_name(dt), last, im, nr, w, r);
+                             "%zu, run %zu differs",
+                             rd_op_name(op), rd_dtype_name(dt), last, im, nr, w,
+                             r);
                 }
               }
             }
@@ -631,12 +643,12 @@ static void test_ops_split_points(void **state)
 static void test_ops_f32_specials(void **state)
 {
   static const uint32_t sp[] = {
-    0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0x7fc00000u,
-    0xffc00001u, 0x7f7fffffu, 0xff7fffffu, 0x00000001u, 0x80000001u,
-    0x00800000u, 0x3f800000u,
+    0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u,
+    0x7fc00000u, 0xffc00001u, 0x7f7fffffu, 0xff7fffffu,
+    0x00000001u, 0x80000001u, 0x00800000u, 0x3f800000u,
   };
-  static const int ops[] = {RD_OP_PROD, RD_OP_MAX, RD_OP_MIN, RD_OP_ARGMAX,
-                            RD_OP_ARGMIN};
+  static const int ops[] = { RD_OP_PROD, RD_OP_MAX, RD_OP_MIN, RD_OP_ARGMAX,
+                             RD_OP_ARGMIN };
   const int saved = rd__kernels_active();
   int have = rd__kernels_select(RD__IMPL_AVX2) == 0;
   unsigned char x[48 * 4], acc[2][48 * 64];
@@ -661,7 +673,8 @@ static void test_ops_f32_specials(void **state)
             const struct rd__kernel *k;
             union rd__lanes ln;
             assert_int_equal(rd__kernels_select(im ? RD__IMPL_AVX2
-                                                   : RD__IMPL_PORTABLE), 0);
+                                                   : RD__IMPL_PORTABLE),
+                             0);
             k = rd__op_kernel(id);
             assert_non_null(k);
             memset(acc[im], 0, sizeof acc[im]);
@@ -674,8 +687,8 @@ static void test_ops_f32_specials(void **state)
           }
           if (memcmp(acc[0], acc[1], sizeof acc[0]) != 0)
             fail_msg("%s last %d: special 0x%08x at %zu differs between "
-                     "implementations", rd_op_name(ops[o]), last,
-                     (unsigned)sp[si], pos);
+                     "implementations",
+                     rd_op_name(ops[o]), last, (unsigned)sp[si], pos);
         }
     }
   rd__kernels_select(saved);
@@ -692,10 +705,10 @@ static void test_ops_plans_both_impls(void **state)
     int64_t axes[2];
     int64_t axis;
   } shapes[] = {
-    {1, {100003}, 0, {0}, 0},        {2, {513, 37}, 1, {1}, 1},
-    {2, {37, 513}, 1, {0}, 0},       {3, {9, 130, 17}, 1, {1}, 1},
-    {3, {65, 9, 33}, 2, {0, 2}, 2},  {2, {300001, 2}, 1, {0}, 0},
-    {3, {3, 5, 7}, 0, {0}, -1},
+    { 1, { 100003 }, 0, { 0 }, 0 },       { 2, { 513, 37 }, 1, { 1 }, 1 },
+    { 2, { 37, 513 }, 1, { 0 }, 0 },      { 3, { 9, 130, 17 }, 1, { 1 }, 1 },
+    { 3, { 65, 9, 33 }, 2, { 0, 2 }, 2 }, { 2, { 300001, 2 }, 1, { 0 }, 0 },
+    { 3, { 3, 5, 7 }, 0, { 0 }, -1 },
   };
   unsigned char *in = malloc(700000 * 8), *out[6];
   int other = rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2) ? RD__IMPL_AVX2
@@ -717,7 +730,8 @@ static void test_ops_plans_both_impls(void **state)
         p.opset = rd_op_info(op)->is_arg ? 13 : 20;
         if (!rd_dtype_in_version(op, dt, rd_op_version(op, p.opset)))
           continue;
-        if ((si + d) % 3 != 0 && shapes[si].shape[0] * shapes[si].shape[1] > 1000)
+        if ((si + d) % 3 != 0 &&
+            shapes[si].shape[0] * shapes[si].shape[1] > 1000)
           continue; /* the big shapes for a third of the types */
         p.rank = shapes[si].rank;
         p.shape = shapes[si].shape;
@@ -740,8 +754,8 @@ static void test_ops_plans_both_impls(void **state)
         run_plan(&pl, in, out[3], out[4], out[5]);
         for (int i = 1; i < 6; i++)
           if (memcmp(out[0], out[i], (size_t)pl.out_bytes) != 0)
-            fail_msg("plan: %s %s shape %zu: result %d differs",
-                     rd_op_name(op), rd_dtype_name(dt), si, i);
+            fail_msg("plan: %s %s shape %zu: result %d differs", rd_op_name(op),
+                     rd_dtype_name(dt), si, i);
       }
   rd__kernels_select(other);
   for (int i = 0; i < 6; i++)

@@ -5,7 +5,7 @@
  *
  * Expected texts are written by hand from the observations below, not
  * copied from the program's output. */
-#include "config.h"   /* autoconf */
+#include "config.h" /* autoconf */
 
 #include <pthread.h>
 #include <setjmp.h>
@@ -26,118 +26,116 @@ static const struct timespec start = { 1700000000, 123000000 };
 
 /* The admission families (all zero, and after test_known_state's
  * updates: waits of 0 s, 0.3 s and 100 s in the duration buckets). */
-#define QUEUE_ZERO \
+#define QUEUE_ZERO                                                                                                                        \
   "# HELP reduced_requests_waiting Requests waiting for admission (--max-inflight-bytes), their connections suspended before the body.\n" \
-  "# TYPE reduced_requests_waiting gauge\n" \
-  "reduced_requests_waiting 0\n" \
-  "# HELP reduced_inflight_bytes Memory admitted requests hold or are planned to need, bytes.\n" \
-  "# TYPE reduced_inflight_bytes gauge\n" \
-  "reduced_inflight_bytes 0\n" \
-  "# HELP reduced_queue_wait_seconds Time admitted requests waited for admission.\n" \
-  "# TYPE reduced_queue_wait_seconds histogram\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.0005\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.001\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.0025\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.005\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.01\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.025\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.05\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.1\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.25\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.5\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"1\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"2.5\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"5\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"10\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"30\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"60\"} 0\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"+Inf\"} 0\n" \
-  "reduced_queue_wait_seconds_sum 0\n" \
-  "reduced_queue_wait_seconds_count 0\n" \
-  "# HELP reduced_reload_failures_total SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that kept the old secrets.\n" \
-  "# TYPE reduced_reload_failures_total counter\n" \
+  "# TYPE reduced_requests_waiting gauge\n"                                                                                               \
+  "reduced_requests_waiting 0\n"                                                                                                          \
+  "# HELP reduced_inflight_bytes Memory admitted requests hold or are planned to need, bytes.\n"                                          \
+  "# TYPE reduced_inflight_bytes gauge\n"                                                                                                 \
+  "reduced_inflight_bytes 0\n"                                                                                                            \
+  "# HELP reduced_queue_wait_seconds Time admitted requests waited for admission.\n"                                                      \
+  "# TYPE reduced_queue_wait_seconds histogram\n"                                                                                         \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0005\"} 0\n"                                                                                  \
+  "reduced_queue_wait_seconds_bucket{le=\"0.001\"} 0\n"                                                                                   \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0025\"} 0\n"                                                                                  \
+  "reduced_queue_wait_seconds_bucket{le=\"0.005\"} 0\n"                                                                                   \
+  "reduced_queue_wait_seconds_bucket{le=\"0.01\"} 0\n"                                                                                    \
+  "reduced_queue_wait_seconds_bucket{le=\"0.025\"} 0\n"                                                                                   \
+  "reduced_queue_wait_seconds_bucket{le=\"0.05\"} 0\n"                                                                                    \
+  "reduced_queue_wait_seconds_bucket{le=\"0.1\"} 0\n"                                                                                     \
+  "reduced_queue_wait_seconds_bucket{le=\"0.25\"} 0\n"                                                                                    \
+  "reduced_queue_wait_seconds_bucket{le=\"0.5\"} 0\n"                                                                                     \
+  "reduced_queue_wait_seconds_bucket{le=\"1\"} 0\n"                                                                                       \
+  "reduced_queue_wait_seconds_bucket{le=\"2.5\"} 0\n"                                                                                     \
+  "reduced_queue_wait_seconds_bucket{le=\"5\"} 0\n"                                                                                       \
+  "reduced_queue_wait_seconds_bucket{le=\"10\"} 0\n"                                                                                      \
+  "reduced_queue_wait_seconds_bucket{le=\"30\"} 0\n"                                                                                      \
+  "reduced_queue_wait_seconds_bucket{le=\"60\"} 0\n"                                                                                      \
+  "reduced_queue_wait_seconds_bucket{le=\"+Inf\"} 0\n"                                                                                    \
+  "reduced_queue_wait_seconds_sum 0\n"                                                                                                    \
+  "reduced_queue_wait_seconds_count 0\n"                                                                                                  \
+  "# HELP reduced_reload_failures_total SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that kept the old secrets.\n"            \
+  "# TYPE reduced_reload_failures_total counter\n"                                                                                        \
   "reduced_reload_failures_total 0\n"
-#define QUEUE_KNOWN \
+#define QUEUE_KNOWN                                                                                                                       \
   "# HELP reduced_requests_waiting Requests waiting for admission (--max-inflight-bytes), their connections suspended before the body.\n" \
-  "# TYPE reduced_requests_waiting gauge\n" \
-  "reduced_requests_waiting 3\n" \
-  "# HELP reduced_inflight_bytes Memory admitted requests hold or are planned to need, bytes.\n" \
-  "# TYPE reduced_inflight_bytes gauge\n" \
-  "reduced_inflight_bytes 12345\n" \
-  "# HELP reduced_queue_wait_seconds Time admitted requests waited for admission.\n" \
-  "# TYPE reduced_queue_wait_seconds histogram\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.0005\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.001\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.0025\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.005\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.01\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.025\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.05\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.1\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.25\"} 1\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"0.5\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"1\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"2.5\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"5\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"10\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"30\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"60\"} 2\n" \
-  "reduced_queue_wait_seconds_bucket{le=\"+Inf\"} 3\n" \
-  "reduced_queue_wait_seconds_sum 100.3\n" \
-  "reduced_queue_wait_seconds_count 3\n" \
-  "# HELP reduced_reload_failures_total SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that kept the old secrets.\n" \
-  "# TYPE reduced_reload_failures_total counter\n" \
+  "# TYPE reduced_requests_waiting gauge\n"                                                                                               \
+  "reduced_requests_waiting 3\n"                                                                                                          \
+  "# HELP reduced_inflight_bytes Memory admitted requests hold or are planned to need, bytes.\n"                                          \
+  "# TYPE reduced_inflight_bytes gauge\n"                                                                                                 \
+  "reduced_inflight_bytes 12345\n"                                                                                                        \
+  "# HELP reduced_queue_wait_seconds Time admitted requests waited for admission.\n"                                                      \
+  "# TYPE reduced_queue_wait_seconds histogram\n"                                                                                         \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0005\"} 1\n"                                                                                  \
+  "reduced_queue_wait_seconds_bucket{le=\"0.001\"} 1\n"                                                                                   \
+  "reduced_queue_wait_seconds_bucket{le=\"0.0025\"} 1\n"                                                                                  \
+  "reduced_queue_wait_seconds_bucket{le=\"0.005\"} 1\n"                                                                                   \
+  "reduced_queue_wait_seconds_bucket{le=\"0.01\"} 1\n"                                                                                    \
+  "reduced_queue_wait_seconds_bucket{le=\"0.025\"} 1\n"                                                                                   \
+  "reduced_queue_wait_seconds_bucket{le=\"0.05\"} 1\n"                                                                                    \
+  "reduced_queue_wait_seconds_bucket{le=\"0.1\"} 1\n"                                                                                     \
+  "reduced_queue_wait_seconds_bucket{le=\"0.25\"} 1\n"                                                                                    \
+  "reduced_queue_wait_seconds_bucket{le=\"0.5\"} 2\n"                                                                                     \
+  "reduced_queue_wait_seconds_bucket{le=\"1\"} 2\n"                                                                                       \
+  "reduced_queue_wait_seconds_bucket{le=\"2.5\"} 2\n"                                                                                     \
+  "reduced_queue_wait_seconds_bucket{le=\"5\"} 2\n"                                                                                       \
+  "reduced_queue_wait_seconds_bucket{le=\"10\"} 2\n"                                                                                      \
+  "reduced_queue_wait_seconds_bucket{le=\"30\"} 2\n"                                                                                      \
+  "reduced_queue_wait_seconds_bucket{le=\"60\"} 2\n"                                                                                      \
+  "reduced_queue_wait_seconds_bucket{le=\"+Inf\"} 3\n"                                                                                    \
+  "reduced_queue_wait_seconds_sum 100.3\n"                                                                                                \
+  "reduced_queue_wait_seconds_count 3\n"                                                                                                  \
+  "# HELP reduced_reload_failures_total SIGHUP reloads of --api-key-file or --tls-cert/--tls-key that kept the old secrets.\n"            \
+  "# TYPE reduced_reload_failures_total counter\n"                                                                                        \
   "reduced_reload_failures_total 2\n"
 
 /* The families that do not depend on requests, after the histograms. */
-#define TAIL(in, sent, inflight, queued, queue)                               \
-  "# HELP reduced_bytes_received_total Request body bytes received.\n"        \
-  "# TYPE reduced_bytes_received_total counter\n"                             \
-  "reduced_bytes_received_total " in "\n"                                     \
-  "# HELP reduced_bytes_sent_total Response body bytes sent.\n"               \
-  "# TYPE reduced_bytes_sent_total counter\n"                                 \
-  "reduced_bytes_sent_total " sent "\n"                                       \
-  "# HELP reduced_requests_in_flight Requests received and not yet "          \
-  "completed (a scrape counts itself).\n"                                     \
-  "# TYPE reduced_requests_in_flight gauge\n"                                 \
-  "reduced_requests_in_flight " inflight "\n"                                 \
-  "# HELP reduced_requests_queued Admitted requests waiting for a worker "    \
-  "thread.\n"                                                                 \
-  "# TYPE reduced_requests_queued gauge\n"                                    \
-  "reduced_requests_queued " queued "\n"                                      \
-  queue                                                                       \
-  "# HELP reduced_worker_threads Size of the worker thread pool "             \
-  "(--threads).\n"                                                            \
-  "# TYPE reduced_worker_threads gauge\n"                                     \
-  "reduced_worker_threads 4\n"                                                \
-  "# HELP reduced_max_pending Requests admitted or waiting for admission "  \
-  "at once before 503 (--max-pending).\n"                                     \
-  "# TYPE reduced_max_pending gauge\n"                                        \
-  "reduced_max_pending 64\n"                                                  \
-  "# HELP process_start_time_seconds Start time of the process since the "    \
-  "Unix epoch in seconds.\n"                                                  \
-  "# TYPE process_start_time_seconds gauge\n"                                 \
-  "process_start_time_seconds 1700000000.123\n"                               \
-  "# HELP reduced_build_info Always 1; the labels describe the build.\n"      \
-  "# TYPE reduced_build_info gauge\n"                                         \
+#define TAIL(in, sent, inflight, queued, queue)                                \
+  "# HELP reduced_bytes_received_total Request body bytes received.\n"         \
+  "# TYPE reduced_bytes_received_total counter\n"                              \
+  "reduced_bytes_received_total " in "\n"                                      \
+  "# HELP reduced_bytes_sent_total Response body bytes sent.\n"                \
+  "# TYPE reduced_bytes_sent_total counter\n"                                  \
+  "reduced_bytes_sent_total " sent "\n"                                        \
+  "# HELP reduced_requests_in_flight Requests received and not yet "           \
+  "completed (a scrape counts itself).\n"                                      \
+  "# TYPE reduced_requests_in_flight gauge\n"                                  \
+  "reduced_requests_in_flight " inflight "\n"                                  \
+  "# HELP reduced_requests_queued Admitted requests waiting for a worker "     \
+  "thread.\n"                                                                  \
+  "# TYPE reduced_requests_queued gauge\n"                                     \
+  "reduced_requests_queued " queued "\n" queue                                 \
+  "# HELP reduced_worker_threads Size of the worker thread pool "              \
+  "(--threads).\n"                                                             \
+  "# TYPE reduced_worker_threads gauge\n"                                      \
+  "reduced_worker_threads 4\n"                                                 \
+  "# HELP reduced_max_pending Requests admitted or waiting for admission "     \
+  "at once before 503 (--max-pending).\n"                                      \
+  "# TYPE reduced_max_pending gauge\n"                                         \
+  "reduced_max_pending 64\n"                                                   \
+  "# HELP process_start_time_seconds Start time of the process since the "     \
+  "Unix epoch in seconds.\n"                                                   \
+  "# TYPE process_start_time_seconds gauge\n"                                  \
+  "process_start_time_seconds 1700000000.123\n"                                \
+  "# HELP reduced_build_info Always 1; the labels describe the build.\n"       \
+  "# TYPE reduced_build_info gauge\n"                                          \
   "reduced_build_info{version=\"" PACKAGE_VERSION "\"} 1\n"
 
-#define REQUESTS_HEAD                                                         \
-  "# HELP reduced_requests_total HTTP requests answered, by route pattern, "  \
-  "operator, request body format and status.\n"                               \
+#define REQUESTS_HEAD                                                          \
+  "# HELP reduced_requests_total HTTP requests answered, by route pattern, "   \
+  "operator, request body format and status.\n"                                \
   "# TYPE reduced_requests_total counter\n"
 
-#define HIST_HEADS                                                            \
-  "# HELP reduced_request_duration_seconds Time from the start of a request " \
-  "to its response, by route.\n"                                              \
-  "# TYPE reduced_request_duration_seconds histogram\n"                       \
-  "# HELP reduced_request_size_bytes Request body sizes, by route.\n"         \
-  "# TYPE reduced_request_size_bytes histogram\n"                             \
-  "# HELP reduced_response_size_bytes Response body sizes, by route.\n"       \
+#define HIST_HEADS                                                             \
+  "# HELP reduced_request_duration_seconds Time from the start of a request "  \
+  "to its response, by route.\n"                                               \
+  "# TYPE reduced_request_duration_seconds histogram\n"                        \
+  "# HELP reduced_request_size_bytes Request body sizes, by route.\n"          \
+  "# TYPE reduced_request_size_bytes histogram\n"                              \
+  "# HELP reduced_response_size_bytes Response body sizes, by route.\n"        \
   "# TYPE reduced_response_size_bytes histogram\n"
 
-static char *
-render(const struct metrics *m)
+static char *render(const struct metrics *m)
 {
   struct api_buf b;
   size_t len;
@@ -148,8 +146,7 @@ render(const struct metrics *m)
 }
 
 /* Compares line by line, so that a failure names the first wrong line. */
-static void
-assert_text(const char *got, const char *want)
+static void assert_text(const char *got, const char *want)
 {
   size_t line = 1;
 
@@ -166,8 +163,7 @@ assert_text(const char *got, const char *want)
     fail_msg("line %zu: got %s", line, *got ? "extra lines" : "too few lines");
 }
 
-static void
-test_empty(void **state)
+static void test_empty(void **state)
 {
   struct metrics *m = metrics_create(4, 64, &start);
   char *t;
@@ -182,9 +178,8 @@ test_empty(void **state)
   metrics_destroy(m);
 }
 
-static void
-obs(struct metrics *m, unsigned route, int op, int format, int status,
-    uint64_t ns, uint64_t in, uint64_t out)
+static void obs(struct metrics *m, unsigned route, int op, int format,
+                int status, uint64_t ns, uint64_t in, uint64_t out)
 {
   struct metrics_obs o = { route, op, format, status, ns, in, out };
   metrics_observe(m, &o);
@@ -200,8 +195,7 @@ obs(struct metrics *m, unsigned route, int op, int format, int status,
  * 61 s, 70000000 B and 64 MiB + 1 B are only in +Inf.  Sums: durations
  * 3000001 ns, 61 s, 500000 ns; request bytes 264, 0, 67108870; response
  * bytes 100, 70000000, 1.  Totals: in 67109134, out 70000101. */
-static const char known_text[] =
-  REQUESTS_HEAD
+static const char known_text[] = REQUESTS_HEAD
   "reduced_requests_total{route=\"/v1/x\",op=\"ReduceL2\",format=\"json\",status=\"200\"} 2\n"
   "reduced_requests_total{route=\"/v1/x\",op=\"ReduceSumSquare\",format=\"json\",status=\"400\"} 1\n"
   "reduced_requests_total{route=\"a\\\"b\\\\c\\nd\",op=\"none\",format=\"none\",status=\"404\"} 1\n"
@@ -353,11 +347,12 @@ static const char known_text[] =
   "reduced_response_size_bytes_bucket{route=\"none\",le=\"67108864\"} 2\n"
   "reduced_response_size_bytes_bucket{route=\"none\",le=\"+Inf\"} 2\n"
   "reduced_response_size_bytes_sum{route=\"none\"} 1\n"
-  "reduced_response_size_bytes_count{route=\"none\"} 2\n"
-  TAIL("67109134", "70000101", "2", "1", QUEUE_KNOWN);
+  "reduced_response_size_bytes_count{route=\"none\"} 2\n" TAIL("67109134",
+                                                               "70000101", "2",
+                                                               "1",
+                                                               QUEUE_KNOWN);
 
-static void
-test_known_state(void **state)
+static void test_known_state(void **state)
 {
   struct metrics *m = metrics_create(4, 64, &start);
   char *t;
@@ -391,8 +386,7 @@ test_known_state(void **state)
 
 /* Every format label, in output order: json, raw, npy, binary (the /v2
  * binary tensor data extension), none. */
-static void
-test_format_labels(void **state)
+static void test_format_labels(void **state)
 {
   struct metrics *m = metrics_create(1, 1, &start);
   char *t;
@@ -404,10 +398,9 @@ test_format_labels(void **state)
     "{route=\"/v2/x\",op=\"ReduceL2\",format=\"binary\",status=\"200\"} 4\n",
     "{route=\"/v2/x\",op=\"ReduceL2\",format=\"none\",status=\"200\"} 5\n",
   };
-  static const int fmts[5] = {
-    METRICS_FMT_JSON, METRICS_FMT_RAW, METRICS_FMT_NPY, METRICS_FMT_BINARY,
-    METRICS_FMT_NONE
-  };
+  static const int fmts[5] = { METRICS_FMT_JSON, METRICS_FMT_RAW,
+                               METRICS_FMT_NPY, METRICS_FMT_BINARY,
+                               METRICS_FMT_NONE };
 
   (void)state;
   assert_non_null(m);
@@ -426,8 +419,7 @@ test_format_labels(void **state)
   metrics_destroy(m);
 }
 
-static void
-test_route_limit(void **state)
+static void test_route_limit(void **state)
 {
   struct metrics *m = metrics_create(1, 1, &start);
 
@@ -445,8 +437,7 @@ test_route_limit(void **state)
 #define NTHREADS 8
 #define NOBS 20000
 
-static void *
-hammer(void *arg)
+static void *hammer(void *arg)
 {
   struct metrics *m = arg;
 
@@ -461,8 +452,7 @@ hammer(void *arg)
   return NULL;
 }
 
-static void
-test_concurrent(void **state)
+static void test_concurrent(void **state)
 {
   struct metrics *m = metrics_create(4, 64, &start);
   pthread_t th[NTHREADS];
@@ -478,12 +468,23 @@ test_concurrent(void **state)
   t = render(m);
   /* 8 x 20000 = 160000 requests, half each way; 2 ms each = 320 s;
    * 3 bytes in and 1 out each. */
-  assert_non_null(strstr(t, "\nreduced_requests_total{route=\"/c\",op=\"ReduceL2\",format=\"json\",status=\"200\"} 80000\n"));
-  assert_non_null(strstr(t, "\nreduced_requests_total{route=\"/c\",op=\"none\",format=\"json\",status=\"503\"} 80000\n"));
-  assert_non_null(strstr(t, "\nreduced_request_duration_seconds_bucket{route=\"/c\",le=\"0.001\"} 0\n"));
-  assert_non_null(strstr(t, "\nreduced_request_duration_seconds_bucket{route=\"/c\",le=\"0.0025\"} 160000\n"));
-  assert_non_null(strstr(t, "\nreduced_request_duration_seconds_sum{route=\"/c\"} 320\n"));
-  assert_non_null(strstr(t, "\nreduced_request_duration_seconds_count{route=\"/c\"} 160000\n"));
+  assert_non_null(strstr(
+    t,
+    "\nreduced_requests_total{route=\"/c\",op=\"ReduceL2\",format=\"json\",status=\"200\"} 80000\n"));
+  assert_non_null(strstr(
+    t,
+    "\nreduced_requests_total{route=\"/c\",op=\"none\",format=\"json\",status=\"503\"} 80000\n"));
+  assert_non_null(strstr(
+    t,
+    "\nreduced_request_duration_seconds_bucket{route=\"/c\",le=\"0.001\"} 0\n"));
+  assert_non_null(strstr(
+    t,
+    "\nreduced_request_duration_seconds_bucket{route=\"/c\",le=\"0.0025\"} 160000\n"));
+  assert_non_null(
+    strstr(t, "\nreduced_request_duration_seconds_sum{route=\"/c\"} 320\n"));
+  assert_non_null(
+    strstr(t,
+           "\nreduced_request_duration_seconds_count{route=\"/c\"} 160000\n"));
   assert_non_null(strstr(t, "\nreduced_bytes_received_total 480000\n"));
   assert_non_null(strstr(t, "\nreduced_bytes_sent_total 160000\n"));
   assert_non_null(strstr(t, "\nreduced_requests_in_flight 0\n"));
@@ -492,14 +493,11 @@ test_concurrent(void **state)
   metrics_destroy(m);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_empty),
-    cmocka_unit_test(test_known_state),
-    cmocka_unit_test(test_format_labels),
-    cmocka_unit_test(test_route_limit),
+    cmocka_unit_test(test_empty),         cmocka_unit_test(test_known_state),
+    cmocka_unit_test(test_format_labels), cmocka_unit_test(test_route_limit),
     cmocka_unit_test(test_concurrent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -185,17 +185,19 @@ static void test_names(void **state)
     const char *name;
     int dtype;
     size_t size;
-  } t[] = {{"float32", RD_FLOAT32, 4}, {"float64", RD_FLOAT64, 8},
-           {"float16", RD_FLOAT16, 2}, {"bfloat16", RD_BFLOAT16, 2},
-           {"int32", RD_INT32, 4},     {"int64", RD_INT64, 8},
-           {"uint32", RD_UINT32, 4},   {"uint64", RD_UINT64, 8},
-           {"int8", RD_INT8, 1},       {"uint8", RD_UINT8, 1},
-           {"int16", RD_INT16, 2},     {"uint16", RD_UINT16, 2},
-           {"bool", RD_BOOL, 1}};
+  } t[] = { { "float32", RD_FLOAT32, 4 }, { "float64", RD_FLOAT64, 8 },
+            { "float16", RD_FLOAT16, 2 }, { "bfloat16", RD_BFLOAT16, 2 },
+            { "int32", RD_INT32, 4 },     { "int64", RD_INT64, 8 },
+            { "uint32", RD_UINT32, 4 },   { "uint64", RD_UINT64, 8 },
+            { "int8", RD_INT8, 1 },       { "uint8", RD_UINT8, 1 },
+            { "int16", RD_INT16, 2 },     { "uint16", RD_UINT16, 2 },
+            { "bool", RD_BOOL, 1 } };
   static const char *const opnames[RD_OP_COUNT + 1] = {
-    NULL, "ReduceL2", "ReduceSumSquare", "ReduceSum", "ReduceMean",
-    "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceLogSum",
-    "ReduceLogSumExp", "ArgMax", "ArgMin"};
+    NULL,         "ReduceL2",     "ReduceSumSquare", "ReduceSum",
+    "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",
+    "ReduceL1",   "ReduceLogSum", "ReduceLogSumExp", "ArgMax",
+    "ArgMin"
+  };
   (void)state;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     assert_string_equal(rd_dtype_name(t[i].dtype), t[i].name);
@@ -218,9 +220,11 @@ static void test_names(void **state)
   /* rd_dtypes lists each supported type once, in the documented order. */
   assert_int_equal(RD_NDTYPES, sizeof t / sizeof t[0]);
   {
-    static const int order[RD_NDTYPES] = {
-      RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_BFLOAT16, RD_INT8, RD_UINT8,
-      RD_INT16, RD_UINT16, RD_INT32, RD_UINT32, RD_INT64, RD_UINT64, RD_BOOL};
+    static const int order[RD_NDTYPES] = { RD_FLOAT32,  RD_FLOAT64, RD_FLOAT16,
+                                           RD_BFLOAT16, RD_INT8,    RD_UINT8,
+                                           RD_INT16,    RD_UINT16,  RD_INT32,
+                                           RD_UINT32,   RD_INT64,   RD_UINT64,
+                                           RD_BOOL };
     for (size_t i = 0; i < RD_NDTYPES; i++)
       assert_int_equal(rd_dtypes[i], order[i]);
   }
@@ -267,12 +271,12 @@ static void test_names(void **state)
 
 static void test_dtype_version_matrix(void **state)
 {
-  static const int ok[] = {RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_INT32,
-                           RD_INT64, RD_UINT32, RD_UINT64};
-  static const int bad[] = {0, 8, 14, 15, 17, -1, 1000};
+  static const int ok[] = { RD_FLOAT32, RD_FLOAT64, RD_FLOAT16, RD_INT32,
+                            RD_INT64,   RD_UINT32,  RD_UINT64 };
+  static const int bad[] = { 0, 8, 14, 15, 17, -1, 1000 };
   /* Types of other operators: known, but never in ReduceL2's lists. */
-  static const int other[] = {RD_UINT8, RD_INT8, RD_UINT16, RD_INT16,
-                              RD_BOOL};
+  static const int other[] = { RD_UINT8, RD_INT8, RD_UINT16, RD_INT16,
+                               RD_BOOL };
   (void)state;
   for (int64_t opset = 1; opset <= 20; opset++) {
     int v = rd_op_version(RD_OP_L2, opset);
@@ -307,8 +311,10 @@ static void test_dtype_version_matrix(void **state)
       struct spec s = spec0(RD_OP_L2, other[i]);
       char want[64];
       s.opset = opset;
-      snprintf(want, sizeof want, "dtype %s is not allowed by ReduceL2 "
-               "version %d", rd_dtype_name(other[i]), v);
+      snprintf(want, sizeof want,
+               "dtype %s is not allowed by ReduceL2 "
+               "version %d",
+               rd_dtype_name(other[i]), v);
       assert_int_equal(rd_dtype_in_version(RD_OP_L2, other[i], v), 0);
       expect_plan_error(&s, RD_E_DTYPE_VERSION, want);
     }
@@ -468,7 +474,7 @@ static void test_errors(void **state)
 
 static void test_shape_count(void **state)
 {
-  int64_t sh[3] = {2, 3, 4};
+  int64_t sh[3] = { 2, 3, 4 };
   uint64_t n = 0;
   struct rd_error err;
   (void)state;
@@ -485,10 +491,8 @@ static void test_shape_count(void **state)
   sh[2] = 1;
   assert_int_equal(rd_shape_count(3, sh, 0, &n, &err), 0);
   assert_int_equal(n, (uint64_t)INT64_MAX);
-  assert_int_equal(rd_shape_count(3, sh, RD_FLOAT16, &n, &err),
-                   RD_E_TOO_LARGE);
-  assert_int_equal(rd_shape_count(RD_MAX_RANK + 1, sh, 0, &n, &err),
-                   RD_E_RANK);
+  assert_int_equal(rd_shape_count(3, sh, RD_FLOAT16, &n, &err), RD_E_TOO_LARGE);
+  assert_int_equal(rd_shape_count(RD_MAX_RANK + 1, sh, 0, &n, &err), RD_E_RANK);
 }
 
 /* ------------------------------------------------------------------ */
@@ -599,8 +603,7 @@ static void test_canonical_groups(void **state)
   set_axes(&s, 1, (int64_t)1); /* KR: outer kept group split */
   assert_int_equal(plan_of(&s, &pl, NULL), 0);
   assert_true(pl.nparts > 1 && pl.nparts <= RD_MAX_PARTS);
-  assert_int_equal((4096 + pl.priv.part_len - 1) / pl.priv.part_len,
-                   pl.nparts);
+  assert_int_equal((4096 + pl.priv.part_len - 1) / pl.priv.part_len, pl.nparts);
   set_axes(&s, 1, (int64_t)0); /* RK: leading reduced group split */
   assert_int_equal(plan_of(&s, &pl, NULL), 0);
   assert_true(pl.nparts > 1 && pl.nparts <= RD_MAX_PARTS);
@@ -610,8 +613,8 @@ static void test_canonical_groups(void **state)
   assert_true(pl.nparts * pl.out_count * 8 <= ((uint64_t)64 << 20));
   s.naxes = 0;
   /* [2,1,3,4,1,5] axes [1,2,3]: size-1 dims drop, 3*4 merge: K2 R12 K5 */
-  set_shape(&s, 6, (int64_t)2, (int64_t)1, (int64_t)3, (int64_t)4,
-            (int64_t)1, (int64_t)5);
+  set_shape(&s, 6, (int64_t)2, (int64_t)1, (int64_t)3, (int64_t)4, (int64_t)1,
+            (int64_t)5);
   set_axes(&s, 3, (int64_t)1, (int64_t)2, (int64_t)3);
   assert_int_equal(plan_of(&s, &pl, NULL), 0);
   assert_int_equal(pl.priv.ngroups, 3);
@@ -677,13 +680,15 @@ static void test_float_range(void **state)
   f[0] = f[1] = 1e20f;
   assert_int_equal(run(&s, f, (void **)&fo, &pl, &err), 0);
   /* sqrt(2)*1e20f rounded once: the square 2e40 is exact in double. */
-  assert_int_equal(f32_bits(*fo), f32_bits((float)sqrt(2.0 * (double)f[0] * f[0])));
+  assert_int_equal(f32_bits(*fo),
+                   f32_bits((float)sqrt(2.0 * (double)f[0] * f[0])));
   assert_true(fabsf(*fo - 1.4142135e20f) <= 1e13f);
   assert_false(isinf(*fo));
   free(fo);
   f[0] = f[1] = 1e-25f;
   assert_int_equal(run(&s, f, (void **)&fo, &pl, &err), 0);
-  assert_int_equal(f32_bits(*fo), f32_bits((float)sqrt(2.0 * (double)f[0] * f[0])));
+  assert_int_equal(f32_bits(*fo),
+                   f32_bits((float)sqrt(2.0 * (double)f[0] * f[0])));
   assert_true(fabsf(*fo - 1.4142135e-25f) <= 1e-31f);
   free(fo);
 
@@ -700,7 +705,7 @@ static void test_float_range(void **state)
   free(dout);
   /* Mixed magnitudes: big dominates, tiny ones vanish. */
   {
-    double m[4] = {3e300, 4e300, 1.0, 1e-300};
+    double m[4] = { 3e300, 4e300, 1.0, 1e-300 };
     set_shape(&s, 1, (int64_t)4);
     assert_int_equal(run(&s, m, (void **)&dout, &pl, &err), 0);
     assert_true(fabs(*dout - 5e300) <= 5e300 * 0x1p-52);
@@ -741,7 +746,7 @@ static void test_float_range(void **state)
 
 static void test_nan_inf(void **state)
 {
-  static const int dts[] = {RD_FLOAT32, RD_FLOAT64};
+  static const int dts[] = { RD_FLOAT32, RD_FLOAT64 };
   (void)state;
   for (size_t t = 0; t < 2; t++)
     for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
@@ -792,9 +797,9 @@ static void test_nan_inf(void **state)
         else if (j == 17 || j == 19)
           assert_true(isinf(v) && v > 0);
         else
-          assert_true(v == (op == RD_OP_L2 ? (esz == 4 ? (float)sqrt(3.0)
-                                                       : sqrt(3.0))
-                                           : 3.0));
+          assert_true(
+            v ==
+            (op == RD_OP_L2 ? (esz == 4 ? (float)sqrt(3.0) : sqrt(3.0)) : 3.0));
       }
       free(out);
     }
@@ -805,8 +810,8 @@ static void test_noop_values(void **state)
   struct spec s = spec0(RD_OP_L2, RD_FLOAT32);
   struct rd_plan pl;
   struct rd_error err;
-  float in[6] = {-3.0f, 1.5f, -0.0f, 1e20f, -1e-25f, 0.1f}, *out;
-  double din[4] = {0.1, -1e200, -1e-310, -0.0}, *dout;
+  float in[6] = { -3.0f, 1.5f, -0.0f, 1e20f, -1e-25f, 0.1f }, *out;
+  double din[4] = { 0.1, -1e200, -1e-310, -0.0 }, *dout;
   (void)state;
   set_shape(&s, 2, (int64_t)2, (int64_t)3);
   s.noop = 1;
@@ -832,12 +837,13 @@ static void test_noop_values(void **state)
 
   /* Integers: x^2 and |x| exactly, then the policy. */
   {
-    int32_t iin[4] = {-3, 5, -50000, INT32_MIN}, *iout;
+    int32_t iin[4] = { -3, 5, -50000, INT32_MIN }, *iout;
     s = spec0(RD_OP_L2, RD_INT32);
     set_shape(&s, 1, (int64_t)4);
     s.noop = 1;
     assert_int_equal(run(&s, iin, (void **)&iout, &pl, &err), RD_E_OVERFLOW);
-    assert_string_equal(err.msg, "output[3] = 2147483648 does not fit int32 "
+    assert_string_equal(err.msg,
+                        "output[3] = 2147483648 does not fit int32 "
                         "(overflow policy \"error\"; use \"saturate\" or "
                         "\"wrap\")");
     free(iout);
@@ -909,7 +915,7 @@ static void test_scalar_and_empty(void **state)
   }
   /* A dim of size 1 reduced alone: per-element x^2 / |x|. */
   {
-    double in[3] = {-2.0, 0.5, -0.0}, *out;
+    double in[3] = { -2.0, 0.5, -0.0 }, *out;
     s = spec0(RD_OP_L2, RD_FLOAT64);
     set_shape(&s, 2, (int64_t)3, (int64_t)1);
     set_axes(&s, 1, (int64_t)1);
@@ -925,7 +931,7 @@ static void test_half_types(void **state)
   struct spec s = spec0(RD_OP_L2, RD_FLOAT16);
   struct rd_plan pl;
   struct rd_error err;
-  uint16_t in[2] = {0x5CB0, 0x5E40}; /* 300, 400 */
+  uint16_t in[2] = { 0x5CB0, 0x5E40 }; /* 300, 400 */
   uint16_t *out, tenth[1000];
   (void)state;
   set_shape(&s, 1, (int64_t)2);
@@ -992,7 +998,7 @@ static void test_integers_exact(void **state)
   struct rd_error err;
   (void)state;
   {
-    int64_t in[2] = {3037000499, 1}, *out;
+    int64_t in[2] = { 3037000499, 1 }, *out;
     s = spec0(RD_OP_L2, RD_INT64);
     set_shape(&s, 1, (int64_t)2);
     assert_int_equal(run(&s, in, (void **)&out, &pl, &err), 0);
@@ -1017,9 +1023,15 @@ static void test_integers_exact(void **state)
   }
   /* isqrt boundaries k^2-1 and k^2 for several k, int64 and uint64. */
   {
-    static const uint64_t ks[] = {2, 3, 46341, 3037000499, 3037000500,
-                                  UINT64_C(4294967296), UINT64_C(94906267),
-                                  UINT64_C(1) << 62, UINT64_MAX};
+    static const uint64_t ks[] = { 2,
+                                   3,
+                                   46341,
+                                   3037000499,
+                                   3037000500,
+                                   UINT64_C(4294967296),
+                                   UINT64_C(94906267),
+                                   UINT64_C(1) << 62,
+                                   UINT64_MAX };
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
       for (int d = 1; d >= 0; d--) {
         u128 k = ks[i], n = k * k - (u128)d;
@@ -1043,7 +1055,7 @@ static void test_integers_exact(void **state)
   }
   /* int32 ReduceL2 truncates: [2,2] -> 2, [2,3] -> 3, [5,5] -> 7. */
   {
-    int32_t in[6] = {2, 2, 2, 3, 5, 5}, *out;
+    int32_t in[6] = { 2, 2, 2, 3, 5, 5 }, *out;
     s = spec0(RD_OP_L2, RD_INT32);
     set_shape(&s, 2, (int64_t)3, (int64_t)2);
     set_axes(&s, 1, (int64_t)1);
@@ -1068,13 +1080,14 @@ static void test_integers_exact(void **state)
     s.overflow = RD_OVERFLOW_ERROR;
     assert_int_equal(run(&s, in, (void **)&out, &pl, &err), RD_E_OVERFLOW);
     assert_non_null(strstr(err.msg, "output[0] = 36893488147419103230 does "
-                           "not fit uint64"));
+                                    "not fit uint64"));
     free(out);
     set_shape(&s, 1, (int64_t)2);
     s.op = RD_OP_SUM_SQUARE;
     assert_int_equal(run(&s, in, (void **)&out, &pl, &err), RD_E_OVERFLOW);
     /* 2 (2^64-1)^2 */
-    assert_non_null(strstr(err.msg, "output[0] = "
+    assert_non_null(strstr(err.msg,
+                           "output[0] = "
                            "680564733841876926852962238568698216450 does "
                            "not fit uint64"));
     free(out);
@@ -1112,21 +1125,23 @@ static void test_overflow_policies(void **state)
   struct rd_plan pl;
   struct rd_error err;
   /* rows: [3,4] [40000,40000] [50000,3] [65536,0] */
-  int32_t in[8] = {3, 4, 40000, 40000, 50000, 3, 65536, 0}, *out;
+  int32_t in[8] = { 3, 4, 40000, 40000, 50000, 3, 65536, 0 }, *out;
   (void)state;
   set_shape(&s, 2, (int64_t)4, (int64_t)2);
   set_axes(&s, 1, (int64_t)1);
   s.keepdims = 0;
   assert_int_equal(run(&s, in, (void **)&out, &pl, &err), RD_E_OVERFLOW);
   assert_int_equal(err.code, RD_E_OVERFLOW);
-  assert_string_equal(err.msg, "output[1] = 3200000000 does not fit int32 "
+  assert_string_equal(err.msg,
+                      "output[1] = 3200000000 does not fit int32 "
                       "(overflow policy \"error\"; use \"saturate\" or "
                       "\"wrap\")");
   free(out);
   in[2] = in[3] = 0;
   in[4] = 0;
   assert_int_equal(run(&s, in, (void **)&out, &pl, &err), RD_E_OVERFLOW);
-  assert_string_equal(err.msg, "output[3] = 4294967296 does not fit int32 "
+  assert_string_equal(err.msg,
+                      "output[3] = 4294967296 does not fit int32 "
                       "(overflow policy \"error\"; use \"saturate\" or "
                       "\"wrap\")");
   free(out);
@@ -1159,13 +1174,13 @@ static void test_overflow_policies(void **state)
 
   /* int64 */
   {
-    int64_t x[2] = {3037000500, 1}, *o;
+    int64_t x[2] = { 3037000500, 1 }, *o;
     s = spec0(RD_OP_SUM_SQUARE, RD_INT64);
     set_shape(&s, 1, (int64_t)2);
     assert_int_equal(run(&s, x, (void **)&o, &pl, &err), RD_E_OVERFLOW);
     assert_string_equal(err.msg, "output[0] = 9223372037000250001 does not "
-                        "fit int64 (overflow policy \"error\"; use "
-                        "\"saturate\" or \"wrap\")");
+                                 "fit int64 (overflow policy \"error\"; use "
+                                 "\"saturate\" or \"wrap\")");
     free(o);
     s.overflow = RD_OVERFLOW_SATURATE;
     assert_int_equal(run(&s, x, (void **)&o, &pl, &err), 0);
@@ -1178,7 +1193,7 @@ static void test_overflow_policies(void **state)
   }
   /* uint32 */
   {
-    uint32_t x[2] = {70000, 1}, *o;
+    uint32_t x[2] = { 70000, 1 }, *o;
     s = spec0(RD_OP_SUM_SQUARE, RD_UINT32);
     set_shape(&s, 1, (int64_t)2);
     s.overflow = RD_OVERFLOW_WRAP;
@@ -1192,7 +1207,7 @@ static void test_overflow_policies(void **state)
     s.overflow = RD_OVERFLOW_ERROR;
     assert_int_equal(run(&s, x, (void **)&o, &pl, &err), RD_E_OVERFLOW);
     assert_non_null(strstr(err.msg, "output[0] = 4900000001 does not fit "
-                           "uint32"));
+                                    "uint32"));
     free(o);
     s.op = RD_OP_L2;
     assert_int_equal(run(&s, x, (void **)&o, &pl, &err), 0);
@@ -1212,7 +1227,7 @@ static void test_stream_errors(void **state)
   struct rd_error err;
   struct rd_stream *st;
   struct rd_exec *ex;
-  float in[4] = {3, 4, 0, 0}, out[1];
+  float in[4] = { 3, 4, 0, 0 }, out[1];
   (void)state;
   set_shape(&s, 1, (int64_t)4);
   assert_int_equal(plan_of(&s, &pl, &err), 0);
@@ -1396,30 +1411,30 @@ static void check_deterministic(const struct det_case *c, int dtype, int op,
   free(in);
 }
 
-static const int all_dtypes[] = {RD_FLOAT32, RD_FLOAT64, RD_FLOAT16,
-                                 RD_BFLOAT16, RD_INT32, RD_INT64, RD_UINT32,
-                                 RD_UINT64};
+static const int all_dtypes[] = { RD_FLOAT32,  RD_FLOAT64, RD_FLOAT16,
+                                  RD_BFLOAT16, RD_INT32,   RD_INT64,
+                                  RD_UINT32,   RD_UINT64 };
 
 static void test_deterministic_small(void **state)
 {
   static const struct det_case cases[] = {
-    {"R", 1, {1001}, 0, {0}},
-    {"KR", 2, {7, 133}, 1, {1}},
-    {"RK", 2, {133, 7}, 1, {0}},
-    {"KRK", 3, {5, 37, 9}, 1, {1}},
-    {"RKR", 3, {6, 5, 41}, 2, {0, 2}},
-    {"KRKR", 4, {3, 7, 4, 19}, 2, {1, 3}},
-    {"RKRK", 4, {3, 7, 4, 19}, 2, {0, 2}},
-    {"K (noop-like)", 2, {1, 50}, 1, {0}},
-    {"KR short", 2, {50, 2}, 1, {1}},
-    {"KR short", 2, {50, 3}, 1, {1}},
-    {"KR short", 2, {40, 5}, 1, {1}},
-    {"KR short", 2, {40, 8}, 1, {1}},
-    {"KR short", 2, {30, 13}, 1, {1}},
-    {"KR short", 2, {30, 16}, 1, {1}},
-    {"KR short", 2, {30, 17}, 1, {1}},
-    {"KRKR short", 4, {3, 5, 4, 6}, 2, {1, 3}},
-    {"RK short", 2, {50, 3}, 1, {0}},
+    { "R", 1, { 1001 }, 0, { 0 } },
+    { "KR", 2, { 7, 133 }, 1, { 1 } },
+    { "RK", 2, { 133, 7 }, 1, { 0 } },
+    { "KRK", 3, { 5, 37, 9 }, 1, { 1 } },
+    { "RKR", 3, { 6, 5, 41 }, 2, { 0, 2 } },
+    { "KRKR", 4, { 3, 7, 4, 19 }, 2, { 1, 3 } },
+    { "RKRK", 4, { 3, 7, 4, 19 }, 2, { 0, 2 } },
+    { "K (noop-like)", 2, { 1, 50 }, 1, { 0 } },
+    { "KR short", 2, { 50, 2 }, 1, { 1 } },
+    { "KR short", 2, { 50, 3 }, 1, { 1 } },
+    { "KR short", 2, { 40, 5 }, 1, { 1 } },
+    { "KR short", 2, { 40, 8 }, 1, { 1 } },
+    { "KR short", 2, { 30, 13 }, 1, { 1 } },
+    { "KR short", 2, { 30, 16 }, 1, { 1 } },
+    { "KR short", 2, { 30, 17 }, 1, { 1 } },
+    { "KRKR short", 4, { 3, 5, 4, 6 }, 2, { 1, 3 } },
+    { "RK short", 2, { 50, 3 }, 1, { 0 } },
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -1432,12 +1447,12 @@ static void test_deterministic_small(void **state)
 static void test_deterministic_parts(void **state)
 {
   static const struct det_case cases[] = {
-    {"R", 1, {(int64_t)5 << 20}, 0, {0}},
-    {"KR", 2, {600, 4099}, 1, {1}},
-    {"RK", 2, {4099, 600}, 1, {0}},
-    {"KRK", 3, {70, 300, 130}, 1, {1}},
-    {"RKR", 3, {300, 3, 5000}, 2, {0, 2}},
-    {"KRKR", 4, {65, 200, 3, 50}, 2, {1, 3}},
+    { "R", 1, { (int64_t)5 << 20 }, 0, { 0 } },
+    { "KR", 2, { 600, 4099 }, 1, { 1 } },
+    { "RK", 2, { 4099, 600 }, 1, { 0 } },
+    { "KRK", 3, { 70, 300, 130 }, 1, { 1 } },
+    { "RKR", 3, { 300, 3, 5000 }, 2, { 0, 2 } },
+    { "KRKR", 4, { 65, 200, 3, 50 }, 2, { 1, 3 } },
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -1465,7 +1480,7 @@ static void test_parts_values(void **state)
   const int64_t rows = 3 << 20, cols = 3;
   int32_t *in = malloc((size_t)(rows * cols) * 4);
   int64_t *out;
-  u128 want[3] = {0, 0, 0};
+  u128 want[3] = { 0, 0, 0 };
   (void)state;
   assert_non_null(in);
   for (int64_t i = 0; i < rows * cols; i++) {
@@ -1651,18 +1666,18 @@ static void test_op_versions(void **state)
     int v[6];
     int axes_input, select_last, is_arg;
   } want[] = {
-    {RD_OP_L2, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_SUM_SQUARE, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_SUM, 3, {1, 11, 13}, 13, 0, 0},
-    {RD_OP_MEAN, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_MAX, 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
-    {RD_OP_MIN, 6, {1, 11, 12, 13, 18, 20}, 18, 0, 0},
-    {RD_OP_PROD, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_L1, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_LOG_SUM, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_LOG_SUM_EXP, 4, {1, 11, 13, 18}, 18, 0, 0},
-    {RD_OP_ARGMAX, 4, {1, 11, 12, 13}, 0, 12, 1},
-    {RD_OP_ARGMIN, 4, {1, 11, 12, 13}, 0, 12, 1},
+    { RD_OP_L2, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_SUM_SQUARE, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_SUM, 3, { 1, 11, 13 }, 13, 0, 0 },
+    { RD_OP_MEAN, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_MAX, 6, { 1, 11, 12, 13, 18, 20 }, 18, 0, 0 },
+    { RD_OP_MIN, 6, { 1, 11, 12, 13, 18, 20 }, 18, 0, 0 },
+    { RD_OP_PROD, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_L1, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_LOG_SUM, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_LOG_SUM_EXP, 4, { 1, 11, 13, 18 }, 18, 0, 0 },
+    { RD_OP_ARGMAX, 4, { 1, 11, 12, 13 }, 0, 12, 1 },
+    { RD_OP_ARGMIN, 4, { 1, 11, 12, 13 }, 0, 12, 1 },
   };
   (void)state;
   assert_int_equal(sizeof want / sizeof want[0], RD_OP_COUNT);
@@ -1720,29 +1735,32 @@ static void test_op_dtype_lists(void **state)
     int op, version;
     const char *const *list;
   } rows[] = {
-    {RD_OP_SUM, 1, &A}, {RD_OP_SUM, 11, &A}, {RD_OP_SUM, 13, &B},
-    {RD_OP_MEAN, 1, &A}, {RD_OP_MEAN, 11, &A}, {RD_OP_MEAN, 13, &B},
-    {RD_OP_MEAN, 18, &B},
-    {RD_OP_PROD, 1, &A}, {RD_OP_PROD, 11, &A}, {RD_OP_PROD, 13, &B},
-    {RD_OP_PROD, 18, &B},
-    {RD_OP_L1, 1, &A}, {RD_OP_L1, 11, &A}, {RD_OP_L1, 13, &B},
-    {RD_OP_L1, 18, &B},
-    {RD_OP_LOG_SUM, 1, &A}, {RD_OP_LOG_SUM, 11, &A},
-    {RD_OP_LOG_SUM, 13, &B}, {RD_OP_LOG_SUM, 18, &B},
-    {RD_OP_LOG_SUM_EXP, 1, &A}, {RD_OP_LOG_SUM_EXP, 11, &A},
-    {RD_OP_LOG_SUM_EXP, 13, &B}, {RD_OP_LOG_SUM_EXP, 18, &B},
-    {RD_OP_L2, 1, &A}, {RD_OP_L2, 11, &A}, {RD_OP_L2, 13, &B},
-    {RD_OP_L2, 18, &B},
-    {RD_OP_SUM_SQUARE, 1, &A}, {RD_OP_SUM_SQUARE, 11, &A},
-    {RD_OP_SUM_SQUARE, 13, &B}, {RD_OP_SUM_SQUARE, 18, &B},
-    {RD_OP_MAX, 1, &A}, {RD_OP_MAX, 11, &A}, {RD_OP_MAX, 12, &A8},
-    {RD_OP_MAX, 13, &B8}, {RD_OP_MAX, 18, &B8}, {RD_OP_MAX, 20, &B8b},
-    {RD_OP_MIN, 1, &A}, {RD_OP_MIN, 11, &A}, {RD_OP_MIN, 12, &A8},
-    {RD_OP_MIN, 13, &B8}, {RD_OP_MIN, 18, &B8}, {RD_OP_MIN, 20, &B8b},
-    {RD_OP_ARGMAX, 1, &C}, {RD_OP_ARGMAX, 11, &C}, {RD_OP_ARGMAX, 12, &C},
-    {RD_OP_ARGMAX, 13, &D},
-    {RD_OP_ARGMIN, 1, &C}, {RD_OP_ARGMIN, 11, &C}, {RD_OP_ARGMIN, 12, &C},
-    {RD_OP_ARGMIN, 13, &D},
+    { RD_OP_SUM, 1, &A },          { RD_OP_SUM, 11, &A },
+    { RD_OP_SUM, 13, &B },         { RD_OP_MEAN, 1, &A },
+    { RD_OP_MEAN, 11, &A },        { RD_OP_MEAN, 13, &B },
+    { RD_OP_MEAN, 18, &B },        { RD_OP_PROD, 1, &A },
+    { RD_OP_PROD, 11, &A },        { RD_OP_PROD, 13, &B },
+    { RD_OP_PROD, 18, &B },        { RD_OP_L1, 1, &A },
+    { RD_OP_L1, 11, &A },          { RD_OP_L1, 13, &B },
+    { RD_OP_L1, 18, &B },          { RD_OP_LOG_SUM, 1, &A },
+    { RD_OP_LOG_SUM, 11, &A },     { RD_OP_LOG_SUM, 13, &B },
+    { RD_OP_LOG_SUM, 18, &B },     { RD_OP_LOG_SUM_EXP, 1, &A },
+    { RD_OP_LOG_SUM_EXP, 11, &A }, { RD_OP_LOG_SUM_EXP, 13, &B },
+    { RD_OP_LOG_SUM_EXP, 18, &B }, { RD_OP_L2, 1, &A },
+    { RD_OP_L2, 11, &A },          { RD_OP_L2, 13, &B },
+    { RD_OP_L2, 18, &B },          { RD_OP_SUM_SQUARE, 1, &A },
+    { RD_OP_SUM_SQUARE, 11, &A },  { RD_OP_SUM_SQUARE, 13, &B },
+    { RD_OP_SUM_SQUARE, 18, &B },  { RD_OP_MAX, 1, &A },
+    { RD_OP_MAX, 11, &A },         { RD_OP_MAX, 12, &A8 },
+    { RD_OP_MAX, 13, &B8 },        { RD_OP_MAX, 18, &B8 },
+    { RD_OP_MAX, 20, &B8b },       { RD_OP_MIN, 1, &A },
+    { RD_OP_MIN, 11, &A },         { RD_OP_MIN, 12, &A8 },
+    { RD_OP_MIN, 13, &B8 },        { RD_OP_MIN, 18, &B8 },
+    { RD_OP_MIN, 20, &B8b },       { RD_OP_ARGMAX, 1, &C },
+    { RD_OP_ARGMAX, 11, &C },      { RD_OP_ARGMAX, 12, &C },
+    { RD_OP_ARGMAX, 13, &D },      { RD_OP_ARGMIN, 1, &C },
+    { RD_OP_ARGMIN, 11, &C },      { RD_OP_ARGMIN, 12, &C },
+    { RD_OP_ARGMIN, 13, &D },
   };
   size_t nrows = sizeof rows / sizeof rows[0], total = 0;
   (void)state;
@@ -1766,7 +1784,7 @@ static void test_op_dtype_lists(void **state)
         struct rd_params p;
         struct rd_plan pl;
         struct rd_error err;
-        int64_t shape[1] = {3};
+        int64_t shape[1] = { 3 };
         rd_params_init(&p);
         p.op = rows[i].op;
         p.dtype = dt;
@@ -1776,8 +1794,8 @@ static void test_op_dtype_lists(void **state)
         if (in) {
           assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
           assert_int_equal(pl.version, rows[i].version);
-          assert_int_equal(pl.out_dtype, rd_op_info(p.op)->is_arg ? RD_INT64
-                                                                  : dt);
+          assert_int_equal(pl.out_dtype,
+                           rd_op_info(p.op)->is_arg ? RD_INT64 : dt);
           assert_int_equal(rd_op_out_dtype(p.op, dt), pl.out_dtype);
           assert_int_equal(pl.out_elem_size, rd_dtype_size(pl.out_dtype));
           assert_int_equal(pl.out_bytes, pl.out_count * pl.out_elem_size);
@@ -1827,7 +1845,7 @@ static void test_op_attributes(void **state)
   struct rd_params p;
   struct rd_plan pl;
   struct rd_error err;
-  int64_t shape[3] = {2, 3, 4}, axes[1] = {0};
+  int64_t shape[3] = { 2, 3, 4 }, axes[1] = { 0 };
   (void)state;
 #define RESET(o, os)                                                           \
   do {                                                                         \
@@ -1919,7 +1937,7 @@ static void test_op_attributes(void **state)
     assert_int_equal(pl.out_count, 24);
     /* duplicate axes refused */
     {
-      int64_t dup[2] = {1, -2};
+      int64_t dup[2] = { 1, -2 };
       RESET(op, 18);
       p.axes = dup;
       p.naxes = 2;

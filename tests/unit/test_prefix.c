@@ -29,16 +29,16 @@
 
 /* How to start the decoder for one body. */
 struct tcase {
-  int kind;                      /* enum api_prefix_kind */
-  size_t header_len;             /* /v2 */
-  int op, version;               /* /v2 route */
-  uint64_t body_len;             /* Content-Length or UINT64_MAX */
+  int kind;          /* enum api_prefix_kind */
+  size_t header_len; /* /v2 */
+  int op, version;   /* /v2 route */
+  uint64_t body_len; /* Content-Length or UINT64_MAX */
 };
 
 /* Everything an answer says, to compare runs. */
 struct outcome {
   int status;
-  size_t taken;                  /* bytes consumed by all feeds */
+  size_t taken; /* bytes consumed by all feeds */
   int code;
   char msg[RD_ERRMSG_MAX];
   uint64_t data_offset;
@@ -46,12 +46,12 @@ struct outcome {
   int dtype;
   size_t rank, naxes;
   int64_t shape[RD_MAX_RANK], axes[RD_MAX_RANK];
-  size_t prefix_len;             /* api_prefix_bytes() */
+  size_t prefix_len; /* api_prefix_bytes() */
   uint64_t blob_total;
 };
 
-static void
-start(const struct tcase *c, struct api_prefix *p, struct api_v2_info *info)
+static void start(const struct tcase *c, struct api_prefix *p,
+                  struct api_v2_info *info)
 {
   struct api_request q;
   struct rd_error err;
@@ -71,20 +71,18 @@ start(const struct tcase *c, struct api_prefix *p, struct api_v2_info *info)
     q.shape[0] = 4;
     api_prefix_init_raw(p, &q, c->body_len);
     break;
-  case API_PREFIX_NPY:
-    api_prefix_init_npy(p, &q, c->body_len);
-    break;
+  case API_PREFIX_NPY: api_prefix_init_npy(p, &q, c->body_len); break;
   default:
     assert_int_equal(api_prefix_init_v2(p, c->header_len, c->body_len, info,
-                                        &err), 0);
+                                        &err),
+                     0);
   }
 }
 
 /* Feeds `body` in the pieces ending at cuts[0..ncuts-1] (the last one is
  * len), stopping at the first answer other than MORE. */
-static void
-run(const struct tcase *c, const unsigned char *body, size_t len,
-    const size_t *cuts, size_t ncuts, struct outcome *o)
+static void run(const struct tcase *c, const unsigned char *body, size_t len,
+                const size_t *cuts, size_t ncuts, struct outcome *o)
 {
   struct api_prefix p;
   struct api_v2_info info;
@@ -125,17 +123,18 @@ run(const struct tcase *c, const unsigned char *body, size_t len,
   api_prefix_bytes(&p, &o->prefix_len);
   o->blob_total = info.blob_total;
   api_prefix_free(&p);
-  api_prefix_free(&p);   /* safe twice */
+  api_prefix_free(&p); /* safe twice */
 }
 
-static void
-assert_same(const struct outcome *a, const struct outcome *b, size_t cut)
+static void assert_same(const struct outcome *a, const struct outcome *b,
+                        size_t cut)
 {
   if (a->status != b->status || a->taken != b->taken || a->code != b->code ||
       strcmp(a->msg, b->msg) != 0)
     print_error("cut at %zu: status %d/%d taken %zu/%zu code %d/%d "
-                "'%s'/'%s'\n", cut, a->status, b->status, a->taken, b->taken,
-                a->code, b->code, a->msg, b->msg);
+                "'%s'/'%s'\n",
+                cut, a->status, b->status, a->taken, b->taken, a->code, b->code,
+                a->msg, b->msg);
   assert_int_equal(a->status, b->status);
   assert_int_equal(a->taken, b->taken);
   assert_int_equal(a->code, b->code);
@@ -153,9 +152,8 @@ assert_same(const struct outcome *a, const struct outcome *b, size_t cut)
 }
 
 /* The whole body in one feed, then every other split: all equal. */
-static void
-decode_all_ways(const struct tcase *c, const unsigned char *body, size_t len,
-                struct outcome *whole)
+static void decode_all_ways(const struct tcase *c, const unsigned char *body,
+                            size_t len, struct outcome *whole)
 {
   struct outcome o;
   size_t cuts[2], *bytes;
@@ -179,8 +177,7 @@ decode_all_ways(const struct tcase *c, const unsigned char *body, size_t len,
 
 /* A .npy v1.0 file: `dict` padded with blanks so that magic + 2 + 2 +
  * header ends at a multiple of 64 with '\n', then `data_len` bytes. */
-static size_t
-make_npy(unsigned char *buf, const char *dict, size_t data_len)
+static size_t make_npy(unsigned char *buf, const char *dict, size_t data_len)
 {
   size_t dl = strlen(dict), hl = 10 + dl + 1, pad = (64 - hl % 64) % 64;
   size_t total_hdr = hl + pad;
@@ -200,8 +197,7 @@ make_npy(unsigned char *buf, const char *dict, size_t data_len)
 /* Raw                                                                */
 /* ------------------------------------------------------------------ */
 
-static void
-test_raw_ready_at_once(void **state)
+static void test_raw_ready_at_once(void **state)
 {
   static const unsigned char body[16] = { 0 };
   struct tcase c = { API_PREFIX_RAW, 0, 0, 0, 16 };
@@ -222,12 +218,13 @@ test_raw_ready_at_once(void **state)
 /* .npy                                                               */
 /* ------------------------------------------------------------------ */
 
-static void
-test_npy_little_endian_c_order(void **state)
+static void test_npy_little_endian_c_order(void **state)
 {
   unsigned char body[256];
-  size_t len = make_npy(body, "{'descr':'<f4','fortran_order':False,"
-                        "'shape':(3,2)}", 24);
+  size_t len = make_npy(body,
+                        "{'descr':'<f4','fortran_order':False,"
+                        "'shape':(3,2)}",
+                        24);
   struct tcase c = { API_PREFIX_NPY, 0, 0, 0, UINT64_MAX };
   struct outcome o;
 
@@ -235,7 +232,7 @@ test_npy_little_endian_c_order(void **state)
   assert_int_equal(len, 64 + 24);
   decode_all_ways(&c, body, len, &o);
   assert_int_equal(o.status, API_PREFIX_READY);
-  assert_int_equal(o.taken, 64);            /* the header, no data byte */
+  assert_int_equal(o.taken, 64); /* the header, no data byte */
   assert_int_equal(o.data_offset, 64);
   assert_int_equal(o.swap, HOST_BIG);
   assert_int_equal(o.fortran, 0);
@@ -245,14 +242,15 @@ test_npy_little_endian_c_order(void **state)
   assert_int_equal(o.shape[1], 2);
 }
 
-static void
-test_npy_big_endian_fortran_long_header(void **state)
+static void test_npy_big_endian_fortran_long_header(void **state)
 {
   /* A header past the first 64 bytes: the second length the parser asks
    * for is 128. */
   unsigned char body[512];
-  size_t len = make_npy(body, "{'shape': (2, 3, 4, 5, 6, 7, 8, 9, 10, 11),   "
-                        "'fortran_order': True, 'descr': '>i4', }", 8);
+  size_t len = make_npy(body,
+                        "{'shape': (2, 3, 4, 5, 6, 7, 8, 9, 10, 11),   "
+                        "'fortran_order': True, 'descr': '>i4', }",
+                        8);
   struct tcase c = { API_PREFIX_NPY, 0, 0, 0, UINT64_MAX };
   struct outcome o;
 
@@ -270,12 +268,13 @@ test_npy_big_endian_fortran_long_header(void **state)
   assert_int_equal(o.shape[9], 11);
 }
 
-static void
-test_npy_bad_magic(void **state)
+static void test_npy_bad_magic(void **state)
 {
   unsigned char body[256];
-  size_t len = make_npy(body, "{'descr': '<f4', 'fortran_order': False, "
-                        "'shape': (1,), }", 4);
+  size_t len = make_npy(body,
+                        "{'descr': '<f4', 'fortran_order': False, "
+                        "'shape': (1,), }",
+                        4);
   struct tcase c = { API_PREFIX_NPY, 0, 0, 0, UINT64_MAX };
   struct outcome o;
 
@@ -284,16 +283,17 @@ test_npy_bad_magic(void **state)
   decode_all_ways(&c, body, len, &o);
   assert_int_equal(o.status, API_PREFIX_ERROR);
   assert_int_equal(o.code, API_E_BAD_NPY);
-  assert_int_equal(o.taken, API_NPY_PREFIX);   /* refused at the prefix */
+  assert_int_equal(o.taken, API_NPY_PREFIX); /* refused at the prefix */
   assert_true(o.msg[0] != '\0');
 }
 
-static void
-test_npy_bad_dtype(void **state)
+static void test_npy_bad_dtype(void **state)
 {
   unsigned char body[256];
-  size_t len = make_npy(body, "{'descr':'|O','fortran_order':False,"
-                        "'shape':(1,)}", 4);
+  size_t len = make_npy(body,
+                        "{'descr':'|O','fortran_order':False,"
+                        "'shape':(1,)}",
+                        4);
   struct tcase c = { API_PREFIX_NPY, 0, 0, 0, UINT64_MAX };
   struct outcome o;
 
@@ -304,12 +304,13 @@ test_npy_bad_dtype(void **state)
   assert_int_equal(o.taken, 64);
 }
 
-static void
-test_npy_truncated_header(void **state)
+static void test_npy_truncated_header(void **state)
 {
   unsigned char body[256];
-  size_t len = make_npy(body, "{'descr': '<f4', 'fortran_order': False, "
-                        "'shape': (1,), }", 0);
+  size_t len = make_npy(body,
+                        "{'descr': '<f4', 'fortran_order': False, "
+                        "'shape': (1,), }",
+                        0);
   struct tcase c = { API_PREFIX_NPY, 0, 0, 0, UINT64_MAX };
   struct api_prefix p;
   struct api_v2_info info;
@@ -322,10 +323,9 @@ test_npy_truncated_header(void **state)
   assert_int_equal(o.taken, len - 1);
   /* At the end of the body: named as a truncated header. */
   start(&c, &p, &info);
-  assert_int_equal(api_prefix_check_end(&p, NULL, 63, 0, &err),
-                   API_E_BAD_NPY);
+  assert_int_equal(api_prefix_check_end(&p, NULL, 63, 0, &err), API_E_BAD_NPY);
   assert_string_equal(err.msg, "the body ended after 63 bytes, inside the "
-                      ".npy header (truncated)");
+                               ".npy header (truncated)");
   api_prefix_free(&p);
 }
 
@@ -337,8 +337,7 @@ static const char v2_data_only[] =
   "{\"inputs\":[{\"name\":\"data\",\"shape\":[2,3],\"datatype\":\"FP32\","
   "\"parameters\":{\"binary_data_size\":24}}]}";
 
-static void
-test_v2_data_blob(void **state)
+static void test_v2_data_blob(void **state)
 {
   unsigned char body[512];
   size_t hl = sizeof v2_data_only - 1;
@@ -360,8 +359,7 @@ test_v2_data_blob(void **state)
   assert_int_equal(o.blob_total, 24);
 }
 
-static void
-test_v2_axes_blob_first(void **state)
+static void test_v2_axes_blob_first(void **state)
 {
   static const char hdr[] =
     "{\"inputs\":[{\"name\":\"axes\",\"shape\":[2],\"datatype\":\"INT64\","
@@ -369,15 +367,14 @@ test_v2_axes_blob_first(void **state)
     "[2,2],\"datatype\":\"INT32\",\"parameters\":{\"binary_data_size\":16}}]}";
   unsigned char body[512];
   size_t hl = sizeof hdr - 1;
-  struct tcase c = { API_PREFIX_V2, hl, RD_OP_SUM_SQUARE, 18,
-                     hl + 16 + 16 };
+  struct tcase c = { API_PREFIX_V2, hl, RD_OP_SUM_SQUARE, 18, hl + 16 + 16 };
   struct outcome o;
 
   (void)state;
   memcpy(body, hdr, hl);
   memset(body + hl, 0, 32);
-  body[hl] = 1;                    /* axes = [1, 0], little-endian INT64 */
-  body[hl + 16] = 0x7f;            /* data: never read by the decoder */
+  body[hl] = 1;         /* axes = [1, 0], little-endian INT64 */
+  body[hl + 16] = 0x7f; /* data: never read by the decoder */
   decode_all_ways(&c, body, hl + 32, &o);
   assert_int_equal(o.status, API_PREFIX_READY);
   assert_int_equal(o.taken, hl + 16);
@@ -389,8 +386,7 @@ test_v2_axes_blob_first(void **state)
   assert_int_equal(o.blob_total, 32);
 }
 
-static void
-test_v2_data_blob_not_last_is_whole(void **state)
+static void test_v2_data_blob_not_last_is_whole(void **state)
 {
   static const char hdr[] =
     "{\"inputs\":[{\"name\":\"data\",\"shape\":[2],\"datatype\":\"INT64\","
@@ -406,13 +402,12 @@ test_v2_data_blob_not_last_is_whole(void **state)
   memset(body + hl, 0, 24);
   decode_all_ways(&c, body, hl + 24, &o);
   assert_int_equal(o.status, API_PREFIX_WHOLE);
-  assert_int_equal(o.taken, hl);       /* the header only */
-  assert_int_equal(o.prefix_len, hl);  /* which the caller keeps */
+  assert_int_equal(o.taken, hl);      /* the header only */
+  assert_int_equal(o.prefix_len, hl); /* which the caller keeps */
   assert_int_equal(o.blob_total, 24);
 }
 
-static void
-test_v2_content_length_mismatch(void **state)
+static void test_v2_content_length_mismatch(void **state)
 {
   unsigned char body[512];
   size_t hl = sizeof v2_data_only - 1;
@@ -426,14 +421,14 @@ test_v2_content_length_mismatch(void **state)
   decode_all_ways(&c, body, hl + 20, &o);
   assert_int_equal(o.status, API_PREFIX_ERROR);
   assert_int_equal(o.code, RD_E_STREAM);
-  snprintf(want, sizeof want, "Content-Length %zu leaves 20 bytes after the "
+  snprintf(want, sizeof want,
+           "Content-Length %zu leaves 20 bytes after the "
            "%zu-byte JSON header; the inputs' binary_data_size add up to 24",
            hl + 20, hl);
   assert_string_equal(o.msg, want);
 }
 
-static void
-test_v2_bad_json_header(void **state)
+static void test_v2_bad_json_header(void **state)
 {
   static const char hdr[] = "{\"inputs\":[{\"name\":\"data\",";
   size_t hl = sizeof hdr - 1;
@@ -451,22 +446,23 @@ test_v2_bad_json_header(void **state)
 /* The checks around a plan                                           */
 /* ------------------------------------------------------------------ */
 
-static void
-plan_of(const struct api_prefix *p, struct rd_plan *plan)
+static void plan_of(const struct api_prefix *p, struct rd_plan *plan)
 {
   struct rd_plan physical;
   struct rd_error err;
 
-  assert_int_equal(api_binary_plan(&p->req.params, p->fortran, plan,
-                                   &physical, &err), 0);
+  assert_int_equal(api_binary_plan(&p->req.params, p->fortran, plan, &physical,
+                                   &err),
+                   0);
 }
 
-static void
-test_checks_messages(void **state)
+static void test_checks_messages(void **state)
 {
   unsigned char body[256];
-  size_t len = make_npy(body, "{'descr':'<f4','fortran_order':False,"
-                        "'shape':(3,2)}", 24);
+  size_t len = make_npy(body,
+                        "{'descr':'<f4','fortran_order':False,"
+                        "'shape':(3,2)}",
+                        24);
   struct api_prefix p;
   struct api_request q;
   struct rd_plan plan;
@@ -479,7 +475,7 @@ test_checks_messages(void **state)
   q.params.op = RD_OP_SUM_SQUARE;
   q.params.opset = 18;
   q.params.keepdims = 1;
-  api_prefix_init_npy(&p, &q, len + 4);    /* 4 bytes too many */
+  api_prefix_init_npy(&p, &q, len + 4); /* 4 bytes too many */
   assert_int_equal(api_prefix_feed(&p, body, len, &taken, &err),
                    API_PREFIX_READY);
   plan_of(&p, &plan);
@@ -488,16 +484,17 @@ test_checks_messages(void **state)
   assert_int_equal(api_prefix_check_size(&p, &plan, 23, &err),
                    API_E_BODY_TOO_LARGE);
   assert_string_equal(err.msg, "shape [3,2] of float32 needs 24 bytes, "
-                      "above the limit of 23 bytes (--max-body)");
+                               "above the limit of 23 bytes (--max-body)");
   assert_int_equal(api_prefix_check_length(&p, &plan, &err), RD_E_STREAM);
-  assert_string_equal(err.msg, "the .npy header declares shape [3,2] of "
+  assert_string_equal(err.msg,
+                      "the .npy header declares shape [3,2] of "
                       "float32: 24 data bytes; Content-Length 92 leaves 28 "
                       "after the 64-byte header");
   assert_int_equal(api_prefix_check_end(&p, &plan, 64 + 24, 24, &err), 0);
   assert_int_equal(api_prefix_check_end(&p, &plan, 64 + 20, 20, &err),
                    RD_E_STREAM);
   assert_string_equal(err.msg, "shape [3,2] of float32 needs 24 bytes after "
-                      "the .npy header; received 20");
+                               "the .npy header; received 20");
   api_prefix_free(&p);
 
   q.params.dtype = RD_INT64;
@@ -509,17 +506,16 @@ test_checks_messages(void **state)
   plan_of(&p, &plan);
   assert_int_equal(api_prefix_check_length(&p, &plan, &err), RD_E_STREAM);
   assert_string_equal(err.msg, "shape [5] of int64 needs exactly 40 bytes; "
-                      "Content-Length is 41");
+                               "Content-Length is 41");
   api_prefix_free(&p);
-  api_prefix_init_raw(&p, &q, UINT64_MAX);   /* chunked: no check */
+  api_prefix_init_raw(&p, &q, UINT64_MAX); /* chunked: no check */
   assert_int_equal(api_prefix_feed(&p, NULL, 0, &taken, &err),
                    API_PREFIX_READY);
   assert_int_equal(api_prefix_check_length(&p, &plan, &err), 0);
   api_prefix_free(&p);
 }
 
-static void
-test_check_end_v2_truncated(void **state)
+static void test_check_end_v2_truncated(void **state)
 {
   struct api_prefix p;
   struct api_v2_info info;
@@ -529,16 +525,15 @@ test_check_end_v2_truncated(void **state)
   memset(&info, 0, sizeof info);
   info.op = RD_OP_L2;
   assert_int_equal(api_prefix_init_v2(&p, 100, UINT64_MAX, &info, &err), 0);
-  assert_int_equal(api_prefix_check_end(&p, NULL, 40, 0, &err),
-                   RD_E_STREAM);
-  assert_string_equal(err.msg, "the body ended after 40 bytes, before the "
+  assert_int_equal(api_prefix_check_end(&p, NULL, 40, 0, &err), RD_E_STREAM);
+  assert_string_equal(err.msg,
+                      "the body ended after 40 bytes, before the "
                       "JSON header (Inference-Header-Content-Length 100) and "
                       "the blobs before the data");
   api_prefix_free(&p);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_raw_ready_at_once),

@@ -19,8 +19,7 @@
 #include "v2.h"
 
 /* Collects headers as "Name: value\n" lines. */
-static int
-collect(void *arg, const char *name, const char *value)
+static int collect(void *arg, const char *name, const char *value)
 {
   char *buf = arg;
   size_t n = strlen(buf);
@@ -29,9 +28,8 @@ collect(void *arg, const char *name, const char *value)
   return 0;
 }
 
-static void
-expect_error(const struct api_proto *p, int code, const char *msg,
-             const char *want)
+static void expect_error(const struct api_proto *p, int code, const char *msg,
+                         const char *want)
 {
   struct rd_error err;
   struct api_buf b;
@@ -44,13 +42,13 @@ expect_error(const struct api_proto *p, int code, const char *msg,
   api_buf_free(&b);
 }
 
-static void
-test_fixed_bodies(void **state)
+static void test_fixed_bodies(void **state)
 {
   (void)state;
   assert_string_equal(api_proto_v1.live_body, "{\"status\":\"ok\"}");
   assert_string_equal(api_proto_v1.ready_body, "{\"status\":\"ready\"}");
-  assert_string_equal(api_proto_v1.nomem_body, "{\"error\":{\"code\":"
+  assert_string_equal(api_proto_v1.nomem_body,
+                      "{\"error\":{\"code\":"
                       "\"OUT_OF_MEMORY\",\"message\":\"out of memory\"}}");
   assert_string_equal(api_proto_v2.live_body, "{\"live\":true}");
   assert_string_equal(api_proto_v2.ready_body, "{\"ready\":true}");
@@ -60,8 +58,7 @@ test_fixed_bodies(void **state)
   assert_int_equal(api_proto_v2.inline_ok, 0);
 }
 
-static void
-test_draining_and_errors(void **state)
+static void test_draining_and_errors(void **state)
 {
   (void)state;
   expect_error(&api_proto_v1, API_E_DRAINING, "the server is shutting down",
@@ -79,8 +76,7 @@ test_draining_and_errors(void **state)
 
 /* ReduceSumSquare over axis 1 of a [2,2] float32: the plan and its output
  * [5, 25] (from 1,2 and 3,4). */
-static void
-sample_plan(struct rd_plan *plan)
+static void sample_plan(struct rd_plan *plan)
 {
   struct rd_params p;
   struct rd_error err;
@@ -98,8 +94,7 @@ sample_plan(struct rd_plan *plan)
   assert_int_equal(rd_plan_init(plan, &p, &err), 0);
 }
 
-static void
-test_v1_result_by_accept(void **state)
+static void test_v1_result_by_accept(void **state)
 {
   static const float out[2] = { 5.0f, 25.0f };
   struct api_call call;
@@ -114,17 +109,18 @@ test_v1_result_by_accept(void **state)
   memset(&call, 0, sizeof call);
   call.proto = &api_proto_v1;
   assert_int_equal(api_accept_parse("application/octet-stream", API_FMT_JSON,
-                                    &call.accept, &err), 0);
+                                    &call.accept, &err),
+                   0);
   assert_int_equal(call.proto->check_accept(&call, RD_FLOAT32, &err), 0);
   memset(&reply, 0, sizeof reply);
   api_buf_init(&b);
   assert_int_equal(call.proto->encode_result(&call, &plan, 18, 0, out, &b,
-                                             &reply, &err), 0);
+                                             &reply, &err),
+                   0);
   assert_int_equal(reply.fmt, API_FMT_RAW);
   assert_int_equal(b.len, sizeof out);
   assert_memory_equal(b.data, out, sizeof out);
-  assert_string_equal(api_reply_media_type(&reply),
-                      "application/octet-stream");
+  assert_string_equal(api_reply_media_type(&reply), "application/octet-stream");
   assert_int_equal(call.proto->reply_headers(&reply, collect, hdrs), 0);
   assert_string_equal(hdrs, "Tensor-Dtype: float32\nTensor-Shape: [2]\n");
   api_buf_free(&b);
@@ -132,14 +128,14 @@ test_v1_result_by_accept(void **state)
   /* Only .npy accepted, which cannot carry bfloat16: refused before the
    * body. */
   assert_int_equal(api_accept_parse("application/x-npy", API_FMT_JSON,
-                                    &call.accept, &err), 0);
+                                    &call.accept, &err),
+                   0);
   assert_int_equal(call.proto->check_accept(&call, RD_FLOAT32, &err), 0);
   assert_int_equal(call.proto->check_accept(&call, RD_BFLOAT16, &err),
                    API_E_NOT_ACCEPTABLE);
 }
 
-static void
-test_v2_result_json_and_binary(void **state)
+static void test_v2_result_json_and_binary(void **state)
 {
   static const float out[2] = { 5.0f, 25.0f };
   struct api_call call;
@@ -159,7 +155,8 @@ test_v2_result_json_and_binary(void **state)
   memset(&reply, 0, sizeof reply);
   api_buf_init(&b);
   assert_int_equal(call.proto->encode_result(&call, &plan, 18, 0, out, &b,
-                                             &reply, &err), 0);
+                                             &reply, &err),
+                   0);
   assert_int_equal(reply.fmt, API_FMT_JSON);
   assert_non_null(strstr(b.data, "\"data\":[5,25]"));
   assert_int_equal(call.proto->reply_headers(&reply, collect, hdrs), 0);
@@ -170,7 +167,8 @@ test_v2_result_json_and_binary(void **state)
   memset(&reply, 0, sizeof reply);
   api_buf_init(&b);
   assert_int_equal(call.proto->encode_result(&call, &plan, 18, 0, out, &b,
-                                             &reply, &err), 0);
+                                             &reply, &err),
+                   0);
   assert_int_equal(reply.fmt, API_FMT_RAW);
   assert_true(reply.json_len > 0 && reply.json_len + sizeof out == b.len);
   assert_memory_equal(b.data + reply.json_len, out, sizeof out);
@@ -184,8 +182,7 @@ test_v2_result_json_and_binary(void **state)
   api_buf_free(&b);
 }
 
-static void
-test_decode_through_table(void **state)
+static void test_decode_through_table(void **state)
 {
   static const char v1[] =
     "{\"op\":\"ReduceL2\",\"input\":{\"dtype\":\"float32\",\"shape\":[2],"
@@ -201,7 +198,8 @@ test_decode_through_table(void **state)
   memset(&call, 0, sizeof call);
   call.proto = &api_proto_v1;
   assert_int_equal(call.proto->decode(&call, v1, sizeof v1 - 1, 100, &req,
-                                      &err), 0);
+                                      &err),
+                   0);
   assert_int_equal(req.params.op, RD_OP_L2);
   assert_int_equal(req.params.rank, 1);
   assert_int_equal(req.shape[0], 2);
@@ -212,7 +210,8 @@ test_decode_through_table(void **state)
   call.header_len = SIZE_MAX;
   call.v2info.op = RD_OP_L2;
   assert_int_equal(call.proto->decode(&call, v2, sizeof v2 - 1, 100, &req,
-                                      &err), 0);
+                                      &err),
+                   0);
   assert_int_equal(req.params.op, RD_OP_L2);
   assert_int_equal(req.params.dtype, RD_FLOAT32);
   assert_int_equal(req.shape[0], 2);
@@ -220,8 +219,7 @@ test_decode_through_table(void **state)
   api_request_free(&req);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fixed_bodies),

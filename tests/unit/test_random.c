@@ -45,10 +45,10 @@ __extension__ typedef unsigned __int128 u128;
 #define DEFAULT_SEED 20240607u
 #define DEFAULT_CASES 10000
 #define DEFAULT_BIG_CASES 40
-#define MAXR 6            /* largest rank the random cases use */
-#define MAX_ELEMS 4096    /* cap on elements of one random case */
-#define F64_ULPS 4        /* float64 tolerance, see check_float() */
-#define MAX_REPORTS 12    /* failing elements printed in detail */
+#define MAXR 6         /* largest rank the random cases use */
+#define MAX_ELEMS 4096 /* cap on elements of one random case */
+#define F64_ULPS 4     /* float64 tolerance, see check_float() */
+#define MAX_REPORTS 12 /* failing elements printed in detail */
 
 /* ------------------------------------------------------------------ */
 /* Random numbers: splitmix64 seeding xoshiro256**                     */
@@ -112,19 +112,19 @@ struct fmt {
   const char *name;
   size_t size;
   int is_float;
-  int p, emin, emax;     /* floats: precision, min normal exp, max exp */
-  int is_signed, bits;   /* integers */
+  int p, emin, emax;   /* floats: precision, min normal exp, max exp */
+  int is_signed, bits; /* integers */
 };
 
 static const struct fmt fmts[8] = {
-  {RD_FLOAT32, "float32", 4, 1, 24, -126, 127, 0, 0},
-  {RD_FLOAT64, "float64", 8, 1, 53, -1022, 1023, 0, 0},
-  {RD_FLOAT16, "float16", 2, 1, 11, -14, 15, 0, 0},
-  {RD_BFLOAT16, "bfloat16", 2, 1, 8, -126, 127, 0, 0},
-  {RD_INT32, "int32", 4, 0, 0, 0, 0, 1, 32},
-  {RD_INT64, "int64", 8, 0, 0, 0, 0, 1, 64},
-  {RD_UINT32, "uint32", 4, 0, 0, 0, 0, 0, 32},
-  {RD_UINT64, "uint64", 8, 0, 0, 0, 0, 0, 64},
+  { RD_FLOAT32, "float32", 4, 1, 24, -126, 127, 0, 0 },
+  { RD_FLOAT64, "float64", 8, 1, 53, -1022, 1023, 0, 0 },
+  { RD_FLOAT16, "float16", 2, 1, 11, -14, 15, 0, 0 },
+  { RD_BFLOAT16, "bfloat16", 2, 1, 8, -126, 127, 0, 0 },
+  { RD_INT32, "int32", 4, 0, 0, 0, 0, 1, 32 },
+  { RD_INT64, "int64", 8, 0, 0, 0, 0, 1, 64 },
+  { RD_UINT32, "uint32", 4, 0, 0, 0, 0, 0, 32 },
+  { RD_UINT64, "uint64", 8, 0, 0, 0, 0, 0, 64 },
 };
 
 static const struct fmt *fmt_of(int dtype)
@@ -444,10 +444,10 @@ static double tie_window(uint64_t n)
 }
 
 struct rounded {
-  int inf;            /* correctly rounded to +inf */
-  double val;         /* correctly rounded value (if !inf) */
-  double down, up;    /* the neighbours of the exact value (up may be inf) */
-  int near_tie;       /* exact value within the window of a tie */
+  int inf;         /* correctly rounded to +inf */
+  double val;      /* correctly rounded value (if !inf) */
+  double down, up; /* the neighbours of the exact value (up may be inf) */
+  int near_tie;    /* exact value within the window of a tie */
 };
 
 /* Rounds (m + f) * 2^e to format `f`, to nearest, ties to even.  Integer
@@ -468,9 +468,9 @@ static void round_fmt(const struct fmt *f, const struct fexact *x,
     return;
   }
   int q = (ex > f->emin ? ex : f->emin) - (f->p - 1); /* ulp exponent */
-  int d = q - e;                       /* bits of m below the ulp: >= 11 */
-  uint64_t tr, half, rest;             /* rounding bit, anything below it */
-  u128 low, mid;                       /* m mod 2^d, and 2^(d-1) */
+  int d = q - e;           /* bits of m below the ulp: >= 11 */
+  uint64_t tr, half, rest; /* rounding bit, anything below it */
+  u128 low, mid;           /* m mod 2^d, and 2^(d-1) */
   if (d > 64) {
     tr = half = 0;
     rest = 1;
@@ -507,7 +507,7 @@ struct ibn {
 
 static void ibn_add128(struct ibn *a, u128 v)
 {
-  uint64_t add[2] = {(uint64_t)v, (uint64_t)(v >> 64)}, carry = 0;
+  uint64_t add[2] = { (uint64_t)v, (uint64_t)(v >> 64) }, carry = 0;
   for (int i = 0; i < 4; i++) {
     u128 t = (u128)a->l[i] + (i < 2 ? add[i] : 0) + carry;
     a->l[i] = (uint64_t)t;
@@ -561,7 +561,7 @@ static int ibn_top(const struct ibn *a)
 /* Floor square root, digit by digit (base 4). */
 static void ibn_isqrt(const struct ibn *n, struct ibn *res)
 {
-  struct ibn num = *n, r = {{0}};
+  struct ibn num = *n, r = { { 0 } };
   int top = ibn_top(&num);
   for (int b = top < 0 ? -2 : (top & ~1); b >= 0; b -= 2) {
     struct ibn t = r;
@@ -646,10 +646,10 @@ struct tcase {
   size_t naxes;
   int64_t axes[RD_MAX_RANK];
   int set_keepdims;
-  int64_t keepdims;           /* effective (1 when not set) */
-  int64_t noop;               /* as passed: RD_UNSET, 0 or 1 */
+  int64_t keepdims; /* effective (1 when not set) */
+  int64_t noop;     /* as passed: RD_UNSET, 0 or 1 */
   int overflow;
-  int specials;               /* 0 none, 1 inf, 2 NaN and inf */
+  int specials; /* 0 none, 1 inf, 2 NaN and inf */
   int profile;
   /* derived independently of the library */
   int red[RD_MAX_RANK];
@@ -662,9 +662,9 @@ struct tcase {
 
 /* Expected result of one output element. */
 struct expect {
-  struct fexact fx;   /* floats */
-  struct ibn iv;      /* integers: exact sum or floor sqrt */
-  struct ibn isum;    /* integers: exact sum (for messages) */
+  struct fexact fx; /* floats */
+  struct ibn iv;    /* integers: exact sum or floor sqrt */
+  struct ibn isum;  /* integers: exact sum (for messages) */
 };
 
 struct stats {
@@ -725,16 +725,18 @@ static void describe_case(const struct tcase *tc)
                    tc->id, rd_op_name(tc->op) ? rd_op_name(tc->op) : "?",
                    tc->f->name, tc->opset, tc->version);
   for (size_t d = 0; d < tc->rank; d++)
-    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%" PRId64,
-                  d ? "," : "", tc->shape[d]);
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%" PRId64, d ? "," : "",
+                  tc->shape[d]);
   n += snprintf(buf + n, sizeof buf - (size_t)n, "] axes [");
   for (size_t i = 0; i < tc->naxes; i++)
     n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%" PRId64, i ? "," : "",
                   tc->axes[i]);
   snprintf(buf + n, sizeof buf - (size_t)n,
-           "] keepdims %" PRId64 "%s noop %s overflow %s",
-           tc->keepdims, tc->set_keepdims ? "" : " (default)",
-           tc->noop == RD_UNSET ? "unset" : tc->noop ? "1" : "0",
+           "] keepdims %" PRId64 "%s noop %s overflow %s", tc->keepdims,
+           tc->set_keepdims ? "" : " (default)",
+           tc->noop == RD_UNSET ? "unset"
+           : tc->noop           ? "1"
+                                : "0",
            rd_overflow_name(tc->overflow) ? rd_overflow_name(tc->overflow)
                                           : "?");
   printf("  %s\n", buf);
@@ -883,8 +885,10 @@ static int check_float(const struct fmt *f, const struct fexact *x,
     return -1;
   }
   if (is_nan_bits(f, got) || (got >> (f->size * 8 - 1))) {
-    snprintf(why, wsz, "expected %.21Lg (rounded 0x%" PRIx64 "), got %.17g "
-             "(0x%" PRIx64 ")", fexact_approx(x), exp_bits, gv, got);
+    snprintf(why, wsz,
+             "expected %.21Lg (rounded 0x%" PRIx64 "), got %.17g "
+             "(0x%" PRIx64 ")",
+             fexact_approx(x), exp_bits, gv, got);
     return -1;
   }
   /* non-negative IEEE values are ordered like their bit patterns */
@@ -902,7 +906,8 @@ static int check_float(const struct fmt *f, const struct fexact *x,
       return 0;
     }
   }
-  snprintf(why, wsz, "expected %.21Lg (rounded 0x%" PRIx64 " = %.17g%s), got "
+  snprintf(why, wsz,
+           "expected %.21Lg (rounded 0x%" PRIx64 " = %.17g%s), got "
            "%.17g (0x%" PRIx64 "), %" PRIu64 " ulps off, slice of %" PRIu64,
            fexact_approx(x), exp_bits, r.val, r.near_tie ? ", near a tie" : "",
            gv, got, dist, x->n);
@@ -936,8 +941,9 @@ static int check_range(const struct tcase *tc, uint64_t o0, uint64_t o1,
         continue;
       char dec[96];
       ibn_to_dec(&ex[o].iv, dec, sizeof dec);
-      snprintf(why, sizeof why, "exact %s, expected bits 0x%" PRIx64
-               ", got 0x%" PRIx64, dec, want, got);
+      snprintf(why, sizeof why,
+               "exact %s, expected bits 0x%" PRIx64 ", got 0x%" PRIx64, dec,
+               want, got);
     }
     snprintf(msg, sizeof msg, "output %" PRIu64 ": %s", o, why);
     report(tc, msg);
@@ -990,8 +996,8 @@ static int guard_ok(const unsigned char *p, uint64_t bytes)
 }
 
 struct run_opts {
-  int threads;          /* 0: parts in shuffled order on this thread */
-  size_t fixed_chunk;   /* 0: random chunk sizes */
+  int threads;        /* 0: parts in shuffled order on this thread */
+  size_t fixed_chunk; /* 0: random chunk sizes */
 };
 
 /* rd_exec_* with shuffled parts; returns the finish code. */
@@ -1017,7 +1023,7 @@ static int run_parts(const struct tcase *tc, const struct rd_plan *plan,
   }
   if (rng_below(r, 8) == 0 && rd_exec_part(ex, n, tc->in) != RD_E_INVALID)
     report(tc, "rd_exec_part(nparts) did not return RD_E_INVALID");
-  struct part_ctx c = {.ex = ex, .in = tc->in, .order = order, .n = n};
+  struct part_ctx c = { .ex = ex, .in = tc->in, .order = order, .n = n };
   atomic_init(&c.next, 0);
   atomic_init(&c.bad, 0);
   if (ro->threads > 0) {
@@ -1055,11 +1061,12 @@ static int run_stream(const struct tcase *tc, const struct rd_plan *plan,
                       unsigned char *out, struct rd_error *err, char *how,
                       size_t howsz)
 {
-  static const char *const modes[4] = {
-    "1-byte chunks", "chunks of 1 to 2*elem+1 bytes", "chunks of 1-8192 bytes",
-    "mixed chunks"};
+  static const char *const modes[4] = { "1-byte chunks",
+                                        "chunks of 1 to 2*elem+1 bytes",
+                                        "chunks of 1-8192 bytes",
+                                        "mixed chunks" };
   struct rd_stream *s = NULL;
-  struct rd_error ferr = {0, ""};
+  struct rd_error ferr = { 0, "" };
   char msg[300];
   uint64_t total = plan->in_bytes, fed = 0;
   int mode = (int)rng_below(r, 4), rc;
@@ -1077,16 +1084,18 @@ static int run_stream(const struct tcase *tc, const struct rd_plan *plan,
     return -1000;
   }
   while (fed < total) {
-    size_t len = ro->fixed_chunk ? ro->fixed_chunk : pick_chunk(r, mode,
-                                                                tc->f->size);
+    size_t len = ro->fixed_chunk ? ro->fixed_chunk
+                                 : pick_chunk(r, mode, tc->f->size);
     if (len > total - fed) {
       /* sometimes offer one byte too many: must be refused whole */
       if (!ro->fixed_chunk && rng_below(r, 4) == 0) {
         rc = rd_stream_feed(s, tc->in + fed, (size_t)(total - fed) + 1, &ferr);
         if (rc != RD_E_STREAM || ferr.code != RD_E_STREAM ||
             rd_stream_consumed(s) != fed) {
-          snprintf(msg, sizeof msg, "overlong feed at %" PRIu64 ": rc %d, "
-                   "consumed %" PRIu64, fed, rc, rd_stream_consumed(s));
+          snprintf(msg, sizeof msg,
+                   "overlong feed at %" PRIu64 ": rc %d, "
+                   "consumed %" PRIu64,
+                   fed, rc, rd_stream_consumed(s));
           report(tc, msg);
         }
       }
@@ -1095,9 +1104,10 @@ static int run_stream(const struct tcase *tc, const struct rd_plan *plan,
     rc = rd_stream_feed(s, tc->in + fed, len, &ferr);
     fed += len;
     if (rc != 0 || rd_stream_consumed(s) != fed) {
-      snprintf(msg, sizeof msg, "rd_stream_feed(%zu) at %" PRIu64 ": rc %d "
-               "(%s), consumed %" PRIu64, len, fed - len, rc, ferr.msg,
-               rd_stream_consumed(s));
+      snprintf(msg, sizeof msg,
+               "rd_stream_feed(%zu) at %" PRIu64 ": rc %d "
+               "(%s), consumed %" PRIu64,
+               len, fed - len, rc, ferr.msg, rd_stream_consumed(s));
       report(tc, msg);
       rd_stream_destroy(s);
       return -1000;
@@ -1159,9 +1169,8 @@ static void check_plan(const struct tcase *tc, const struct rd_plan *pl)
            pl->in_rank == tc->rank && pl->out_rank == tc->out_rank &&
            pl->in_count == tc->in_count && pl->out_count == tc->out_count &&
            pl->in_bytes == tc->in_count * tc->f->size &&
-           pl->out_bytes == tc->out_count * tc->f->size &&
-           pl->nparts >= 1 && pl->nparts <= RD_MAX_PARTS &&
-           (!tc->noop_eff || pl->noop == 1) &&
+           pl->out_bytes == tc->out_count * tc->f->size && pl->nparts >= 1 &&
+           pl->nparts <= RD_MAX_PARTS && (!tc->noop_eff || pl->noop == 1) &&
            (tc->f->is_float || pl->overflow == tc->overflow);
   for (size_t d = 0; ok && d < tc->rank; d++)
     ok = pl->in_shape[d] == tc->shape[d];
@@ -1169,7 +1178,8 @@ static void check_plan(const struct tcase *tc, const struct rd_plan *pl)
     ok = pl->out_shape[d] == tc->out_shape[d];
   if (ok)
     return;
-  int n = snprintf(msg, sizeof msg, "plan mismatch: version %d, out_rank %zu "
+  int n = snprintf(msg, sizeof msg,
+                   "plan mismatch: version %d, out_rank %zu "
                    "(want %zu), out_count %" PRIu64 " (want %" PRIu64
                    "), nparts %zu, noop %d, out_shape [",
                    pl->version, pl->out_rank, tc->out_rank, pl->out_count,
@@ -1186,8 +1196,7 @@ static int has_number(const char *msg, const char *dec)
 {
   size_t n = strlen(dec);
   for (const char *p = strstr(msg, dec); p; p = strstr(p + 1, dec))
-    if ((p == msg || p[-1] < '0' || p[-1] > '9') &&
-        (p[n] < '0' || p[n] > '9'))
+    if ((p == msg || p[-1] < '0' || p[-1] > '9') && (p[n] < '0' || p[n] > '9'))
       return 1;
   return 0;
 }
@@ -1215,10 +1224,12 @@ static void report_diff(const struct tcase *tc, const char *how,
   for (o = 0; o < tc->out_count; o++)
     if (get_bits(tc->f, a, o) != get_bits(tc->f, b, o) && ndiff++ == 0)
       first = o;
-  snprintf(msg, sizeof msg, "%s output differs from rd_execute in %" PRIu64
-           " of %" PRIu64 " elements; first: output %" PRIu64 " is 0x%"
-           PRIx64 ", rd_execute 0x%" PRIx64, how, ndiff, tc->out_count, first,
-           get_bits(tc->f, b, first), get_bits(tc->f, a, first));
+  snprintf(msg, sizeof msg,
+           "%s output differs from rd_execute in %" PRIu64 " of %" PRIu64
+           " elements; first: output %" PRIu64 " is 0x%" PRIx64
+           ", rd_execute 0x%" PRIx64,
+           how, ndiff, tc->out_count, first, get_bits(tc->f, b, first),
+           get_bits(tc->f, a, first));
   report(tc, msg);
 }
 
@@ -1265,8 +1276,10 @@ static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
   int rc2 = run_parts(tc, &plan, r, ro, o2, &err2);
   if (rc2 != -1000) {
     if (rc2 != rc || err2.code != rc2) {
-      snprintf(msg, sizeof msg, "rd_exec_finish returned %d (err.code %d), "
-               "rd_execute %d", rc2, err2.code, rc);
+      snprintf(msg, sizeof msg,
+               "rd_exec_finish returned %d (err.code %d), "
+               "rd_execute %d",
+               rc2, err2.code, rc);
       report(tc, msg);
     } else if (rc == 0 && memcmp(o1, o2, (size_t)ob) != 0) {
       report_diff(tc, "rd_exec_* (parts shuffled)", o1, o2);
@@ -1281,8 +1294,10 @@ static void run_case(struct tcase *tc, struct rng *r, const struct run_opts *ro)
                        sizeof stream_how);
   if (rc3 != -1000) {
     if (rc3 != rc || err3.code != rc3) {
-      snprintf(msg, sizeof msg, "rd_stream_finish returned %d (err.code %d: "
-               "%s), rd_execute %d", rc3, err3.code, rc3 ? err3.msg : "", rc);
+      snprintf(msg, sizeof msg,
+               "rd_stream_finish returned %d (err.code %d: "
+               "%s), rd_execute %d",
+               rc3, err3.code, rc3 ? err3.msg : "", rc);
       report(tc, msg);
     } else if (rc == 0 && memcmp(o1, o3, (size_t)ob) != 0) {
       report_diff(tc, stream_how, o1, o3);
@@ -1360,20 +1375,24 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
   if (f->is_float && specials && rng_below(r, 30) == 0) {
     int which = (int)rng_below(r, specials == 2 ? 4 : 2); /* 0,1 inf */
     static const uint64_t sp[4][4] = {
-      {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00123u},
-      {0x7ff0000000000000u, 0xfff0000000000000u, 0x7ff8000000000000u,
-       0xfff4000000000001u},
-      {0x7c00, 0xfc00, 0x7e00, 0xfd01},
-      {0x7f80, 0xff80, 0x7fc0, 0xffc1},
+      { 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00123u },
+      { 0x7ff0000000000000u, 0xfff0000000000000u, 0x7ff8000000000000u,
+        0xfff4000000000001u },
+      { 0x7c00, 0xfc00, 0x7e00, 0xfd01 },
+      { 0x7f80, 0xff80, 0x7fc0, 0xffc1 },
     };
-    int row = f->dtype == RD_FLOAT32 ? 0 : f->dtype == RD_FLOAT64 ? 1
-              : f->dtype == RD_FLOAT16 ? 2 : 3;
+    int row = f->dtype == RD_FLOAT32   ? 0
+              : f->dtype == RD_FLOAT64 ? 1
+              : f->dtype == RD_FLOAT16 ? 2
+                                       : 3;
     return sp[row][which];
   }
   switch (f->dtype) {
   case RD_FLOAT32: {
-    static const float ext[] = {FLT_MAX, FLT_MIN, 0x1p-149f, 1e20f, 1e-25f,
-                                0.0f, 3.4e38f, 1.5e-45f, 1e19f, 0x1p-126f};
+    static const float ext[] = {
+      FLT_MAX, FLT_MIN, 0x1p-149f, 1e20f, 1e-25f,
+      0.0f,    3.4e38f, 1.5e-45f,  1e19f, 0x1p-126f
+    };
     float v;
     if (profile && k < 3)
       return f32_bits(ext[rng_below(r, 10)]) | sign << 31;
@@ -1384,15 +1403,16 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
     if (k < 12)
       v = (float)(rng_unit(r) * 20.0 - 10.0);
     else if (k < 17)
-      v = (float)ldexp((double)(rng_next(r) >> 40),
-                       (int)rng_below(r, 41) - 44);
+      v = (float)ldexp((double)(rng_next(r) >> 40), (int)rng_below(r, 41) - 44);
     else
       v = (float)((int)rng_below(r, 11) - 5);
     return f32_bits(v);
   }
   case RD_FLOAT64: {
-    static const double ext[] = {DBL_MAX, DBL_MIN, 0x1p-1074, 1e200, 1e-200,
-                                 0.0, 1.5e-160, 1e300, 1e-300, 1e-155};
+    static const double ext[] = {
+      DBL_MAX, DBL_MIN,  0x1p-1074, 1e200,  1e-200,
+      0.0,     1.5e-160, 1e300,     1e-300, 1e-155
+    };
     double v;
     if (profile && k < 3)
       return f64_bits(ext[rng_below(r, 10)]) | sign << 63;
@@ -1409,8 +1429,8 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
     return f64_bits(v);
   }
   case RD_FLOAT16: {
-    static const uint16_t ext[] = {0x7bff, 0x0001, 0x0400, 0x03ff, 0x0000,
-                                   0x5bff, 0x5c00, 0x5e00, 0x2000, 0x3c00};
+    static const uint16_t ext[] = { 0x7bff, 0x0001, 0x0400, 0x03ff, 0x0000,
+                                    0x5bff, 0x5c00, 0x5e00, 0x2000, 0x3c00 };
     if (profile && k < 3)
       return ext[rng_below(r, 10)] | sign << 15;
     if (profile && k < 8)
@@ -1418,8 +1438,8 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
     return sign << 15 | (10 + rng_below(r, 11)) << 10 | rng_below(r, 1024);
   }
   case RD_BFLOAT16: {
-    static const uint16_t ext[] = {0x7f7f, 0x0001, 0x0080, 0x007f, 0x0000,
-                                   0x5f80, 0x6000, 0x1e00, 0x3f80, 0x60ad};
+    static const uint16_t ext[] = { 0x7f7f, 0x0001, 0x0080, 0x007f, 0x0000,
+                                    0x5f80, 0x6000, 0x1e00, 0x3f80, 0x60ad };
     if (profile && k < 3)
       return ext[rng_below(r, 10)] | sign << 15;
     if (profile && k < 8)
@@ -1437,11 +1457,20 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
                                      : (f->is_signed ? UINT64_C(3037000501)
                                                      : UINT64_C(4294967297)));
   } else {
-    static const uint64_t ext[] = {
-      0x80000000u, 0x7fffffffu, 0xffffffffu, 46340, 46341, 65535, 65536,
-      UINT64_C(0x8000000000000000), UINT64_C(0x7fffffffffffffff),
-      UINT64_MAX, UINT64_C(3037000499), UINT64_C(3037000500),
-      UINT64_C(4294967295), UINT64_C(4294967296)};
+    static const uint64_t ext[] = { 0x80000000u,
+                                    0x7fffffffu,
+                                    0xffffffffu,
+                                    46340,
+                                    46341,
+                                    65535,
+                                    65536,
+                                    UINT64_C(0x8000000000000000),
+                                    UINT64_C(0x7fffffffffffffff),
+                                    UINT64_MAX,
+                                    UINT64_C(3037000499),
+                                    UINT64_C(3037000500),
+                                    UINT64_C(4294967295),
+                                    UINT64_C(4294967296) };
     if (k < 8)
       return ext[rng_below(r, 14)] & mask;
     return rng_next(r) & mask;
@@ -1459,7 +1488,7 @@ static uint64_t gen_value(struct rng *r, const struct fmt *f, int profile,
  * several parts. */
 static void gen_big_shape(struct tcase *tc, struct rng *r)
 {
-  static const int64_t dims[] = {1, 2, 3, 5, 8, 17, 64, 127, 256, 1000, 4099};
+  static const int64_t dims[] = { 1, 2, 3, 5, 8, 17, 64, 127, 256, 1000, 4099 };
   uint64_t lo = (UINT64_C(2) << 20) / tc->f->size, hi = 6 * lo;
   tc->rank = 1 + (size_t)rng_below(r, 4);
   for (size_t d = 0; d < tc->rank; d++)
@@ -1481,11 +1510,10 @@ static void gen_big_shape(struct tcase *tc, struct rng *r)
   }
 }
 
-static void gen_case(struct tcase *tc, struct rng *r, uint64_t id,
-                     int is_big)
+static void gen_case(struct tcase *tc, struct rng *r, uint64_t id, int is_big)
 {
-  static const int vers[4] = {1, 11, 13, 18};
-  static const int64_t lo[4] = {1, 11, 13, 18}, hi[4] = {10, 12, 17, 25};
+  static const int vers[4] = { 1, 11, 13, 18 };
+  static const int64_t lo[4] = { 1, 11, 13, 18 }, hi[4] = { 10, 12, 17, 25 };
   memset(tc, 0, sizeof *tc);
   tc->id = id;
   tc->f = &fmts[rng_below(r, 8)];
@@ -1503,8 +1531,9 @@ static void gen_case(struct tcase *tc, struct rng *r, uint64_t id,
   int zero_ok = rng_below(r, 10) == 0;
   for (size_t d = 0; d < tc->rank; d++) {
     unsigned k = (unsigned)rng_below(r, 20);
-    tc->shape[d] = k < 5 ? 1 : (k == 5 && zero_ok) ? 0
-                 : 2 + (int64_t)rng_below(r, 4);
+    tc->shape[d] = k < 5                 ? 1
+                   : (k == 5 && zero_ok) ? 0
+                                         : 2 + (int64_t)rng_below(r, 4);
   }
   if (tc->rank && rng_below(r, 5) == 0)
     tc->shape[rng_below(r, tc->rank)] = 6 + (int64_t)rng_below(r, 1500);
@@ -1584,7 +1613,8 @@ static void run_random(uint64_t id0, uint64_t n, int big)
   uint64_t only = env_u64("RD_TEST_ONLY", UINT64_MAX);
   const char *what = big ? "big cases" : "cases";
   printf("test_random: seed %" PRIu64 " (set RD_TEST_SEED to change), "
-         "%" PRIu64 " %s\n", seed, n, what);
+         "%" PRIu64 " %s\n",
+         seed, n, what);
   memset(&st, 0, sizeof st);
 
   for (uint64_t id = id0; id < id0 + n; id++) {
@@ -1596,7 +1626,7 @@ static void run_random(uint64_t id0, uint64_t n, int big)
     gen_case(&tc, &r, id, big);
     if (only != UINT64_MAX)
       describe_case(&tc);
-    struct run_opts ro = {0, 0};
+    struct run_opts ro = { 0, 0 };
     if (rng_below(&r, big ? 2 : 8) == 0)
       ro.threads = 2 + (int)rng_below(&r, 3);
     st.cases++;
@@ -1615,18 +1645,18 @@ static void run_random(uint64_t id0, uint64_t n, int big)
          ", v18 %" PRIu64 "; SumSquare %" PRIu64 ", L2 %" PRIu64
          "; noop %" PRIu64 ", overflow errors %" PRIu64 ", NaN/inf %" PRIu64
          ", threaded %" PRIu64 ", several parts %" PRIu64 " (max %zu)\n",
-         st.by_version[0], st.by_version[1], st.by_version[2],
-         st.by_version[3], st.by_op[0], st.by_op[1], st.noop,
-         st.overflow_err, st.with_specials, st.threaded, st.multipart,
-         st.max_parts);
+         st.by_version[0], st.by_version[1], st.by_version[2], st.by_version[3],
+         st.by_op[0], st.by_op[1], st.noop, st.overflow_err, st.with_specials,
+         st.threaded, st.multipart, st.max_parts);
   printf("test_random: %" PRIu64 " output elements checked; 32/16-bit: "
          "%" PRIu64 " accepted 1 ulp off near a tie; float64: %" PRIu64
          " not correctly rounded, max %d ulps; %" PRIu64 " failures\n",
-         st.elems_checked, st.near_tie_accepted, st.f64_off,
-         st.f64_max_ulps, st.failures);
+         st.elems_checked, st.near_tie_accepted, st.f64_off, st.f64_max_ulps,
+         st.failures);
   if (st.failures)
     printf("test_random: reproduce one case with RD_TEST_SEED=%" PRIu64
-           " RD_TEST_ONLY=<case>\n", seed);
+           " RD_TEST_ONLY=<case>\n",
+           seed);
   assert_int_equal(st.failures, 0);
 }
 
@@ -1676,7 +1706,7 @@ static void test_large_determinism(void **state)
     tc.set_keepdims = 1;
     tc.keepdims = 0;
     tc.noop = RD_UNSET;
-    struct run_opts ro = {2, 65536};
+    struct run_opts ro = { 2, 65536 };
     run_case(&tc, &r, &ro);
   }
   free(tc.in);
@@ -1690,7 +1720,7 @@ static void test_large_determinism(void **state)
  * reduction (Eigen squaredNorm); only to prove the check rejects it. */
 static float ort_like_ssq(const float *x, size_t n)
 {
-  float lane[8] = {0};
+  float lane[8] = { 0 };
   for (size_t i = 0; i < n; i++)
     lane[i % 8] += x[i] * x[i];
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
@@ -1726,7 +1756,7 @@ static void test_accuracy_1e7(void **state)
     tc.set_keepdims = 1;
     tc.keepdims = 0;
     tc.noop = RD_UNSET;
-    struct run_opts ro = {2, 65536};
+    struct run_opts ro = { 2, 65536 };
     run_case(&tc, &r, &ro);
   }
   /* the same check must reject an ONNX-Runtime-like float32 result */
@@ -1740,9 +1770,10 @@ static void test_accuracy_1e7(void **state)
   long double rel = fabsl((long double)ort - fexact_approx(&fx)) /
                     fexact_approx(&fx);
   printf("test_random: 1e7 float32: exact sum %.17Lg, 8-lane float32 %.9g "
-         "(relative error %.2Lg)\n", fexact_approx(&fx), (double)ort, rel);
-  assert_int_equal(check_float(tc.f, &fx, f32_bits(ort), why, sizeof why,
-                               NULL), -1);
+         "(relative error %.2Lg)\n",
+         fexact_approx(&fx), (double)ort, rel);
+  assert_int_equal(check_float(tc.f, &fx, f32_bits(ort), why, sizeof why, NULL),
+                   -1);
   free(fa);
   free(tc.in);
   assert_int_equal(st.failures, 0);
@@ -1776,7 +1807,7 @@ static void test_selfcheck_compare(void **state)
 {
   (void)state;
   char why[400];
-  static const double v[] = {3.0, 4.0, 0.1, 1e-3, 7.25};
+  static const double v[] = { 3.0, 4.0, 0.1, 1e-3, 7.25 };
   for (int i = 0; i < 4; i++) {
     const struct fmt *f = &fmts[i];
     for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
@@ -1792,23 +1823,24 @@ static void test_selfcheck_compare(void **state)
       assert_int_equal(check_float(f, &x, inf_bits(f), why, sizeof why, NULL),
                        -1);
       assert_int_equal(check_float(f, &x, b | UINT64_C(1) << (f->size * 8 - 1),
-                                   why, sizeof why, NULL), -1);
+                                   why, sizeof why, NULL),
+                       -1);
     }
   }
   /* an exact tie: 1 + 2^-24 lies between float32 1 and 1 + 2^-23 */
   const struct fmt *f32 = fmt_of(RD_FLOAT32);
-  double tie[2] = {1.0, 0x1p-12};
+  double tie[2] = { 1.0, 0x1p-12 };
   struct fexact x;
   exact_of(tie, 2, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(f32, &x), 0x3f800000u); /* ties to even */
-  assert_int_equal(check_float(f32, &x, 0x3f800001u, why, sizeof why, NULL),
-                   0);
+  assert_int_equal(check_float(f32, &x, 0x3f800001u, why, sizeof why, NULL), 0);
   assert_int_equal(check_float(f32, &x, 0x3f800002u, why, sizeof why, NULL),
                    -1);
   assert_int_equal(check_float(f32, &x, 0x3f7fffffu, why, sizeof why, NULL),
                    -1);
   /* NaN, inf and zero must match in kind */
-  double nanv[2] = {1.0, NAN}, infv[2] = {1.0, -INFINITY}, zero[1] = {-0.0};
+  double nanv[2] = { 1.0, NAN }, infv[2] = { 1.0, -INFINITY },
+         zero[1] = { -0.0 };
   exact_of(nanv, 2, RD_OP_L2, &x);
   assert_int_equal(check_float(f32, &x, 0x7fc00000u, why, sizeof why, NULL), 0);
   assert_int_equal(check_float(f32, &x, 0x7f800000u, why, sizeof why, NULL),
@@ -1825,7 +1857,7 @@ static void test_selfcheck_compare(void **state)
                    -1);
   /* integers: exact value, policies */
   const struct fmt *i32 = fmt_of(RD_INT32), *u32 = fmt_of(RD_UINT32);
-  struct ibn s = {{0}};
+  struct ibn s = { { 0 } };
   uint64_t bits;
   ibn_add128(&s, 25);
   assert_int_equal(int_expect(i32, RD_OVERFLOW_ERROR, &s, &bits), 0);
@@ -1847,41 +1879,41 @@ static void test_selfcheck_reference(void **state)
   const struct fmt *f32 = fmt_of(RD_FLOAT32), *f64 = fmt_of(RD_FLOAT64);
   const struct fmt *f16 = fmt_of(RD_FLOAT16), *bf = fmt_of(RD_BFLOAT16);
   struct fexact x;
-  double a[2] = {3.0, 4.0};
+  double a[2] = { 3.0, 4.0 };
   exact_of(a, 2, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f32, &x), f32_bits(5.0f));
   assert_int_equal(x.sticky, 0);
   exact_of(a, 2, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(f64, &x), f64_bits(25.0));
-  double b[2] = {1e-25f, 1e-25f}; /* float32 values */
-  exact_of(b, 2, RD_OP_L2, &x); /* expected values from Python decimal */
+  double b[2] = { 1e-25f, 1e-25f }; /* float32 values */
+  exact_of(b, 2, RD_OP_L2, &x);     /* expected values from Python decimal */
   assert_int_equal(expect_bits(f32, &x), 0x162f1238u);
   exact_of(b, 2, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(f32, &x), 0); /* 2e-50 underflows */
-  double c[1] = {1e20f};
+  double c[1] = { 1e20f };
   exact_of(c, 1, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(f32, &x), 0x7f800000u);
   exact_of(c, 1, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f32, &x), f32_bits(1e20f));
-  double d[2] = {1e200, 1e-200};
+  double d[2] = { 1e200, 1e-200 };
   exact_of(d, 2, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f64, &x), f64_bits(1e200));
   exact_of(d + 1, 1, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f64, &x), f64_bits(1e-200));
-  double e[2] = {0.1, 0.2};
+  double e[2] = { 0.1, 0.2 };
   exact_of(e, 2, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f64, &x), UINT64_C(0x3fcc9f25c5bfedda));
-  double h[2] = {300.0, 400.0}; /* float16: L2 500, SumSquare inf */
+  double h[2] = { 300.0, 400.0 }; /* float16: L2 500, SumSquare inf */
   exact_of(h, 2, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f16, &x), 0x5fd0);
   exact_of(h, 2, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(f16, &x), 0x7c00);
-  double g[1] = {0x1p-24}; /* min subnormal float16: square underflows */
+  double g[1] = { 0x1p-24 }; /* min subnormal float16: square underflows */
   exact_of(g, 1, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(f16, &x), 0);
   exact_of(g, 1, RD_OP_L2, &x);
   assert_int_equal(expect_bits(f16, &x), 0x0001);
-  double k[2] = {3.0, 4.0}; /* bfloat16 25 is exact */
+  double k[2] = { 3.0, 4.0 }; /* bfloat16 25 is exact */
   exact_of(k, 2, RD_OP_SUM_SQUARE, &x);
   assert_int_equal(expect_bits(bf, &x), 0x41c8);
   /* 0.1 * 1000 in float16: 1000 * fl16(0.1)^2 = 9.99... */
@@ -1892,7 +1924,7 @@ static void test_selfcheck_reference(void **state)
   assert_int_equal(expect_bits(f16, &x), 0x48ff); /* 9.9921875 */
 
   /* integer square roots */
-  struct ibn n = {{0}}, rt;
+  struct ibn n = { { 0 } }, rt;
   ibn_add128(&n, (u128)1 << 126);
   ibn_isqrt(&n, &rt);
   assert_true(rt.l[0] == UINT64_C(1) << 63 && rt.l[1] == 0);
@@ -1990,19 +2022,19 @@ struct nf_type {
 };
 
 static const struct nf_type nf_types[13] = {
-  {RD_FLOAT32, 1, 24, -126, 127, 32, 1, 4},
-  {RD_FLOAT64, 1, 53, -1022, 1023, 64, 1, 8},
-  {RD_FLOAT16, 1, 11, -14, 15, 16, 1, 2},
-  {RD_BFLOAT16, 1, 8, -126, 127, 16, 1, 2},
-  {RD_INT8, 0, 0, 0, 0, 8, 1, 1},
-  {RD_UINT8, 0, 0, 0, 0, 8, 0, 1},
-  {RD_INT16, 0, 0, 0, 0, 16, 1, 2},
-  {RD_UINT16, 0, 0, 0, 0, 16, 0, 2},
-  {RD_INT32, 0, 0, 0, 0, 32, 1, 4},
-  {RD_UINT32, 0, 0, 0, 0, 32, 0, 4},
-  {RD_INT64, 0, 0, 0, 0, 64, 1, 8},
-  {RD_UINT64, 0, 0, 0, 0, 64, 0, 8},
-  {RD_BOOL, 0, 0, 0, 0, 1, 0, 1},
+  { RD_FLOAT32, 1, 24, -126, 127, 32, 1, 4 },
+  { RD_FLOAT64, 1, 53, -1022, 1023, 64, 1, 8 },
+  { RD_FLOAT16, 1, 11, -14, 15, 16, 1, 2 },
+  { RD_BFLOAT16, 1, 8, -126, 127, 16, 1, 2 },
+  { RD_INT8, 0, 0, 0, 0, 8, 1, 1 },
+  { RD_UINT8, 0, 0, 0, 0, 8, 0, 1 },
+  { RD_INT16, 0, 0, 0, 0, 16, 1, 2 },
+  { RD_UINT16, 0, 0, 0, 0, 16, 0, 2 },
+  { RD_INT32, 0, 0, 0, 0, 32, 1, 4 },
+  { RD_UINT32, 0, 0, 0, 0, 32, 0, 4 },
+  { RD_INT64, 0, 0, 0, 0, 64, 1, 8 },
+  { RD_UINT64, 0, 0, 0, 0, 64, 0, 8 },
+  { RD_BOOL, 0, 0, 0, 0, 1, 0, 1 },
 };
 
 static const struct nf_type *nf_type_of(int dt)
@@ -2066,12 +2098,12 @@ static void nf_irange(const struct nf_type *t, i128 *lo, i128 *hi)
 /* One expected output: an error code, an exact bit pattern, or a real
  * value with a tolerance (floats). */
 struct nf_exp {
-  int code;            /* 0, RD_E_OVERFLOW or RD_E_UNDEFINED */
-  int exact;           /* bits must equal `bits` */
+  int code;  /* 0, RD_E_OVERFLOW or RD_E_UNDEFINED */
+  int exact; /* bits must equal `bits` */
   uint64_t bits;
-  int nan;             /* float result must be NaN */
-  int any;             /* ill-conditioned beyond the bound: not checked */
-  q128 val, tol;       /* |got - val| <= tol (or the same infinity) */
+  int nan;       /* float result must be NaN */
+  int any;       /* ill-conditioned beyond the bound: not checked */
+  q128 val, tol; /* |got - val| <= tol (or the same infinity) */
 };
 
 struct nf_case {
@@ -2106,8 +2138,17 @@ static q128 nf_maxfinite(const struct nf_type *t)
 static uint64_t nf_fbits(const struct nf_type *t, double x)
 {
   switch (t->dtype) {
-  case RD_FLOAT32: { float f = (float)x; uint32_t u; memcpy(&u, &f, 4); return u; }
-  case RD_FLOAT64: { uint64_t u; memcpy(&u, &x, 8); return u; }
+  case RD_FLOAT32: {
+    float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+  }
+  case RD_FLOAT64: {
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return u;
+  }
   case RD_FLOAT16: return rd_f64_to_f16(x); /* exact: x is a float16 */
   default: return rd_f64_to_bf16(x);
   }
@@ -2138,8 +2179,7 @@ static void nf_iexp(const struct nf_type *t, int policy, i128 v, int over,
     e->bits = wrap & mask;
 }
 
-static void nf_fexp(const struct nf_type *t, q128 v, q128 tol,
-                    struct nf_exp *e)
+static void nf_fexp(const struct nf_type *t, q128 v, q128 tol, struct nf_exp *e)
 {
   memset(e, 0, sizeof *e);
   if (isnanq(v)) {
@@ -2159,7 +2199,7 @@ static void nf_slices(const struct nf_case *c, const struct rd_plan *pl,
                       struct nf_slices *s)
 {
   size_t r = c->p.rank;
-  unsigned char red[RD_MAX_RANK] = {0};
+  unsigned char red[RD_MAX_RANK] = { 0 };
   uint64_t ostride[RD_MAX_RANK], prod = 1, *fill;
   const struct rd_op_info *oi = rd_op_info(c->p.op);
   int noop = !oi->is_arg && c->p.noop_with_empty_axes == 1 && c->p.naxes == 0;
@@ -2288,7 +2328,10 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
   if (!t->is_float) {
     i128 s = 0;
     switch (op) {
-    case RD_OP_SUM: case RD_OP_L1: case RD_OP_MEAN: case RD_OP_LOG_SUM:
+    case RD_OP_SUM:
+    case RD_OP_L1:
+    case RD_OP_MEAN:
+    case RD_OP_LOG_SUM:
       for (uint64_t k = 0; k < n; k++) {
         i128 v = nf_ival(t, nf_get(t, c->in, ix[k]));
         s += op == RD_OP_L1 && v < 0 ? -v : v;
@@ -2327,7 +2370,9 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
           continue;
         }
         neg ^= v < 0;
-        if (!over && __builtin_mul_overflow(mag, (unsigned __int128)(v < 0 ? -v : v), &mag))
+        if (!over &&
+            __builtin_mul_overflow(mag, (unsigned __int128)(v < 0 ? -v : v),
+                                   &mag))
           over = 1;
       }
       if (zero)
@@ -2389,7 +2434,10 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
       ninf |= v == -INFINITY;
     }
     switch (op) {
-    case RD_OP_SUM: case RD_OP_L1: case RD_OP_MEAN: case RD_OP_LOG_SUM: {
+    case RD_OP_SUM:
+    case RD_OP_L1:
+    case RD_OP_MEAN:
+    case RD_OP_LOG_SUM: {
       q128 v, tol, c1 = f64 ? ldexpq(1, -90) : ldexpq(1, -45);
       if (op == RD_OP_L1 && (pinf || ninf) && !nan) {
         nf_fexp(t, INFINITY, 0, e);
@@ -2420,8 +2468,7 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
         v = s / n;
         tol = tol / n + ulps * nf_ulp(t, v) + c1 * a / n;
       } else if (op == RD_OP_LOG_SUM) {
-        if (fabsq(s) <= (f64 ? ldexpq(1, -80) : ldexpq(1, -40)) * a &&
-            a > 0) {
+        if (fabsq(s) <= (f64 ? ldexpq(1, -80) : ldexpq(1, -40)) * a && a > 0) {
           /* |S| below the sum's own error bound: log S has no bound */
           e->any = 1;
           return;
@@ -2477,8 +2524,11 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
         v = ldexpq(fabsq(m), (int)ex);
       if (neg)
         v = -v;
-      nf_fexp(t, v, (isinfq(v) || v == 0) ? 0
-                    : ulps * nf_ulp(t, v) + fabsq(v) * ldexpq((q128)n + 1, -111), e);
+      nf_fexp(t, v,
+              (isinfq(v) || v == 0)
+                ? 0
+                : ulps * nf_ulp(t, v) + fabsq(v) * ldexpq((q128)n + 1, -111),
+              e);
       if (v == 0) {
         e->exact = 1;
         e->bits = nf_fbits(t, neg ? -0.0 : 0.0);
@@ -2510,9 +2560,11 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
           sum += expq((q128)x - m);
       }
       v = m + logq(sum);
-      nf_fexp(t, v, (f64 ? 4 : 1) * nf_ulp(t, v) +
-                        (f64 ? ldexpq(1, -50) : ldexpq(1, -44)) *
-                            (1 + fabsq(m)) + ldexpq((q128)n + 1, -110), e);
+      nf_fexp(t, v,
+              (f64 ? 4 : 1) * nf_ulp(t, v) +
+                (f64 ? ldexpq(1, -50) : ldexpq(1, -44)) * (1 + fabsq(m)) +
+                ldexpq((q128)n + 1, -110),
+              e);
       return;
     }
     }
@@ -2522,7 +2574,8 @@ static void nf_expect(const struct nf_case *c, const struct rd_plan *pl,
 /* 1 if output bits `got` satisfy the expectation. */
 static int nf_ok(const struct nf_type *ot, const struct nf_exp *e, uint64_t got)
 {
-  uint64_t mask = ot->size == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * ot->size)) - 1;
+  uint64_t mask = ot->size == 8 ? UINT64_MAX
+                                : (UINT64_C(1) << (8 * ot->size)) - 1;
   double g;
   got &= mask;
   if (e->any)
@@ -2575,9 +2628,12 @@ static uint64_t nf_gen(struct rng *r, const struct nf_type *t, int profile)
     case 0: return (uint64_t)(int64_t)((int64_t)rng_below(r, 201) - 100);
     case 2: {
       uint64_t k = rng_below(r, 6);
-      if (k == 0) return (uint64_t)lo;
-      if (k == 1) return (uint64_t)hi;
-      if (k == 2) return (uint64_t)(hi - 1);
+      if (k == 0)
+        return (uint64_t)lo;
+      if (k == 1)
+        return (uint64_t)hi;
+      if (k == 2)
+        return (uint64_t)(hi - 1);
       return x;
     }
     default: return (uint64_t)(int64_t)((int64_t)rng_below(r, 7) - 3);
@@ -2593,25 +2649,33 @@ static uint64_t nf_gen(struct rng *r, const struct nf_type *t, int profile)
       case 2: v = -INFINITY; break;
       case 3: v = 0.0; break;
       case 4: v = -0.0; break;
-      case 5: v = ldexp(1.0, t->emin - (t->p - 1)) * (double)(1 + rng_below(r, 3)); break;
+      case 5:
+        v = ldexp(1.0, t->emin - (t->p - 1)) * (double)(1 + rng_below(r, 3));
+        break;
       default: v = (rng_unit(r) - 0.5) * 8; break;
       }
       break;
     case 2:
-      v = ldexp(rng_unit(r) + 0.5, (int)rng_below(r, (uint64_t)(t->emax - t->emin)) + t->emin);
+      v = ldexp(rng_unit(r) + 0.5,
+                (int)rng_below(r, (uint64_t)(t->emax - t->emin)) + t->emin);
       if (x & 1)
         v = -v;
       break;
-    case 3:
-      v = (double)((int)rng_below(r, 7) - 3);
-      break;
-    default:
-      v = (rng_unit(r) - 0.5) * 20;
-      break;
+    case 3: v = (double)((int)rng_below(r, 7) - 3); break;
+    default: v = (rng_unit(r) - 0.5) * 20; break;
     }
     switch (t->dtype) {
-    case RD_FLOAT32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); return u; }
-    case RD_FLOAT64: { uint64_t u; memcpy(&u, &v, 8); return u; }
+    case RD_FLOAT32: {
+      float f = (float)v;
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      return u;
+    }
+    case RD_FLOAT64: {
+      uint64_t u;
+      memcpy(&u, &v, 8);
+      return u;
+    }
     case RD_FLOAT16: return rd_f64_to_f16(v);
     default: return rd_f64_to_bf16(v);
     }
@@ -2623,7 +2687,7 @@ static void nf_gen_case(struct nf_case *c, struct rng *r, int op)
   const struct rd_op_info *oi = rd_op_info(op);
   int dts[RD_NDTYPES], ndt = 0, version, profile;
   uint64_t n;
-  static const int64_t dims[] = {0, 1, 1, 2, 2, 3, 3, 4, 5, 7, 16, 33};
+  static const int64_t dims[] = { 0, 1, 1, 2, 2, 3, 3, 4, 5, 7, 16, 33 };
   rd_params_init(&c->p);
   c->p.op = op;
   c->p.opset = 1 + (int64_t)rng_below(r, 22);
@@ -2648,7 +2712,8 @@ static void nf_gen_case(struct nf_case *c, struct rng *r, int op)
   c->p.axes = c->axes;
   c->count = n;
   if (oi->is_arg) {
-    c->p.axis = (int64_t)rng_below(r, c->p.rank) - (rng_below(r, 2) ? (int64_t)c->p.rank : 0);
+    c->p.axis = (int64_t)rng_below(r, c->p.rank) -
+                (rng_below(r, 2) ? (int64_t)c->p.rank : 0);
     if (rng_below(r, 4) == 0 && c->p.axis == 0)
       c->p.axis = RD_UNSET;
     if (version >= 12 && rng_below(r, 2))
@@ -2657,7 +2722,8 @@ static void nf_gen_case(struct nf_case *c, struct rng *r, int op)
     if (c->p.rank > 0 && rng_below(r, 3))
       for (size_t i = 0; i < c->p.rank; i++)
         if (rng_below(r, 2))
-          c->axes[c->p.naxes++] = (int64_t)i - (rng_below(r, 2) ? (int64_t)c->p.rank : 0);
+          c->axes[c->p.naxes++] = (int64_t)i -
+                                  (rng_below(r, 2) ? (int64_t)c->p.rank : 0);
     if (version >= oi->axes_input_version && rng_below(r, 3) == 0)
       c->p.noop_with_empty_axes = (int64_t)rng_below(r, 2);
   }
@@ -2671,7 +2737,9 @@ static void nf_gen_case(struct nf_case *c, struct rng *r, int op)
     memcpy(c->in + e * c->t->size, &b, c->t->size);
   }
   snprintf(c->desc, sizeof c->desc, "%s opset %" PRId64 " (v%d) %s rank %zu",
-           oi->name, c->p.opset, version, c->t->dtype == RD_BOOL ? "bool" : rd_dtype_name(c->p.dtype), c->p.rank);
+           oi->name, c->p.opset, version,
+           c->t->dtype == RD_BOOL ? "bool" : rd_dtype_name(c->p.dtype),
+           c->p.rank);
 }
 
 /* Runs the three ways; returns the rd_execute code and fills out. */
@@ -2700,7 +2768,8 @@ static int nf_run(const struct nf_case *c, const struct rd_plan *pl,
   rd_exec_destroy(ex);
   assert_int_equal(rd_stream_create(pl, &s), 0);
   while (fed < pl->in_bytes) {
-    size_t len = 1 + (size_t)rng_below(r, rng_below(r, 2) ? 2 * c->t->size + 1 : 700);
+    size_t len = 1 + (size_t)rng_below(r, rng_below(r, 2) ? 2 * c->t->size + 1
+                                                          : 700);
     if (len > pl->in_bytes - fed)
       len = (size_t)(pl->in_bytes - fed);
     assert_int_equal(rd_stream_feed(s, c->in + fed, len, &e3), 0);
@@ -2713,9 +2782,10 @@ static int nf_run(const struct nf_case *c, const struct rd_plan *pl,
   if (rc1 == 0 && (memcmp(out, o2, (size_t)pl->out_bytes) != 0 ||
                    memcmp(out, o3, (size_t)pl->out_bytes) != 0))
     fail_msg("%s: execute, parts and stream outputs differ", c->desc);
-  if (rc1 != 0 && (strcmp(err->msg, e2.msg) != 0 || strcmp(err->msg, e3.msg) != 0))
-    fail_msg("%s: messages differ: \"%s\" / \"%s\" / \"%s\"", c->desc,
-             err->msg, e2.msg, e3.msg);
+  if (rc1 != 0 &&
+      (strcmp(err->msg, e2.msg) != 0 || strcmp(err->msg, e3.msg) != 0))
+    fail_msg("%s: messages differ: \"%s\" / \"%s\" / \"%s\"", c->desc, err->msg,
+             e2.msg, e3.msg);
   assert_true(guard_ok(out, pl->out_bytes));
   assert_true(guard_ok(o2, pl->out_bytes));
   assert_true(guard_ok(o3, pl->out_bytes));
@@ -2755,24 +2825,28 @@ static int nf_check(struct nf_case *c, struct rng *r)
       if (bad++ < 5) {
         double g = ot->is_float ? nf_fval(ot, nf_get(ot, out, o)) : 0;
         print_error("%s: output[%" PRIu64 "] bits 0x%" PRIx64 " (%.17g) "
-                    "expected %s 0x%" PRIx64 " / %.17g tol %.3g (slice %"
-                    PRIu64 " elements)\n", c->desc, o, nf_get(ot, out, o), g,
-                    e.exact ? "bits" : e.nan ? "NaN" : "value", e.bits,
-                    (double)e.val, (double)e.tol,
+                    "expected %s 0x%" PRIx64 " / %.17g tol %.3g (slice %" PRIu64
+                    " elements)\n",
+                    c->desc, o, nf_get(ot, out, o), g,
+                    e.exact ? "bits"
+                    : e.nan ? "NaN"
+                            : "value",
+                    e.bits, (double)e.val, (double)e.tol,
                     sl.start[o + 1] - sl.start[o]);
       }
     }
     nst.outputs++;
   }
   if (rc != want) {
-    print_error("%s: rc %d (%s), expected %d at output %" PRIu64 "\n",
-                c->desc, rc, err.msg, want, first);
+    print_error("%s: rc %d (%s), expected %d at output %" PRIu64 "\n", c->desc,
+                rc, err.msg, want, first);
     bad++;
   } else if (rc != 0) {
     char idx[48];
     snprintf(idx, sizeof idx, "output[%" PRIu64 "]", first);
     if (!strstr(err.msg, idx) || !strstr(err.msg, rd_op_name(c->p.op))) {
-      print_error("%s: message \"%s\" does not name %s\n", c->desc, err.msg, idx);
+      print_error("%s: message \"%s\" does not name %s\n", c->desc, err.msg,
+                  idx);
       bad++;
     }
     nst.errors++;
@@ -2804,8 +2878,9 @@ static void test_ops_random(void **state)
       if (bad > 20)
         fail_msg("too many mismatches");
     }
-  printf("ops oracle: %" PRIu64 " cases, %" PRIu64 " outputs checked, %"
-         PRIu64 " expected errors\n", nst.cases, nst.outputs, nst.errors);
+  printf("ops oracle: %" PRIu64 " cases, %" PRIu64 " outputs checked, %" PRIu64
+         " expected errors\n",
+         nst.cases, nst.outputs, nst.errors);
   /* every (op, dtype) the table allows was drawn */
   for (int op = RD_OP_SUM; op <= RD_OP_ARGMIN; op++)
     for (int i = 0; i < RD_NDTYPES; i++) {
@@ -2813,7 +2888,8 @@ static void test_ops_random(void **state)
       for (int v = 1; v <= 22; v++)
         any |= rd_dtype_in_version(op, rd_dtypes[i], rd_op_version(op, v));
       if (any && nst.dtv[op][i] == 0)
-        fail_msg("%s %s never drawn", rd_op_name(op), rd_dtype_name(rd_dtypes[i]));
+        fail_msg("%s %s never drawn", rd_op_name(op),
+                 rd_dtype_name(rd_dtypes[i]));
     }
   assert_int_equal(bad, 0);
 }
@@ -2821,7 +2897,8 @@ static void test_ops_random(void **state)
 /* Negative controls: the checker rejects a wrong answer of each family. */
 static void test_ops_controls(void **state)
 {
-  const struct nf_type *f32 = nf_type_of(RD_FLOAT32), *f64 = nf_type_of(RD_FLOAT64),
+  const struct nf_type *f32 = nf_type_of(RD_FLOAT32),
+                       *f64 = nf_type_of(RD_FLOAT64),
                        *i32 = nf_type_of(RD_INT32), *i64 = nf_type_of(RD_INT64);
   struct nf_exp e;
   float one = 1.0f;
@@ -2860,8 +2937,8 @@ static void test_ops_controls(void **state)
     struct rd_plan pl;
     struct rd_error err;
     struct rng r;
-    static const int ops[5] = {RD_OP_SUM, RD_OP_MAX, RD_OP_ARGMAX, RD_OP_PROD,
-                               RD_OP_LOG_SUM_EXP};
+    static const int ops[5] = { RD_OP_SUM, RD_OP_MAX, RD_OP_ARGMAX, RD_OP_PROD,
+                                RD_OP_LOG_SUM_EXP };
     rng_seed(&r, 99);
     for (int k = 0; k < 5; k++) {
       struct nf_slices sl;
@@ -2923,37 +3000,45 @@ static int nf_one(int op, int dt, int64_t opset, size_t rank,
 static void test_ops_semantics(void **state)
 {
   struct rd_error err;
-  int64_t s2[1] = {2}, s3[1] = {3}, s0[1] = {0}, s5[1] = {5};
+  int64_t s2[1] = { 2 }, s3[1] = { 3 }, s0[1] = { 0 }, s5[1] = { 5 };
   (void)state;
   {
-    double x[2] = {1000, 1000}, y[2] = {-1000, -1000}, o;
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, x, &o, &err, -1), 0);
+    double x[2] = { 1000, 1000 }, y[2] = { -1000, -1000 }, o;
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, x, &o,
+                            &err, -1),
+                     0);
     assert_true(fabs(o - (1000 + M_LN2)) <= 2e-13);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, y, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, y, &o,
+                            &err, -1),
+                     0);
     assert_true(fabs(o - (-1000 + M_LN2)) <= 2e-13);
   }
   {
-    int32_t x[2] = {-7, 2}, o;
-    assert_int_equal(nf_one(RD_OP_MEAN, RD_INT32, 18, 1, s2, x, &o, &err, -1), 0);
+    int32_t x[2] = { -7, 2 }, o;
+    assert_int_equal(nf_one(RD_OP_MEAN, RD_INT32, 18, 1, s2, x, &o, &err, -1),
+                     0);
     assert_int_equal(o, -2);
   }
   {
     /* a product that overflows and later meets a 0 is 0 */
-    int32_t x[3] = {65536, 65536, 0}, o = 7;
-    assert_int_equal(nf_one(RD_OP_PROD, RD_INT32, 18, 1, s3, x, &o, &err, -1), 0);
+    int32_t x[3] = { 65536, 65536, 0 }, o = 7;
+    assert_int_equal(nf_one(RD_OP_PROD, RD_INT32, 18, 1, s3, x, &o, &err, -1),
+                     0);
     assert_int_equal(o, 0);
   }
   {
-    float x[4] = {1e30f, 1e30f, 1e-30f, 1e-30f}, o;
-    int64_t s4[1] = {4};
-    assert_int_equal(nf_one(RD_OP_PROD, RD_FLOAT32, 18, 1, s4, x, &o, &err, -1), 0);
+    float x[4] = { 1e30f, 1e30f, 1e-30f, 1e-30f }, o;
+    int64_t s4[1] = { 4 };
+    assert_int_equal(nf_one(RD_OP_PROD, RD_FLOAT32, 18, 1, s4, x, &o, &err, -1),
+                     0);
     assert_true(fabsf(o - 1.0f) <= 1.2e-7f);
   }
   {
     /* |INT32_MIN| in L1 follows the policy: error by default */
-    int32_t x[1] = {INT32_MIN}, o;
-    int64_t s1[1] = {1};
-    assert_int_equal(nf_one(RD_OP_L1, RD_INT32, 18, 1, s1, x, &o, &err, -1), RD_E_OVERFLOW);
+    int32_t x[1] = { INT32_MIN }, o;
+    int64_t s1[1] = { 1 };
+    assert_int_equal(nf_one(RD_OP_L1, RD_INT32, 18, 1, s1, x, &o, &err, -1),
+                     RD_E_OVERFLOW);
     assert_non_null(strstr(err.msg, "2147483648"));
   }
   {
@@ -2962,118 +3047,179 @@ static void test_ops_semantics(void **state)
     int32_t oi;
     int64_t ol;
     unsigned char ob;
-    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s0, NULL, &o, &err,
+                            -1),
+                     0);
     assert_true(isinf(o) && o < 0);
-    assert_int_equal(nf_one(RD_OP_MIN, RD_INT32, 18, 1, s0, NULL, &oi, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MIN, RD_INT32, 18, 1, s0, NULL, &oi, &err,
+                            -1),
+                     0);
     assert_int_equal(oi, INT32_MAX);
-    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 20, 1, s0, NULL, &ob, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 20, 1, s0, NULL, &ob, &err, -1),
+                     0);
     assert_int_equal(ob, 0);
-    assert_int_equal(nf_one(RD_OP_MIN, RD_BOOL, 20, 1, s0, NULL, &ob, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MIN, RD_BOOL, 20, 1, s0, NULL, &ob, &err, -1),
+                     0);
     assert_int_equal(ob, 1);
-    assert_int_equal(nf_one(RD_OP_PROD, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_PROD, RD_FLOAT32, 18, 1, s0, NULL, &o, &err,
+                            -1),
+                     0);
     assert_true(o == 1.0f);
-    assert_int_equal(nf_one(RD_OP_MEAN, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MEAN, RD_FLOAT32, 18, 1, s0, NULL, &o, &err,
+                            -1),
+                     0);
     assert_true(isnan(o));
-    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_FLOAT32, 18, 1, s0, NULL, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_FLOAT32, 18, 1, s0, NULL, &o,
+                            &err, -1),
+                     0);
     assert_true(isinf(o) && o < 0);
-    assert_int_equal(nf_one(RD_OP_MEAN, RD_INT32, 18, 1, s0, NULL, &oi, &err, -1), RD_E_UNDEFINED);
+    assert_int_equal(nf_one(RD_OP_MEAN, RD_INT32, 18, 1, s0, NULL, &oi, &err,
+                            -1),
+                     RD_E_UNDEFINED);
     assert_non_null(strstr(err.msg, "ReduceMean"));
     assert_non_null(strstr(err.msg, "output[0]"));
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT64, 18, 1, s0, NULL, &ol, &err, -1), RD_E_UNDEFINED);
-    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s0, NULL, &ol, &err, -1), RD_E_UNDEFINED);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT64, 18, 1, s0, NULL, &ol,
+                            &err, -1),
+                     RD_E_UNDEFINED);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s0, NULL, &ol,
+                            &err, -1),
+                     RD_E_UNDEFINED);
   }
   {
     /* integer LogSum of a sum <= 0; exact truncation next to e^k */
-    int64_t x[2] = {3, -3}, o, s1[1] = {1};
-    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s2, x, &o, &err, -1), RD_E_UNDEFINED);
+    int64_t x[2] = { 3, -3 }, o, s1[1] = { 1 };
+    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s2, x, &o, &err,
+                            -1),
+                     RD_E_UNDEFINED);
     assert_non_null(strstr(err.msg, "sum is 0"));
     for (int k = 1; k <= 43; k++) {
       q128 ek = expq((q128)k);
       int64_t lo = (int64_t)floorq(ek), hi = lo + 1;
-      assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s1, &lo, &o, &err, -1), 0);
+      assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s1, &lo, &o, &err,
+                              -1),
+                       0);
       assert_int_equal(o, k - 1);
-      assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s1, &hi, &o, &err, -1), 0);
+      assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_INT64, 18, 1, s1, &hi, &o, &err,
+                              -1),
+                       0);
       assert_int_equal(o, k);
     }
   }
   {
     /* integer LogSumExp truncates toward zero: [-1, -2] -> -0.687 -> 0;
      * [-5] -> -5 exactly; [-5, -5] -> -4.307 -> -4 */
-    int32_t a[2] = {-1, -2}, b[1] = {-5}, c[2] = {-5, -5}, o;
-    int64_t s1[1] = {1};
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s2, a, &o, &err, -1), 0);
+    int32_t a[2] = { -1, -2 }, b[1] = { -5 }, c[2] = { -5, -5 }, o;
+    int64_t s1[1] = { 1 };
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s2, a, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, 0);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s1, b, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s1, b, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, -5);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s2, c, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s2, c, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, -4);
   }
   {
     /* NaN and ties in ArgMax/ArgMin; NaN in Max */
-    float x[5] = {1, NAN, 5, NAN, 0};
-    float t[5] = {2, 7, 7, 1, 1};
+    float x[5] = { 1, NAN, 5, NAN, 0 };
+    float t[5] = { 2, 7, 7, 1, 1 };
     int64_t o;
     float m;
-    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s5, x, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s5, x, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, 1);
-    assert_int_equal(nf_one(RD_OP_ARGMIN, RD_FLOAT32, 13, 1, s5, x, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_ARGMIN, RD_FLOAT32, 13, 1, s5, x, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, 1);
-    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s5, t, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 1, s5, t, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, 1);
-    assert_int_equal(nf_one(RD_OP_ARGMIN, RD_FLOAT32, 13, 1, s5, t, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_ARGMIN, RD_FLOAT32, 13, 1, s5, t, &o, &err,
+                            -1),
+                     0);
     assert_int_equal(o, 3);
-    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s5, x, &m, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s5, x, &m, &err, -1),
+                     0);
     assert_true(isnan(m));
   }
   {
     /* LogSumExp specials */
-    double a[2] = {INFINITY, -INFINITY}, b[2] = {-INFINITY, -INFINITY},
-           c[2] = {NAN, INFINITY}, o;
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, a, &o, &err, -1), 0);
+    double a[2] = { INFINITY, -INFINITY }, b[2] = { -INFINITY, -INFINITY },
+           c[2] = { NAN, INFINITY }, o;
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, a, &o,
+                            &err, -1),
+                     0);
     assert_true(isinf(o) && o > 0);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, b, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, b, &o,
+                            &err, -1),
+                     0);
     assert_true(isinf(o) && o < 0);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, c, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_FLOAT64, 18, 1, s2, c, &o,
+                            &err, -1),
+                     0);
     assert_true(isnan(o));
   }
   {
     /* noop_with_empty_axes=1: elementwise parts */
-    float x[3] = {-2, 0, 4}, o[3];
-    int32_t xi[3] = {-2, 0, 4}, oi[3];
+    float x[3] = { -2, 0, 4 }, o[3];
+    int32_t xi[3] = { -2, 0, 4 }, oi[3];
     assert_int_equal(nf_one(RD_OP_L1, RD_FLOAT32, 18, 1, s3, x, o, &err, 1), 0);
     assert_true(o[0] == 2 && o[1] == 0 && o[2] == 4);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_FLOAT32, 18, 1, s3, x, o, &err, 1), 0);
-    assert_true(isnan(o[0]) && isinf(o[1]) && o[1] < 0 && fabsf(o[2] - logf(4)) < 1e-6f);
-    assert_int_equal(nf_one(RD_OP_SUM, RD_INT32, 13, 1, s3, xi, oi, &err, 1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM, RD_FLOAT32, 18, 1, s3, x, o, &err,
+                            1),
+                     0);
+    assert_true(isnan(o[0]) && isinf(o[1]) && o[1] < 0 &&
+                fabsf(o[2] - logf(4)) < 1e-6f);
+    assert_int_equal(nf_one(RD_OP_SUM, RD_INT32, 13, 1, s3, xi, oi, &err, 1),
+                     0);
     assert_true(oi[0] == -2 && oi[1] == 0 && oi[2] == 4);
-    assert_int_equal(nf_one(RD_OP_PROD, RD_INT32, 18, 1, s3, xi, oi, &err, 1), 0);
+    assert_int_equal(nf_one(RD_OP_PROD, RD_INT32, 18, 1, s3, xi, oi, &err, 1),
+                     0);
     assert_true(oi[0] == -2 && oi[1] == 0 && oi[2] == 4);
-    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s3, xi, oi, &err, 1), 0);
+    assert_int_equal(nf_one(RD_OP_LOG_SUM_EXP, RD_INT32, 18, 1, s3, xi, oi,
+                            &err, 1),
+                     0);
     assert_true(oi[0] == -2 && oi[1] == 0 && oi[2] == 4);
   }
   {
     /* bool: a byte other than 0/1 is an error naming the element */
-    unsigned char b[5] = {0, 1, 1, 7, 2}, o;
-    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 20, 1, s5, b, &o, &err, -1), RD_E_ELEMENT);
+    unsigned char b[5] = { 0, 1, 1, 7, 2 }, o;
+    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 20, 1, s5, b, &o, &err, -1),
+                     RD_E_ELEMENT);
     assert_non_null(strstr(err.msg, "element 3"));
-    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 18, 1, s5, b, &o, &err, -1), RD_E_DTYPE_VERSION);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_BOOL, 18, 1, s5, b, &o, &err, -1),
+                     RD_E_DTYPE_VERSION);
   }
   {
     /* rank 0 */
     float x = -3, o;
     int64_t ol;
-    assert_int_equal(nf_one(RD_OP_L1, RD_FLOAT32, 18, 0, NULL, &x, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_L1, RD_FLOAT32, 18, 0, NULL, &x, &o, &err,
+                            -1),
+                     0);
     assert_true(o == 3);
-    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 0, NULL, &x, &ol, &err, -1), RD_E_AXIS_RANGE);
+    assert_int_equal(nf_one(RD_OP_ARGMAX, RD_FLOAT32, 13, 0, NULL, &x, &ol,
+                            &err, -1),
+                     RD_E_AXIS_RANGE);
   }
   {
     /* Max of {-0, +0} is +0 and Min -0, in either order */
-    float a[2] = {-0.0f, 0.0f}, b[2] = {0.0f, -0.0f}, o;
-    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s2, a, &o, &err, -1), 0);
+    float a[2] = { -0.0f, 0.0f }, b[2] = { 0.0f, -0.0f }, o;
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s2, a, &o, &err, -1),
+                     0);
     assert_true(o == 0 && !signbit(o));
-    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s2, b, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MAX, RD_FLOAT32, 18, 1, s2, b, &o, &err, -1),
+                     0);
     assert_true(o == 0 && !signbit(o));
-    assert_int_equal(nf_one(RD_OP_MIN, RD_FLOAT32, 18, 1, s2, a, &o, &err, -1), 0);
+    assert_int_equal(nf_one(RD_OP_MIN, RD_FLOAT32, 18, 1, s2, a, &o, &err, -1),
+                     0);
     assert_true(o == 0 && signbit(o));
   }
 }
@@ -3086,21 +3232,21 @@ static void test_ops_big(void **state)
     int64_t shape[2];
     int64_t axis;
   } bc[] = {
-    {RD_OP_SUM, RD_FLOAT32, {1100003, 3}, 0},
-    {RD_OP_ARGMAX, RD_FLOAT32, {1100003, 3}, 0},
-    {RD_OP_ARGMIN, RD_INT32, {3, 1100003}, 1},
-    {RD_OP_MAX, RD_FLOAT64, {600001, 2}, 0},
-    {RD_OP_PROD, RD_FLOAT64, {600001, 2}, 0},
-    {RD_OP_LOG_SUM_EXP, RD_FLOAT32, {1100003, 2}, 0},
-    {RD_OP_MEAN, RD_INT64, {600001, 2}, 0},
-    {RD_OP_LOG_SUM_EXP, RD_INT32, {1100003, 2}, 0},
+    { RD_OP_SUM, RD_FLOAT32, { 1100003, 3 }, 0 },
+    { RD_OP_ARGMAX, RD_FLOAT32, { 1100003, 3 }, 0 },
+    { RD_OP_ARGMIN, RD_INT32, { 3, 1100003 }, 1 },
+    { RD_OP_MAX, RD_FLOAT64, { 600001, 2 }, 0 },
+    { RD_OP_PROD, RD_FLOAT64, { 600001, 2 }, 0 },
+    { RD_OP_LOG_SUM_EXP, RD_FLOAT32, { 1100003, 2 }, 0 },
+    { RD_OP_MEAN, RD_INT64, { 600001, 2 }, 0 },
+    { RD_OP_LOG_SUM_EXP, RD_INT32, { 1100003, 2 }, 0 },
     /* long float32 runs: the block loops (ties, sparse NaNs) */
-    {RD_OP_ARGMAX, RD_FLOAT32, {3, 400001}, 1},
-    {RD_OP_ARGMIN, RD_FLOAT32, {3, 400001}, -1},
-    {RD_OP_MAX, RD_FLOAT32, {3, 400001}, 1},
-    {RD_OP_MIN, RD_FLOAT32, {2, 700001}, 1},
-    {RD_OP_ARGMAX, RD_FLOAT32, {1, 1100003}, 1},
-    {RD_OP_PROD, RD_FLOAT32, {2, 600001}, 1},
+    { RD_OP_ARGMAX, RD_FLOAT32, { 3, 400001 }, 1 },
+    { RD_OP_ARGMIN, RD_FLOAT32, { 3, 400001 }, -1 },
+    { RD_OP_MAX, RD_FLOAT32, { 3, 400001 }, 1 },
+    { RD_OP_MIN, RD_FLOAT32, { 2, 700001 }, 1 },
+    { RD_OP_ARGMAX, RD_FLOAT32, { 1, 1100003 }, 1 },
+    { RD_OP_PROD, RD_FLOAT32, { 2, 600001 }, 1 },
   };
   struct rng r;
   (void)state;
@@ -3133,13 +3279,18 @@ static void test_ops_big(void **state)
     assert_non_null(c.in);
     for (uint64_t e = 0; e < c.count; e++) {
       uint64_t b = bc[i].op == RD_OP_PROD && c.p.dtype == RD_FLOAT32
-                       ? (nf_gen(&r, c.t, 0) % 3 ? 0x3f800001u : 0x3f7fffffu)
-                   : bc[i].op == RD_OP_PROD
-                       ? nf_gen(&r, c.t, 0) % 2 ? 0x3ff0000000000100ull : 0x3fefffffffffff00ull
-                       : nf_gen(&r, c.t, e % 100003 == 7 ? 1 : i >= 8 ? 3 : 0);
+                     ? (nf_gen(&r, c.t, 0) % 3 ? 0x3f800001u : 0x3f7fffffu)
+                   : bc[i].op == RD_OP_PROD ? nf_gen(&r, c.t, 0) % 2
+                                                ? 0x3ff0000000000100ull
+                                                : 0x3fefffffffffff00ull
+                                            : nf_gen(&r, c.t,
+                                                     e % 100003 == 7 ? 1
+                                                     : i >= 8        ? 3
+                                                                     : 0);
       memcpy(c.in + e * c.t->size, &b, c.t->size);
     }
-    snprintf(c.desc, sizeof c.desc, "big %s %s", rd_op_name(c.p.op), rd_dtype_name(c.p.dtype));
+    snprintf(c.desc, sizeof c.desc, "big %s %s", rd_op_name(c.p.op),
+             rd_dtype_name(c.p.dtype));
     assert_int_equal(rd_plan_init(&pl, &c.p, &err), 0);
     assert_true(pl.nparts > 1 || i >= 8);
     assert_int_equal(nf_check(&c, &r), 0);

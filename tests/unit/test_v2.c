@@ -21,8 +21,7 @@
 /* Routes                                                             */
 /* ------------------------------------------------------------------ */
 
-static void
-expect_route(const char *path, int kind, int op, int version)
+static void expect_route(const char *path, int kind, int op, int version)
 {
   struct api_v2_route rt;
   struct rd_error err;
@@ -36,8 +35,7 @@ expect_route(const char *path, int kind, int op, int version)
   assert_int_equal(rt.version, version);
 }
 
-static void
-expect_route_fail(const char *path, int code, const char *sub)
+static void expect_route_fail(const char *path, int code, const char *sub)
 {
   struct api_v2_route rt;
   struct rd_error err;
@@ -49,8 +47,7 @@ expect_route_fail(const char *path, int code, const char *sub)
   assert_non_null(strstr(err.msg, sub));
 }
 
-static void
-test_routes(void **state)
+static void test_routes(void **state)
 {
   (void)state;
   expect_route("/v2", API_V2_SERVER_META, 0, 0);
@@ -60,8 +57,8 @@ test_routes(void **state)
   expect_route("/v2/models/ReduceSumSquare/ready", API_V2_MODEL_READY,
                RD_OP_SUM_SQUARE, 0);
   expect_route("/v2/models/ReduceL2/infer", API_V2_INFER, RD_OP_L2, 0);
-  expect_route("/v2/models/ReduceL2/versions/13", API_V2_MODEL_META,
-               RD_OP_L2, 13);
+  expect_route("/v2/models/ReduceL2/versions/13", API_V2_MODEL_META, RD_OP_L2,
+               13);
   expect_route("/v2/models/ReduceL2/versions/1/ready", API_V2_MODEL_READY,
                RD_OP_L2, 1);
   expect_route("/v2/models/ReduceSumSquare/versions/11/infer", API_V2_INFER,
@@ -81,8 +78,8 @@ test_routes(void **state)
   /* every operator is a model, with its own versions (issue 11) */
   expect_route("/v2/models/ReduceMax/versions/20/infer", API_V2_INFER,
                RD_OP_MAX, 20);
-  expect_route("/v2/models/ReduceMin/versions/12", API_V2_MODEL_META,
-               RD_OP_MIN, 12);
+  expect_route("/v2/models/ReduceMin/versions/12", API_V2_MODEL_META, RD_OP_MIN,
+               12);
   expect_route("/v2/models/ArgMin/versions/12/ready", API_V2_MODEL_READY,
                RD_OP_ARGMIN, 12);
   expect_route("/v2/models/ReduceLogSumExp/infer", API_V2_INFER,
@@ -101,8 +98,8 @@ test_routes(void **state)
                     "not a version number");
   expect_route_fail("/v2/models/ReduceL2/versions/1x/ready",
                     API_E_INVALID_FIELD, "\"1x\"");
-  expect_route_fail("/v2/models/ReduceL2/versions//infer",
-                    API_E_INVALID_FIELD, "\"\"");
+  expect_route_fail("/v2/models/ReduceL2/versions//infer", API_E_INVALID_FIELD,
+                    "\"\"");
   expect_route_fail("/v2/models/ReduceL2/versions/99999999999",
                     API_E_INVALID_FIELD, "not a version number");
 }
@@ -111,18 +108,18 @@ test_routes(void **state)
 /* Decoding                                                           */
 /* ------------------------------------------------------------------ */
 
-static int
-decode(const char *json, int op, int version, struct api_request *req,
-       struct api_v2_info *info, struct rd_error *err)
+static int decode(const char *json, int op, int version,
+                  struct api_request *req, struct api_v2_info *info,
+                  struct rd_error *err)
 {
-  memset(info, 0x5a, sizeof *info);   /* decode must reset it */
+  memset(info, 0x5a, sizeof *info); /* decode must reset it */
   info->op = op;
   info->version = version;
   return api_v2_decode(json, strlen(json), SIZE_MAX, 0, req, info, err);
 }
 
-static void
-expect_fail(const char *json, int version, int code, const char *sub)
+static void expect_fail(const char *json, int version, int code,
+                        const char *sub)
 {
   struct api_request req;
   struct api_v2_info info;
@@ -141,8 +138,7 @@ expect_fail(const char *json, int version, int code, const char *sub)
 
 /* The OIP's request example ("input0", [2,2] UINT32, "output0"),
  * adapted: the input is "data", the output "reduced". */
-static void
-test_decode_protocol_example(void **state)
+static void test_decode_protocol_example(void **state)
 {
   static const char body[] =
     "{\"id\" : \"42\", \"inputs\" : [ { \"name\" : \"data\", "
@@ -174,8 +170,7 @@ test_decode_protocol_example(void **state)
   api_request_free(&req);
 }
 
-static void
-test_decode_nested_params_axes_input(void **state)
+static void test_decode_nested_params_axes_input(void **state)
 {
   static const char body[] =
     "{\"inputs\":[{\"name\":\"axes\",\"shape\":[2],\"datatype\":\"INT64\","
@@ -206,8 +201,7 @@ test_decode_nested_params_axes_input(void **state)
   api_request_free(&req);
 }
 
-static void
-test_decode_versions_and_16bit(void **state)
+static void test_decode_versions_and_16bit(void **state)
 {
   struct api_request req;
   struct api_v2_info info;
@@ -219,7 +213,8 @@ test_decode_versions_and_16bit(void **state)
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[3],"
                           "\"datatype\":\"FP16\",\"data\":[1,65504,"
                           "1.00048828125]}],\"parameters\":{\"axes\":[0]}}",
-                          RD_OP_L2, 13, &req, &info, &err), 0);
+                          RD_OP_L2, 13, &req, &info, &err),
+                   0);
   assert_int_equal(req.params.opset, 13);
   assert_int_equal(req.params.naxes, 1);
   assert_int_equal(req.axes[0], 0);
@@ -232,7 +227,8 @@ test_decode_versions_and_16bit(void **state)
 
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
                           "\"datatype\":\"BF16\",\"data\":[1,-2]}]}",
-                          RD_OP_L2, 0, &req, &info, &err), 0);
+                          RD_OP_L2, 0, &req, &info, &err),
+                   0);
   memcpy(h, req.data, 4);
   assert_int_equal(h[0], 0x3f80);
   assert_int_equal(h[1], 0xc000);
@@ -242,20 +238,21 @@ test_decode_versions_and_16bit(void **state)
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
                           "\"datatype\":\"UINT64\",\"data\":[0,"
                           "\"18446744073709551615\"]}]}",
-                          RD_OP_L2, 0, &req, &info, &err), 0);
+                          RD_OP_L2, 0, &req, &info, &err),
+                   0);
   assert_true(((uint64_t *)req.data)[1] == UINT64_MAX);
   api_request_free(&req);
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
                           "\"datatype\":\"INT64\",\"data\":["
                           "-9223372036854775808,9223372036854775807]}]}",
-                          RD_OP_L2, 0, &req, &info, &err), 0);
+                          RD_OP_L2, 0, &req, &info, &err),
+                   0);
   assert_true(((int64_t *)req.data)[0] == INT64_MIN);
   assert_true(((int64_t *)req.data)[1] == INT64_MAX);
   api_request_free(&req);
 }
 
-static void
-test_decode_errors(void **state)
+static void test_decode_errors(void **state)
 {
   static const char *const in =
     "{\"name\":\"data\",\"shape\":[2],\"datatype\":\"FP32\",\"data\":[1,2]}";
@@ -271,7 +268,8 @@ test_decode_errors(void **state)
   snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axis\":1}}",
            in);
   /* axis is ArgMax/ArgMin's (issue 11) */
-  expect_fail(body, 0, RD_E_ATTRIBUTE, "parameters.axis is not an attribute "
+  expect_fail(body, 0, RD_E_ATTRIBUTE,
+              "parameters.axis is not an attribute "
               "of ReduceL2");
   snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axiz\":1}}",
            in);
@@ -279,69 +277,84 @@ test_decode_errors(void **state)
   snprintf(body, sizeof body, "{\"inputs\":[%s,%s]}", in, in);
   expect_fail(body, 0, API_E_INVALID_FIELD, "given twice");
   expect_fail("{\"inputs\":[{\"name\":\"x\",\"shape\":[1],\"datatype\":"
-              "\"FP32\",\"data\":[1]}]}", 0, API_E_UNKNOWN_FIELD,
-              "unknown input \"x\"");
+              "\"FP32\",\"data\":[1]}]}",
+              0, API_E_UNKNOWN_FIELD, "unknown input \"x\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
               "\"FP32\",\"data\":[1]},{\"name\":\"axes\",\"shape\":[1],"
-              "\"datatype\":\"INT64\",\"data\":[0]}]}", 13,
-              API_E_UNKNOWN_FIELD, "exists from version 18 of ReduceL2");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axes\":"
-           "[0]}}", in);
+              "\"datatype\":\"INT64\",\"data\":[0]}]}",
+              13, API_E_UNKNOWN_FIELD, "exists from version 18 of ReduceL2");
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":{\"axes\":"
+           "[0]}}",
+           in);
   expect_fail(body, 18, API_E_INVALID_FIELD, "the input \"axes\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"INT4\",\"data\":[1]}]}", 0, RD_E_DTYPE,
-              "unsupported datatype \"INT4\"");
+              "\"INT4\",\"data\":[1]}]}",
+              0, RD_E_DTYPE, "unsupported datatype \"INT4\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"fp32\",\"data\":[1]}]}", 0, RD_E_DTYPE, "\"fp32\"");
+              "\"fp32\",\"data\":[1]}]}",
+              0, RD_E_DTYPE, "\"fp32\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"datatype\":\"FP32\","
-              "\"data\":[1]}]}", 0, API_E_MISSING_FIELD, "\"shape\"");
+              "\"data\":[1]}]}",
+              0, API_E_MISSING_FIELD, "\"shape\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[-1],\"datatype\":"
-              "\"FP32\",\"data\":[1]}]}", 0, RD_E_DIM, "-1");
+              "\"FP32\",\"data\":[1]}]}",
+              0, RD_E_DIM, "-1");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[3],\"datatype\":"
-              "\"FP32\",\"data\":[1,2]}]}", 0, API_E_SHAPE_MISMATCH,
+              "\"FP32\",\"data\":[1,2]}]}",
+              0, API_E_SHAPE_MISMATCH,
               "data has 2 elements; shape [3] needs 3");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[2,2],\"datatype\":"
-              "\"FP32\",\"data\":[[1,2],[3]]}]}", 0, API_E_SHAPE_MISMATCH,
-              "does not match its shape [2,2]");
+              "\"FP32\",\"data\":[[1,2],[3]]}]}",
+              0, API_E_SHAPE_MISMATCH, "does not match its shape [2,2]");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],\"datatype\":"
-              "\"INT32\",\"data\":[1,2147483648]}]}", 0,
-              API_E_INVALID_ELEMENT, "data[1] = 2147483648 is out of range "
+              "\"INT32\",\"data\":[1,2147483648]}]}",
+              0, API_E_INVALID_ELEMENT,
+              "data[1] = 2147483648 is out of range "
               "[-2147483648, 2147483647]");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"UINT32\",\"data\":[1.5]}]}", 0, API_E_INVALID_ELEMENT,
-              "is not an integer");
+              "\"UINT32\",\"data\":[1.5]}]}",
+              0, API_E_INVALID_ELEMENT, "is not an integer");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"FP32\",\"data\":[\"x\"]}]}", 0, API_E_INVALID_ELEMENT,
-              "data[0] = \"x\" is not a number");
+              "\"FP32\",\"data\":[\"x\"]}]}",
+              0, API_E_INVALID_ELEMENT, "data[0] = \"x\" is not a number");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"FP32\"}]}", 0, API_E_MISSING_FIELD,
+              "\"FP32\"}]}",
+              0, API_E_MISSING_FIELD,
               "neither \"data\" nor parameters.binary_data_size");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
-              "\"FP32\",\"parameters\":{\"binary_data_size\":4}}]}", 0,
-              API_E_INVALID_FIELD, "no Inference-Header-Content-Length");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"outputs\":[{\"name\":"
-           "\"output0\"}]}", in);
+              "\"FP32\",\"parameters\":{\"binary_data_size\":4}}]}",
+              0, API_E_INVALID_FIELD, "no Inference-Header-Content-Length");
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"outputs\":[{\"name\":"
+           "\"output0\"}]}",
+           in);
   expect_fail(body, 0, API_E_UNKNOWN_FIELD, "unknown output \"output0\"");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"outputs\":[{\"name\":"
-           "\"reduced\",\"parameters\":{\"classification\":2}}]}", in);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"outputs\":[{\"name\":"
+           "\"reduced\",\"parameters\":{\"classification\":2}}]}",
+           in);
   expect_fail(body, 0, API_E_UNKNOWN_FIELD, "\"classification\"");
   snprintf(body, sizeof body, "{\"id\":7,\"inputs\":[%s]}", in);
   expect_fail(body, 0, API_E_INVALID_FIELD, "id must be a string");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"keepdims\":"
-           "\"1\"}}", in);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":{\"keepdims\":"
+           "\"1\"}}",
+           in);
   expect_fail(body, 0, API_E_INVALID_FIELD, "parameters.keepdims");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"overflow\":"
-           "\"clamp\"}}", in);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":{\"overflow\":"
+           "\"clamp\"}}",
+           in);
   expect_fail(body, 0, RD_E_POLICY, "\"clamp\"");
   expect_fail("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],\"datatype\":"
               "\"FP32\",\"data\":[1]},{\"name\":\"axes\",\"shape\":[1],"
-              "\"datatype\":\"INT32\",\"data\":[0]}]}", 18,
-              API_E_INVALID_FIELD, "datatype INT64");
+              "\"datatype\":\"INT32\",\"data\":[0]}]}",
+              18, API_E_INVALID_FIELD, "datatype INT64");
 }
 
 /* Binary extension: header, then blobs in input order. */
-static void
-test_decode_binary(void **state)
+static void test_decode_binary(void **state)
 {
   static const char hdr[] =
     "{\"inputs\":[{\"name\":\"data\",\"shape\":[2],\"datatype\":\"FP16\","
@@ -350,9 +363,8 @@ test_decode_binary(void **state)
     "\"outputs\":[{\"name\":\"reduced\",\"parameters\":{\"binary_data\":"
     "true}}]}";
   /* 1.0 and -2.0 as little-endian FP16, then axis -1 as INT64. */
-  static const unsigned char blobs[12] = {
-    0x00, 0x3c, 0x00, 0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
-  };
+  static const unsigned char blobs[12] = { 0x00, 0x3c, 0x00, 0xc0, 0xff, 0xff,
+                                           0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
   char body[512];
   size_t hl = sizeof hdr - 1;
   struct api_request req;
@@ -366,7 +378,8 @@ test_decode_binary(void **state)
   info.op = RD_OP_L2;
   info.version = 0;
   assert_int_equal(api_v2_decode(body, hl + sizeof blobs, hl, 0, &req, &info,
-                                 &err), 0);
+                                 &err),
+                   0);
   assert_int_equal(req.params.dtype, RD_FLOAT16);
   assert_int_equal(req.params.naxes, 1);
   assert_int_equal(req.axes[0], -1);
@@ -385,19 +398,20 @@ test_decode_binary(void **state)
 
   /* One byte short, one too many. */
   assert_int_equal(api_v2_decode(body, hl + sizeof blobs - 1, hl, 0, &req,
-                                 &info, &err), RD_E_STREAM);
+                                 &info, &err),
+                   RD_E_STREAM);
   assert_non_null(strstr(err.msg, "add up to 12"));
   body[hl + sizeof blobs] = 0;
   assert_int_equal(api_v2_decode(body, hl + sizeof blobs + 1, hl, 0, &req,
-                                 &info, &err), RD_E_STREAM);
+                                 &info, &err),
+                   RD_E_STREAM);
   /* A header length beyond the body. */
   assert_int_equal(api_v2_decode(body, 10, 11, 0, &req, &info, &err),
                    API_E_INVALID_FIELD);
   assert_null(req.data);
 }
 
-static void
-test_decode_binary_size_mismatch(void **state)
+static void test_decode_binary_size_mismatch(void **state)
 {
   static const char hdr[] =
     "{\"inputs\":[{\"name\":\"data\",\"shape\":[2,3],\"datatype\":\"FP32\","
@@ -409,14 +423,14 @@ test_decode_binary_size_mismatch(void **state)
   (void)state;
   info.op = RD_OP_L2;
   info.version = 0;
-  assert_int_equal(api_v2_decode_header(hdr, sizeof hdr - 1, 1, 0, &req,
-                                        &info, &err), RD_E_STREAM);
+  assert_int_equal(api_v2_decode_header(hdr, sizeof hdr - 1, 1, 0, &req, &info,
+                                        &err),
+                   RD_E_STREAM);
   assert_non_null(strstr(err.msg, "binary_data_size is 20 but shape and "
                                   "datatype FP32 need 24 bytes"));
 }
 
-static void
-test_streamable_and_set_axes(void **state)
+static void test_streamable_and_set_axes(void **state)
 {
   static const char hdr[] =
     "{\"inputs\":[{\"name\":\"axes\",\"shape\":[2],\"datatype\":\"INT64\","
@@ -431,8 +445,9 @@ test_streamable_and_set_axes(void **state)
   (void)state;
   info.op = RD_OP_SUM_SQUARE;
   info.version = 18;
-  assert_int_equal(api_v2_decode_header(hdr, sizeof hdr - 1, 1, 0, &req,
-                                        &info, &err), 0);
+  assert_int_equal(api_v2_decode_header(hdr, sizeof hdr - 1, 1, 0, &req, &info,
+                                        &err),
+                   0);
   assert_int_equal(api_v2_streamable(&info), 1);
   assert_int_equal(info.axes_first, 1);
   assert_int_equal(info.blob_total, 32);
@@ -446,10 +461,9 @@ test_streamable_and_set_axes(void **state)
 /* Encoding                                                           */
 /* ------------------------------------------------------------------ */
 
-static void
-plan_of(struct rd_plan *plan, int op, int dtype, size_t rank,
-        const int64_t *shape, size_t naxes, const int64_t *axes,
-        int keepdims)
+static void plan_of(struct rd_plan *plan, int op, int dtype, size_t rank,
+                    const int64_t *shape, size_t naxes, const int64_t *axes,
+                    int keepdims)
 {
   struct rd_params p;
   struct rd_error err;
@@ -466,8 +480,7 @@ plan_of(struct rd_plan *plan, int op, int dtype, size_t rank,
 }
 
 /* The OIP's response example, adapted: id echoed, one output. */
-static void
-test_encode_result_json(void **state)
+static void test_encode_result_json(void **state)
 {
   static const int64_t shape[2] = { 3, 2 }, axes[1] = { 1 };
   static const float out[3] = { 2.236068f, 5.0f, 7.81025f };
@@ -483,7 +496,8 @@ test_encode_result_json(void **state)
   strcpy(info.id, "42\"x");
   api_buf_init(&b);
   assert_int_equal(api_v2_encode_result(&info, &plan, out, &b, &jl), 0);
-  assert_string_equal(b.data,
+  assert_string_equal(
+    b.data,
     "{\"model_name\":\"ReduceL2\",\"model_version\":\"18\",\"id\":"
     "\"42\\\"x\",\"outputs\":[{\"name\":\"reduced\",\"datatype\":\"FP32\","
     "\"shape\":[3],\"data\":[2.236068,5,7.81025]}]}");
@@ -491,8 +505,7 @@ test_encode_result_json(void **state)
   api_buf_free(&b);
 }
 
-static void
-test_encode_result_binary(void **state)
+static void test_encode_result_binary(void **state)
 {
   static const int64_t shape[1] = { 2 };
   /* 30 as BF16 is 0x41f0. */
@@ -520,8 +533,7 @@ test_encode_result_binary(void **state)
   api_buf_free(&b);
 }
 
-static void
-test_encode_error_and_meta(void **state)
+static void test_encode_error_and_meta(void **state)
 {
   struct rd_error err;
   struct api_buf b;
@@ -549,7 +561,8 @@ test_encode_error_and_meta(void **state)
   /* Version 11: no axes input, no BF16. */
   api_buf_init(&b);
   assert_int_equal(api_v2_encode_model_meta(RD_OP_L2, 11, &b), 0);
-  assert_string_equal(b.data,
+  assert_string_equal(
+    b.data,
     "{\"name\":\"ReduceL2\",\"versions\":[\"1\",\"11\",\"13\",\"18\"],"
     "\"platform\":\"onnx_reduce\",\"inputs\":[{\"name\":\"data\","
     "\"datatype\":\"FP32\",\"shape\":[-1],\"datatypes\":[\"FP32\",\"FP64\","
@@ -569,15 +582,17 @@ test_encode_error_and_meta(void **state)
   api_buf_free(&b);
 }
 
-static void
-test_datatype_names(void **state)
+static void test_datatype_names(void **state)
 {
-  static const struct { const char *n; int d; } t[] = {
-    { "FP32", RD_FLOAT32 }, { "FP64", RD_FLOAT64 }, { "FP16", RD_FLOAT16 },
-    { "BF16", RD_BFLOAT16 }, { "INT32", RD_INT32 }, { "INT64", RD_INT64 },
-    { "UINT32", RD_UINT32 }, { "UINT64", RD_UINT64 },
-    { "INT8", RD_INT8 }, { "UINT8", RD_UINT8 }, { "INT16", RD_INT16 },
-    { "UINT16", RD_UINT16 }, { "BOOL", RD_BOOL },
+  static const struct {
+    const char *n;
+    int d;
+  } t[] = {
+    { "FP32", RD_FLOAT32 },  { "FP64", RD_FLOAT64 },  { "FP16", RD_FLOAT16 },
+    { "BF16", RD_BFLOAT16 }, { "INT32", RD_INT32 },   { "INT64", RD_INT64 },
+    { "UINT32", RD_UINT32 }, { "UINT64", RD_UINT64 }, { "INT8", RD_INT8 },
+    { "UINT8", RD_UINT8 },   { "INT16", RD_INT16 },   { "UINT16", RD_UINT16 },
+    { "BOOL", RD_BOOL },
   };
   int d;
 
@@ -598,9 +613,8 @@ test_datatype_names(void **state)
 /* ------------------------------------------------------------------ */
 
 /* Decoding `json` for `op` at `version` fails with `code` and `sub`. */
-static void
-expect_fail_op(const char *json, int op, int version, int code,
-               const char *sub)
+static void expect_fail_op(const char *json, int op, int version, int code,
+                           const char *sub)
 {
   struct api_request req;
   struct api_v2_info info;
@@ -616,8 +630,7 @@ expect_fail_op(const char *json, int op, int version, int code,
   api_request_free(&req);
 }
 
-static void
-test_decode_ops(void **state)
+static void test_decode_ops(void **state)
 {
   static const char d3[] =
     "{\"name\":\"data\",\"shape\":[3],\"datatype\":\"FP32\",\"data\":[1,2,3]}";
@@ -654,94 +667,119 @@ test_decode_ops(void **state)
   assert_int_equal(decode(body, RD_OP_MAX, 20, &req, &info, &err), 0);
   assert_int_equal(req.params.naxes, 1);
   api_request_free(&req);
-  expect_fail_op(body, RD_OP_SUM, 11, API_E_UNKNOWN_FIELD, "input \"axes\" "
+  expect_fail_op(body, RD_OP_SUM, 11, API_E_UNKNOWN_FIELD,
+                 "input \"axes\" "
                  "exists from version 13 of ReduceSum; at version 11 use "
                  "parameters.axes");
-  expect_fail_op(body, RD_OP_MAX, 13, API_E_UNKNOWN_FIELD, "from version 18 "
+  expect_fail_op(body, RD_OP_MAX, 13, API_E_UNKNOWN_FIELD,
+                 "from version 18 "
                  "of ReduceMax");
-  expect_fail_op(body, RD_OP_ARGMAX, 13, RD_E_ATTRIBUTE, "input \"axes\" is "
+  expect_fail_op(body, RD_OP_ARGMAX, 13, RD_E_ATTRIBUTE,
+                 "input \"axes\" is "
                  "not taken by ArgMax");
   /* parameters.axes below it */
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axes\":"
-           "[0]}}", d3);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":{\"axes\":"
+           "[0]}}",
+           d3);
   assert_int_equal(decode(body, RD_OP_SUM, 11, &req, &info, &err), 0);
   assert_int_equal(req.params.naxes, 1);
   api_request_free(&req);
   assert_int_equal(decode(body, RD_OP_PROD, 13, &req, &info, &err), 0);
   assert_int_equal(req.params.naxes, 1);
   api_request_free(&req);
-  expect_fail_op(body, RD_OP_SUM, 13, API_E_INVALID_FIELD, "parameters.axes "
+  expect_fail_op(body, RD_OP_SUM, 13, API_E_INVALID_FIELD,
+                 "parameters.axes "
                  "is for versions below 13; at version 13 axes is the input");
-  expect_fail_op(body, RD_OP_ARGMIN, 12, RD_E_ATTRIBUTE, "parameters.axes is "
+  expect_fail_op(body, RD_OP_ARGMIN, 12, RD_E_ATTRIBUTE,
+                 "parameters.axes is "
                  "not an attribute of ArgMin");
 
   /* ArgMax/ArgMin: axis and select_last_index */
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":{\"axis\":-1,"
-           "\"select_last_index\":true,\"keepdims\":0}}", d3);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":{\"axis\":-1,"
+           "\"select_last_index\":true,\"keepdims\":0}}",
+           d3);
   assert_int_equal(decode(body, RD_OP_ARGMIN, 12, &req, &info, &err), 0);
   assert_int_equal(req.params.axis, -1);
   assert_int_equal(req.params.select_last_index, 1);
   assert_int_equal(req.params.keepdims, 0);
   api_request_free(&req);
-  expect_fail_op(body, RD_OP_MIN, 18, RD_E_ATTRIBUTE, "parameters.axis is "
+  expect_fail_op(body, RD_OP_MIN, 18, RD_E_ATTRIBUTE,
+                 "parameters.axis is "
                  "not an attribute of ReduceMin");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
-           "{\"select_last_index\":0}}", d3);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":"
+           "{\"select_last_index\":0}}",
+           d3);
   expect_fail_op(body, RD_OP_L1, 18, RD_E_ATTRIBUTE,
                  "parameters.select_last_index is not an attribute of "
                  "ReduceL1");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
-           "{\"noop_with_empty_axes\":1}}", d3);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":"
+           "{\"noop_with_empty_axes\":1}}",
+           d3);
   expect_fail_op(body, RD_OP_ARGMAX, 13, RD_E_ATTRIBUTE,
                  "parameters.noop_with_empty_axes is not an attribute of "
                  "ArgMax");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
-           "{\"axis\":\"0\"}}", d3);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":"
+           "{\"axis\":\"0\"}}",
+           d3);
   expect_fail_op(body, RD_OP_ARGMAX, 13, API_E_INVALID_FIELD,
                  "parameters.axis must be an integer, got a string");
-  snprintf(body, sizeof body, "{\"inputs\":[%s],\"parameters\":"
-           "{\"axis\":false}}", d3);
+  snprintf(body, sizeof body,
+           "{\"inputs\":[%s],\"parameters\":"
+           "{\"axis\":false}}",
+           d3);
   expect_fail_op(body, RD_OP_ARGMAX, 13, API_E_INVALID_FIELD,
                  "parameters.axis must be an integer, got false");
 
   /* the new datatypes, JSON data */
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2,2],"
                           "\"datatype\":\"BOOL\",\"data\":[[true,false],"
-                          "[false,true]]}]}", RD_OP_MAX, 20, &req, &info,
-                          &err), 0);
+                          "[false,true]]}]}",
+                          RD_OP_MAX, 20, &req, &info, &err),
+                   0);
   assert_int_equal(req.params.dtype, RD_BOOL);
   assert_int_equal(req.data_bytes, 4);
   assert_memory_equal(req.data, "\x01\x00\x00\x01", 4);
   api_request_free(&req);
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[3],"
                           "\"datatype\":\"INT8\",\"data\":[-128,0,127]}]}",
-                          RD_OP_ARGMAX, 0, &req, &info, &err), 0);
+                          RD_OP_ARGMAX, 0, &req, &info, &err),
+                   0);
   assert_int_equal(req.data_bytes, 3);
   assert_int_equal(((const int8_t *)req.data)[0], -128);
   assert_int_equal(((const int8_t *)req.data)[2], 127);
   api_request_free(&req);
   assert_int_equal(decode("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
                           "\"datatype\":\"UINT16\",\"data\":[65535,1]}]}",
-                          RD_OP_ARGMIN, 0, &req, &info, &err), 0);
+                          RD_OP_ARGMIN, 0, &req, &info, &err),
+                   0);
   assert_int_equal(((const uint16_t *)req.data)[0], 65535);
   api_request_free(&req);
   expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[2],"
-                 "\"datatype\":\"BOOL\",\"data\":[true,0]}]}", RD_OP_MAX, 20,
-                 API_E_INVALID_ELEMENT, "input \"data\": data[1] = 0 is not "
+                 "\"datatype\":\"BOOL\",\"data\":[true,0]}]}",
+                 RD_OP_MAX, 20, API_E_INVALID_ELEMENT,
+                 "input \"data\": data[1] = 0 is not "
                  "true or false (datatype BOOL)");
   expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],"
-                 "\"datatype\":\"UINT8\",\"data\":[256]}]}", RD_OP_MAX, 20,
-                 API_E_INVALID_ELEMENT, "data[0] = 256 is out of range "
+                 "\"datatype\":\"UINT8\",\"data\":[256]}]}",
+                 RD_OP_MAX, 20, API_E_INVALID_ELEMENT,
+                 "data[0] = 256 is out of range "
                  "[0, 255] (datatype UINT8)");
   expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],"
-                 "\"datatype\":\"INT16\",\"data\":[-32769]}]}", RD_OP_ARGMAX,
-                 0, API_E_INVALID_ELEMENT, "out of range [-32768, 32767]");
+                 "\"datatype\":\"INT16\",\"data\":[-32769]}]}",
+                 RD_OP_ARGMAX, 0, API_E_INVALID_ELEMENT,
+                 "out of range [-32768, 32767]");
   expect_fail_op("{\"inputs\":[{\"name\":\"data\",\"shape\":[1],"
-                 "\"datatype\":\"INT4\",\"data\":[1]}]}", RD_OP_MAX, 0,
-                 RD_E_DTYPE, "INT8, UINT8, INT16, UINT16, BOOL");
+                 "\"datatype\":\"INT4\",\"data\":[1]}]}",
+                 RD_OP_MAX, 0, RD_E_DTYPE, "INT8, UINT8, INT16, UINT16, BOOL");
   /* a BOOL blob: one byte per element */
   {
-    static const char hdr[] = "{\"inputs\":[{\"name\":\"data\",\"shape\":[3],"
+    static const char hdr[] =
+      "{\"inputs\":[{\"name\":\"data\",\"shape\":[3],"
       "\"datatype\":\"BOOL\",\"parameters\":{\"binary_data_size\":3}}]}";
     char bodyb[sizeof hdr + 3];
     memcpy(bodyb, hdr, sizeof hdr - 1);
@@ -749,26 +787,28 @@ test_decode_ops(void **state)
     memset(&info, 0, sizeof info);
     info.op = RD_OP_MIN;
     assert_int_equal(api_v2_decode(bodyb, sizeof hdr + 2, sizeof hdr - 1, 0,
-                                   &req, &info, &err), 0);
+                                   &req, &info, &err),
+                     0);
     assert_int_equal(req.params.dtype, RD_BOOL);
     assert_int_equal(req.data_bytes, 3);
     assert_memory_equal(req.data, "\x01\x00\x01", 3);
     api_request_free(&req);
     /* a size that is not one byte per element */
-    static const char hdr4[] = "{\"inputs\":[{\"name\":\"data\",\"shape\":"
+    static const char hdr4[] =
+      "{\"inputs\":[{\"name\":\"data\",\"shape\":"
       "[3],\"datatype\":\"BOOL\",\"parameters\":{\"binary_data_size\":4}}]}";
     memset(&info, 0, sizeof info);
     info.op = RD_OP_MIN;
     assert_int_equal(api_v2_decode_header(hdr4, sizeof hdr4 - 1, 1, 0, &req,
-                                          &info, &err), RD_E_STREAM);
+                                          &info, &err),
+                     RD_E_STREAM);
     assert_non_null(strstr(err.msg, "binary_data_size is 4 but shape and "
-                           "datatype BOOL need 3 bytes"));
+                                    "datatype BOOL need 3 bytes"));
     api_request_free(&req);
   }
 }
 
-static void
-test_encode_ops(void **state)
+static void test_encode_ops(void **state)
 {
   const int64_t idx[2] = { 3, 0 };
   const uint8_t flags[2] = { 0, 1 };
@@ -792,7 +832,8 @@ test_encode_ops(void **state)
   plan.out_bytes = 16;
   api_buf_init(&b);
   assert_int_equal(api_v2_encode_result(&info, &plan, idx, &b, &jl), 0);
-  assert_string_equal(b.data, "{\"model_name\":\"ArgMax\",\"model_version\":"
+  assert_string_equal(b.data,
+                      "{\"model_name\":\"ArgMax\",\"model_version\":"
                       "\"13\",\"outputs\":[{\"name\":\"reduced\",\"datatype\":"
                       "\"INT64\",\"shape\":[2],\"data\":[3,0]}]}");
   api_buf_free(&b);
@@ -800,7 +841,7 @@ test_encode_ops(void **state)
   assert_int_equal(api_v2_encode_result(&info, &plan, idx, &b, &jl), 0);
   assert_int_equal(b.len, jl + 16);
   assert_non_null(strstr(b.data, "\"datatype\":\"INT64\",\"shape\":[2],"
-                         "\"parameters\":{\"binary_data_size\":16}"));
+                                 "\"parameters\":{\"binary_data_size\":16}"));
   assert_memory_equal(b.data + jl, "\x03\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16);
   api_buf_free(&b);
 
@@ -811,14 +852,14 @@ test_encode_ops(void **state)
   plan.elem_size = plan.out_elem_size = 1;
   plan.out_bytes = 2;
   assert_int_equal(api_v2_encode_result(&info, &plan, flags, &b, &jl), 0);
-  assert_string_equal(b.data, "{\"model_name\":\"ReduceMin\",\"model_version\""
+  assert_string_equal(b.data,
+                      "{\"model_name\":\"ReduceMin\",\"model_version\""
                       ":\"20\",\"outputs\":[{\"name\":\"reduced\",\"datatype\""
                       ":\"BOOL\",\"shape\":[2],\"data\":[false,true]}]}");
   api_buf_free(&b);
 }
 
-static void
-test_model_meta_ops(void **state)
+static void test_model_meta_ops(void **state)
 {
   struct api_buf b;
 
@@ -827,7 +868,8 @@ test_model_meta_ops(void **state)
    * UINT8 among the datatypes (the table's order); the axes input */
   api_buf_init(&b);
   assert_int_equal(api_v2_encode_model_meta(RD_OP_MAX, 0, &b), 0);
-  assert_string_equal(b.data,
+  assert_string_equal(
+    b.data,
     "{\"name\":\"ReduceMax\",\"versions\":[\"1\",\"11\",\"12\",\"13\",\"18\","
     "\"20\"],\"platform\":\"onnx_reduce\",\"inputs\":[{\"name\":\"data\","
     "\"datatype\":\"FP32\",\"shape\":[-1],\"datatypes\":[\"FP32\",\"FP64\","
@@ -840,7 +882,8 @@ test_model_meta_ops(void **state)
   api_buf_free(&b);
   /* ReduceMax 12: INT8/UINT8, no BF16 or BOOL, no axes input */
   assert_int_equal(api_v2_encode_model_meta(RD_OP_MAX, 12, &b), 0);
-  assert_non_null(strstr(b.data, "\"datatypes\":[\"FP32\",\"FP64\",\"FP16\","
+  assert_non_null(strstr(b.data,
+                         "\"datatypes\":[\"FP32\",\"FP64\",\"FP16\","
                          "\"INT32\",\"INT64\",\"UINT32\",\"UINT64\",\"INT8\","
                          "\"UINT8\"]}],\"outputs\""));
   assert_null(strstr(b.data, "\"axes\""));
@@ -858,8 +901,8 @@ test_model_meta_ops(void **state)
   assert_non_null(strstr(b.data, "\"versions\":[\"1\",\"11\",\"12\",\"13\"]"));
   assert_null(strstr(b.data, "\"axes\""));
   assert_non_null(strstr(b.data, "\"outputs\":[{\"name\":\"reduced\","
-                         "\"datatype\":\"INT64\",\"shape\":[-1],"
-                         "\"datatypes\":[\"INT64\"]}]}"));
+                                 "\"datatype\":\"INT64\",\"shape\":[-1],"
+                                 "\"datatypes\":[\"INT64\"]}]}"));
   assert_non_null(strstr(b.data, "\"INT16\",\"UINT16\"]}],"));
   api_buf_free(&b);
   assert_int_equal(api_v2_encode_model_meta(0, 0, &b), RD_E_INVALID);
@@ -868,8 +911,7 @@ test_model_meta_ops(void **state)
   api_buf_free(&b);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_routes),
