@@ -30,7 +30,6 @@
   X(API_E_NOT_FOUND,       -110, "NOT_FOUND",              404)         \
   X(API_E_METHOD,          -111, "METHOD_NOT_ALLOWED",     405)         \
   X(API_E_NOT_ACCEPTABLE,  -112, "NOT_ACCEPTABLE",         406)         \
-  X(API_E_TIMEOUT,         -113, "REQUEST_TIMEOUT",        408)         \
   X(API_E_LENGTH_REQUIRED, -114, "LENGTH_REQUIRED",        411)         \
   X(API_E_BODY_TOO_LARGE,  -115, "BODY_TOO_LARGE",         413)         \
   X(API_E_MEDIA_TYPE,      -116, "UNSUPPORTED_MEDIA_TYPE", 415)         \

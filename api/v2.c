@@ -161,16 +161,68 @@ static int parse_version(const char *s, size_t len, int *out)
   return 0;
 }
 
+/* The model segment name[0..name_len) of a /v2/models path: an operator
+ * name, exact and case-sensitive (the protocol's rule). */
+static int route_model(const char *name, size_t name_len, enum rd_op *op,
+                       struct rd_error *err)
+{
+  char opname[32], nm[SHOW_CUT + 8], cut[SHOW_CUT + 1], models_list[192];
+  size_t c;
+
+  if (name_len < sizeof opname) {
+    memcpy(opname, name, name_len);
+    opname[name_len] = '\0';
+    if (rd_op_parse(opname, op) == 0)
+      return 0;
+  }
+  c = name_len < SHOW_CUT ? name_len : SHOW_CUT;
+  memcpy(cut, name, c);
+  cut[c] = '\0';
+  show(cut, nm, sizeof nm);
+  list_models(models_list, sizeof models_list);
+  return api_fail(err, API_E_NOT_FOUND, "unknown model \"%s%s\"; models: %s",
+                  nm, name_len > SHOW_CUT ? "..." : "", models_list);
+}
+
+/* The version segment vs[0..vs_len) of model `op`: a number that is one of
+ * the operator's versions. */
+static int route_version(enum rd_op op, const char *vs, size_t vs_len,
+                         int *version, struct rd_error *err)
+{
+  const struct rd_op_info *oi = rd_op_info(op);
+  char vtext[SHOW_CUT + 1], vshown[SHOW_CUT + 8], vlist[64];
+  size_t c = vs_len < SHOW_CUT ? vs_len : SHOW_CUT, i;
+  int v;
+
+  memcpy(vtext, vs, c);
+  vtext[c] = '\0';
+  show(vtext, vshown, sizeof vshown);
+  list_versions(op, vlist, sizeof vlist);
+  if (parse_version(vs, vs_len, &v) != 0)
+    return api_fail(err, API_E_INVALID_FIELD,
+                    "model version \"%s\" is not "
+                    "a version number; versions of %s: %s",
+                    vshown, rd_op_name(op), vlist);
+  for (i = 0; i < oi->nversions && oi->versions[i] != v; i++)
+    ;
+  if (i == oi->nversions)
+    return api_fail(err, API_E_NOT_FOUND,
+                    "model %s has no version %d; "
+                    "versions: %s",
+                    rd_op_name(op), v, vlist);
+  *version = v;
+  return 0;
+}
+
 int api_v2_route_parse(const char *path, struct api_v2_route *rt,
                        struct rd_error *err)
 {
   static const char models[] = "/v2/models/", versions[] = "/versions/";
   const char *name, *rest, *vs = NULL;
-  char shown[SHOW_CUT + 8], vlist[64], models_list[192];
-  const struct rd_op_info *oi;
-  size_t name_len, vs_len = 0, i;
-  char opname[32];
+  char shown[SHOW_CUT + 8];
+  size_t name_len, vs_len = 0;
   enum rd_op op;
+  int rc;
 
   memset(rt, 0, sizeof *rt);
   if (strcmp(path, "/v2") == 0) {
@@ -206,48 +258,11 @@ int api_v2_route_parse(const char *path, struct api_v2_route *rt,
     return api_fail(err, API_E_NOT_FOUND, "no such path: %s", shown);
   if (name_len == 0)
     return api_fail(err, API_E_NOT_FOUND, "no such path: %s", shown);
-
-  /* Exact, case-sensitive model names (the protocol's rule). */
-  if (name_len < sizeof opname) {
-    memcpy(opname, name, name_len);
-    opname[name_len] = '\0';
-  }
-  if (name_len >= sizeof opname || rd_op_parse(opname, &op) != 0) {
-    char nm[SHOW_CUT + 8], cut[SHOW_CUT + 1];
-    size_t c = name_len < SHOW_CUT ? name_len : SHOW_CUT;
-    memcpy(cut, name, c);
-    cut[c] = '\0';
-    show(cut, nm, sizeof nm);
-    list_models(models_list, sizeof models_list);
-    return api_fail(err, API_E_NOT_FOUND,
-                    "unknown model \"%s%s\"; models: "
-                    "%s",
-                    nm, name_len > SHOW_CUT ? "..." : "", models_list);
-  }
+  if ((rc = route_model(name, name_len, &op, err)) != 0)
+    return rc;
   rt->op = op;
-  if (vs != NULL) {
-    int v;
-    char vtext[SHOW_CUT + 1], vshown[SHOW_CUT + 8];
-    size_t c = vs_len < SHOW_CUT ? vs_len : SHOW_CUT;
-    memcpy(vtext, vs, c);
-    vtext[c] = '\0';
-    show(vtext, vshown, sizeof vshown);
-    list_versions(op, vlist, sizeof vlist);
-    if (parse_version(vs, vs_len, &v) != 0)
-      return api_fail(err, API_E_INVALID_FIELD,
-                      "model version \"%s\" is not "
-                      "a version number; versions of %s: %s",
-                      vshown, rd_op_name(op), vlist);
-    oi = rd_op_info(op);
-    for (i = 0; i < oi->nversions && oi->versions[i] != v; i++)
-      ;
-    if (i == oi->nversions)
-      return api_fail(err, API_E_NOT_FOUND,
-                      "model %s has no version %d; "
-                      "versions: %s",
-                      rd_op_name(op), v, vlist);
-    rt->version = v;
-  }
+  if (vs != NULL)
+    return route_version(op, vs, vs_len, &rt->version, err);
   return 0;
 }
 

@@ -725,24 +725,11 @@ static void grpc_log(gpr_log_func_args *a)
     LOG_DEBUG("grpc core: %s (%s:%d)", a->message, a->file, a->line);
 }
 
-int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
-                struct server *http)
+/* Loop thread: the metrics routes of the RPCs and the handle the
+ * completion-queue thread wakes the loop with. */
+static int start_loop_side(struct grpcd *g, uv_loop_t *loop,
+                           struct server *http)
 {
-  grpc_server_credentials *creds;
-  grpc_arg args[4];
-  grpc_channel_args chargs;
-  char addr[CONF_HOST_MAX + 16];
-  int max_msg;
-
-  memset(g, 0, sizeof *g);
-  g->conf = c;
-  g->loop = loop;
-  g->http = http;
-  pthread_mutex_init(&g->lock, NULL);
-  atomic_init(&g->draining, 0);
-  atomic_init(&g->live, 0);
-  if (c->grpc_listen == NULL)
-    return 0;
   for (int m = 1; m < API_OIP_NMETHODS; m++) {
     int idx = metrics_route_add(http->metrics, api_oip_method_route(m));
     if (idx < 0) {
@@ -757,16 +744,20 @@ int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
   }
   g->async.data = g;
   g->handles = 1;
+  return 0;
+}
 
-  gpr_set_log_function(grpc_log);
-  grpc_init();
-  g->inited = 1;
+/* The gRPC server with the limits of the HTTP side, and its queue. */
+static void create_server(struct grpcd *g, const struct conf *c)
+{
+  grpc_arg args[4];
+  grpc_channel_args chargs;
+
   /* --max-body bounds a request message as it bounds an HTTP body; the
    * answers (reductions) are never larger than their input, or bounded. */
-  max_msg = c->max_body > INT_MAX ? INT_MAX : (int)c->max_body;
   args[0].type = GRPC_ARG_INTEGER;
   args[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-  args[0].value.integer = max_msg;
+  args[0].value.integer = c->max_body > INT_MAX ? INT_MAX : (int)c->max_body;
   args[1].type = GRPC_ARG_INTEGER;
   args[1].key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
   args[1].value.integer = -1;
@@ -785,27 +776,40 @@ int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
   g->cq = grpc_completion_queue_create_for_next(NULL);
   g->srv = grpc_server_create(&chargs, NULL);
   grpc_server_register_completion_queue(g->srv, g->cq, NULL);
+}
 
-  if (http->auth.tls_cert != NULL) {
-    /* The certificate comes from fetch_tls() at every handshake, so a
-     * SIGHUP reload (grpcd_reload) reaches new connections. */
-    g->tls = 1;
-    g->tls_gen = 1;
-    g->tls_cert = strdup(http->auth.tls_cert);
-    g->tls_key = strdup(http->auth.tls_key);
-    if (g->tls_cert == NULL || g->tls_key == NULL) {
-      LOG_ERROR("grpc: out of memory for the TLS material");
-      return -1;
-    }
-    creds = grpc_ssl_server_credentials_create_with_options(
-      grpc_ssl_server_credentials_create_options_using_config_fetcher(
-        GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_tls, g));
-  } else {
-    creds = grpc_insecure_server_credentials_create();
+/* Insecure credentials, or TLS with the HTTP side's certificate; NULL when
+ * out of memory. */
+static grpc_server_credentials *make_credentials(struct grpcd *g,
+                                                 struct server *http)
+{
+  if (http->auth.tls_cert == NULL)
+    return grpc_insecure_server_credentials_create();
+  /* The certificate comes from fetch_tls() at every handshake, so a
+   * SIGHUP reload (grpcd_reload) reaches new connections. */
+  g->tls = 1;
+  g->tls_gen = 1;
+  g->tls_cert = strdup(http->auth.tls_cert);
+  g->tls_key = strdup(http->auth.tls_key);
+  if (g->tls_cert == NULL || g->tls_key == NULL) {
+    LOG_ERROR("grpc: out of memory for the TLS material");
+    return NULL;
   }
-  snprintf(addr, sizeof addr,
-           strchr(c->grpc_host, ':') != NULL ? "[%s]:%llu" : "%s:%llu",
-           c->grpc_host, (unsigned long long)c->grpc_port);
+  return grpc_ssl_server_credentials_create_with_options(
+    grpc_ssl_server_credentials_create_options_using_config_fetcher(
+      GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_tls, g));
+}
+
+/* Binds --grpc-listen, starts the server, its pre-requested calls and the
+ * completion-queue thread, and writes --grpc-port-file. */
+static int listen_and_run(struct grpcd *g, const struct conf *c,
+                          grpc_server_credentials *creds)
+{
+  char addr[CONF_HOST_MAX + 16];
+  int v6 = strchr(c->grpc_host, ':') != NULL;
+
+  snprintf(addr, sizeof addr, v6 ? "[%s]:%llu" : "%s:%llu", c->grpc_host,
+           (unsigned long long)c->grpc_port);
   g->port = grpc_server_add_http2_port(g->srv, addr, creds);
   grpc_server_credentials_release(creds);
   if (g->port <= 0) {
@@ -821,14 +825,37 @@ int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
     return -1;
   }
   g->thread_started = 1;
-  LOG_INFO("gRPC listening on %s%s%s:%d%s",
-           strchr(c->grpc_host, ':') != NULL ? "[" : "", c->grpc_host,
-           strchr(c->grpc_host, ':') != NULL ? "]" : "", g->port,
-           http->auth.tls_cert != NULL ? " (TLS)" : "");
+  LOG_INFO("gRPC listening on %s%s%s:%d%s", v6 ? "[" : "", c->grpc_host,
+           v6 ? "]" : "", g->port, g->tls ? " (TLS)" : "");
   if (c->grpc_port_file != NULL &&
       write_port_file(c->grpc_port_file, g->port) != 0)
     return -1;
   return 0;
+}
+
+int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
+                struct server *http)
+{
+  grpc_server_credentials *creds;
+
+  memset(g, 0, sizeof *g);
+  g->conf = c;
+  g->loop = loop;
+  g->http = http;
+  pthread_mutex_init(&g->lock, NULL);
+  atomic_init(&g->draining, 0);
+  atomic_init(&g->live, 0);
+  if (c->grpc_listen == NULL)
+    return 0;
+  if (start_loop_side(g, loop, http) != 0)
+    return -1;
+  gpr_set_log_function(grpc_log);
+  grpc_init();
+  g->inited = 1;
+  create_server(g, c);
+  if ((creds = make_credentials(g, http)) == NULL)
+    return -1;
+  return listen_and_run(g, c, creds);
 }
 
 void grpcd_drain(struct grpcd *g, grpcd_idle_cb idle_cb, void *arg)

@@ -60,11 +60,6 @@ const struct rd__op *rd__op_row(int op)
   return &op_rows[op - 1];
 }
 
-int rd__op_implemented(int op)
-{
-  return rd__op_row(op) != NULL;
-}
-
 /* ------------------------------------------------------------------ */
 /* Element loads                                                      */
 /* ------------------------------------------------------------------ */

@@ -85,9 +85,6 @@ struct rd__op {
 /* The row of `op`; NULL if unknown. */
 const struct rd__op *rd__op_row(int op);
 
-/* 1 if rd_plan_init can plan `op`. */
-int rd__op_implemented(int op);
-
 /* Kernel ids of the new families start here (below: kernels.c's ids). */
 #define RD__K_OPS_BASE 1000
 

@@ -377,29 +377,15 @@ static int check_axis(const struct rd_params *p, int64_t *axis,
   return 0;
 }
 
-int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
-                 struct rd_error *err)
+/* The checks that need no shape arithmetic, in the documented order: op,
+ * opset, dtype, dtype in version, the op's attributes, keepdims, overflow
+ * policy, dims.  Returns the version (> 0) or an RD_E_* code. */
+static int check_params(const struct rd_op_info *oi, const struct rd_params *p,
+                        struct rd_error *err)
 {
-  struct rd_plan pl;
-  unsigned char red[RD_MAX_RANK] = { 0 };
-  const struct rd_op_info *oi;
-  const char *opname;
-  int version, rc, noop = 0;
-  uint64_t acc_bytes;
+  int version, rc;
   char list[160];
 
-  clear_err(err);
-  memset(&pl, 0, sizeof pl);
-  if (!plan || !p)
-    return rd__set_err(err, RD_E_INVALID, "plan or params is NULL");
-  if (!(oi = rd_op_info(p->op)))
-    return rd__set_err(err, RD_E_OP,
-                       "op is %d; it must be an enum rd_op value "
-                       "(1 ReduceL2 .. %d ArgMin)",
-                       p->op, RD_OP_COUNT);
-  opname = oi->name;
-  if (!rd__op_implemented(p->op))
-    return rd__set_err(err, RD_E_OP, "%s is not implemented yet", opname);
   if ((version = rd_op_version(p->op, p->opset)) < 0)
     return rd__set_err(err, RD_E_OPSET, "opset is %" PRId64 "; it must be >= 1",
                        p->opset);
@@ -410,12 +396,11 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
     return rd__set_err(err, RD_E_DTYPE_VERSION,
                        "dtype %s is not allowed by %s "
                        "version %d (opset %" PRId64 "); its dtypes: %s",
-                       rd_dtype_name(p->dtype), opname, version, p->opset,
+                       rd_dtype_name(p->dtype), oi->name, version, p->opset,
                        list);
   }
   if ((rc = check_op_attrs(oi, p, version, err)) != 0)
     return rc;
-  noop = !oi->is_arg && p->noop_with_empty_axes == 1 && p->naxes == 0;
   if (p->keepdims != 0 && p->keepdims != 1)
     return rd__set_err(err, RD_E_KEEPDIMS,
                        "keepdims is %" PRId64 "; it must be 0 or 1",
@@ -427,7 +412,97 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
                        p->overflow);
   if ((rc = check_dims(p->rank, p->shape, err)) != 0)
     return rc;
+  return version;
+}
 
+/* The input's size, the reduced dims (red[]), the noop flag and the output
+ * shape and size of `pl` (op, dtypes and element sizes already set). */
+static int plan_shapes(struct rd_plan *pl, const struct rd_op_info *oi,
+                       const struct rd_params *p, unsigned char *red,
+                       struct rd_error *err)
+{
+  int rc;
+
+  pl->in_rank = p->rank;
+  for (size_t i = 0; i < p->rank; i++)
+    pl->in_shape[i] = p->shape[i];
+  if (count_checked(pl->in_rank, pl->in_shape, pl->elem_size, &pl->in_count))
+    return rd__set_err(err, RD_E_TOO_LARGE,
+                       "the input has more than %" PRId64
+                       " bytes (%zu bytes per element)",
+                       INT64_MAX, pl->elem_size);
+  pl->in_bytes = pl->in_count * pl->elem_size;
+
+  if (oi->is_arg) {
+    if ((rc = check_axis(p, &pl->axis, red, err)) != 0)
+      return rc;
+    pl->select_last_index = p->select_last_index == 1;
+  } else if ((rc = check_axes(p, red, err)) != 0) {
+    return rc;
+  }
+  pl->noop = !oi->is_arg && p->noop_with_empty_axes == 1 && p->naxes == 0;
+  if (!pl->noop && p->naxes == 0 && !oi->is_arg)
+    memset(red, 1, RD_MAX_RANK);
+  for (size_t i = 0; i < pl->in_rank; i++) {
+    if (!red[i] || pl->noop)
+      pl->out_shape[pl->out_rank++] = pl->in_shape[i];
+    else if (p->keepdims)
+      pl->out_shape[pl->out_rank++] = 1;
+  }
+  if (pl->noop)
+    memset(red, 0, RD_MAX_RANK);
+  /* A reduced empty dim can make the output larger than the input. */
+  if (count_checked(pl->out_rank, pl->out_shape, pl->out_elem_size,
+                    &pl->out_count))
+    return rd__set_err(err, RD_E_TOO_LARGE,
+                       "the output has more than %" PRId64
+                       " bytes (%zu bytes per element)",
+                       INT64_MAX, pl->out_elem_size);
+  pl->out_bytes = pl->out_count * pl->out_elem_size;
+  return 0;
+}
+
+/* The kernel of `pl`, and a check that its accumulators are addressable
+ * (checked again at allocation). */
+static int plan_kernel(struct rd_plan *pl, const char *opname,
+                       struct rd_error *err)
+{
+  uint64_t acc_bytes;
+
+  pl->priv.kernel = rd__op_kernel_id(pl->op, pl->dtype, pl->select_last_index);
+  if (pl->priv.kernel < 0 || !kernel_of(pl->priv.kernel))
+    return rd__set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
+                       rd_dtype_name(pl->dtype)); /* not reached: table gap */
+  if (__builtin_mul_overflow(pl->out_count,
+                             (uint64_t)kernel_of(pl->priv.kernel)->acc_size,
+                             &acc_bytes) ||
+      acc_bytes > (uint64_t)INT64_MAX)
+    return rd__set_err(err, RD_E_TOO_LARGE,
+                       "the output's %" PRIu64 " elements "
+                       "need more accumulator memory than int64 can count",
+                       pl->out_count);
+  return 0;
+}
+
+int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
+                 struct rd_error *err)
+{
+  struct rd_plan pl;
+  unsigned char red[RD_MAX_RANK] = { 0 };
+  const struct rd_op_info *oi;
+  int version, rc;
+
+  clear_err(err);
+  memset(&pl, 0, sizeof pl);
+  if (!plan || !p)
+    return rd__set_err(err, RD_E_INVALID, "plan or params is NULL");
+  if (!(oi = rd_op_info(p->op)))
+    return rd__set_err(err, RD_E_OP,
+                       "op is %d; it must be an enum rd_op value "
+                       "(1 ReduceL2 .. %d ArgMin)",
+                       p->op, RD_OP_COUNT);
+  if ((version = check_params(oi, p, err)) < 0)
+    return version;
   pl.op = p->op;
   pl.version = version;
   pl.dtype = p->dtype;
@@ -435,56 +510,9 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
   pl.overflow = p->overflow;
   pl.elem_size = rd_dtype_size(p->dtype);
   pl.out_elem_size = rd_dtype_size(pl.out_dtype);
-  pl.in_rank = p->rank;
-  for (size_t i = 0; i < p->rank; i++)
-    pl.in_shape[i] = p->shape[i];
-  if (count_checked(pl.in_rank, pl.in_shape, pl.elem_size, &pl.in_count))
-    return rd__set_err(err, RD_E_TOO_LARGE,
-                       "the input has more than %" PRId64
-                       " bytes (%zu bytes per element)",
-                       INT64_MAX, pl.elem_size);
-  pl.in_bytes = pl.in_count * pl.elem_size;
-
-  if (oi->is_arg) {
-    if ((rc = check_axis(p, &pl.axis, red, err)) != 0)
-      return rc;
-    pl.select_last_index = p->select_last_index == 1;
-  } else if ((rc = check_axes(p, red, err)) != 0) {
+  if ((rc = plan_shapes(&pl, oi, p, red, err)) != 0 ||
+      (rc = plan_kernel(&pl, oi->name, err)) != 0)
     return rc;
-  }
-  if (noop) {
-    pl.noop = 1;
-  } else if (p->naxes == 0 && !oi->is_arg) {
-    memset(red, 1, sizeof red);
-  }
-  for (size_t i = 0; i < pl.in_rank; i++) {
-    if (!red[i] || pl.noop)
-      pl.out_shape[pl.out_rank++] = pl.in_shape[i];
-    else if (p->keepdims)
-      pl.out_shape[pl.out_rank++] = 1;
-  }
-  if (pl.noop)
-    memset(red, 0, sizeof red);
-  /* A reduced empty dim can make the output larger than the input. */
-  if (count_checked(pl.out_rank, pl.out_shape, pl.out_elem_size, &pl.out_count))
-    return rd__set_err(err, RD_E_TOO_LARGE,
-                       "the output has more than %" PRId64
-                       " bytes (%zu bytes per element)",
-                       INT64_MAX, pl.out_elem_size);
-  pl.out_bytes = pl.out_count * pl.out_elem_size;
-  pl.priv.kernel = rd__op_kernel_id(pl.op, pl.dtype, pl.select_last_index);
-  if (pl.priv.kernel < 0 || !kernel_of(pl.priv.kernel))
-    return rd__set_err(err, RD_E_DTYPE, "no %s kernel for dtype %s", opname,
-                       rd_dtype_name(pl.dtype)); /* not reached: table gap */
-  /* Accumulators must be addressable too (checked again at allocation). */
-  if (__builtin_mul_overflow(pl.out_count,
-                             (uint64_t)kernel_of(pl.priv.kernel)->acc_size,
-                             &acc_bytes) ||
-      acc_bytes > (uint64_t)INT64_MAX)
-    return rd__set_err(err, RD_E_TOO_LARGE,
-                       "the output's %" PRIu64 " elements "
-                       "need more accumulator memory than int64 can count",
-                       pl.out_count);
   canonicalise(&pl, red);
   *plan = pl;
   return 0;

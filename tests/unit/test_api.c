@@ -147,7 +147,6 @@ static void test_errname_status(void **state)
     { API_E_NOT_FOUND, "NOT_FOUND", 404 },
     { API_E_METHOD, "METHOD_NOT_ALLOWED", 405 },
     { API_E_NOT_ACCEPTABLE, "NOT_ACCEPTABLE", 406 },
-    { API_E_TIMEOUT, "REQUEST_TIMEOUT", 408 },
     { API_E_LENGTH_REQUIRED, "LENGTH_REQUIRED", 411 },
     { API_E_BODY_TOO_LARGE, "BODY_TOO_LARGE", 413 },
     { API_E_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE", 415 },
@@ -180,7 +179,9 @@ static void test_errname_status(void **state)
     { RD_E_ATTRIBUTE, "ATTRIBUTE_NOT_ALLOWED", 400 },
     { RD_E_ELEMENT, "INVALID_ELEMENT", 400 },
   };
-  static const int unknown[] = { -23,  -50,  -99,   -106, -109,
+  /* -113 was REQUEST_TIMEOUT: never raised (libmicrohttpd closes idle
+   * connections itself), so removed. */
+  static const int unknown[] = { -23,  -50,  -99,   -106, -109, -113,
                                  -123, -124, -1000, 1,    200 };
   size_t i;
 
