@@ -267,12 +267,17 @@ if [ "$size" -gt 0 ]; then
       '{{.Config.User}}|{{range .Config.Env}}{{.}} {{end}}|{{range $p, $v := .Config.ExposedPorts}}{{$p}}{{end}}|{{.Config.StopSignal}}|{{if .Config.Healthcheck}}health{{end}}' \
       "$IMAGE")
     echo "$got"
+    # HTTP on 8080 and gRPC on 8081, both listening on every interface.
     case $got in
-      "10001:10001|"*"REDUCED_LISTEN=0.0.0.0:8080 "*"|8080/tcp|SIGTERM|health") return 0 ;;
+      "10001:10001|"*"REDUCED_LISTEN=0.0.0.0:8080 "*"|8080/tcp8081/tcp|SIGTERM|health") ;;
+      *) return 1 ;;
+    esac
+    case $got in
+      *"REDUCED_GRPC_LISTEN=0.0.0.0:8081 "*) return 0 ;;
     esac
     return 1
   }
-  check "image config: USER 10001, REDUCED_LISTEN, EXPOSE 8080, STOPSIGNAL, HEALTHCHECK" image_config
+  check "image config: USER 10001, REDUCED_LISTEN, REDUCED_GRPC_LISTEN, EXPOSE 8080 8081, STOPSIGNAL, HEALTHCHECK" image_config
 
   port=$(free_port 18080)
   base=http://127.0.0.1:$port
