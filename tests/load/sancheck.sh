@@ -67,8 +67,10 @@ tools=$top_builddir/tests/openapi-tools
 [ -d "$tools" ] || tools=$top_srcdir/tests/openapi-tools
 browser=$top_builddir/tests/browser-tools
 [ -d "$browser" ] || browser=$top_srcdir/tests/browser-tools
+grpc_tools=$top_builddir/tests/grpc-tools
+[ -d "$grpc_tools" ] || grpc_tools=$top_srcdir/tests/grpc-tools
 # SAN_TESTS: a subset (make check TESTS=...), e.g. while working on one test
-REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
+REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser GRPC_TOOLS=$grpc_tools make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
   ${SAN_TESTS:+TESTS="$SAN_TESTS"} >"$SAN_WORK/check.log" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|XFAIL|ERROR|SKIP|XPASS):' "$SAN_WORK/check.log"
