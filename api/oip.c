@@ -735,37 +735,6 @@ static int apply_axes(const struct oip_input *in, struct api_request *req,
   return 0;
 }
 
-/* Which input `name` is (0 data, 1 axes) at version `v` of `op`. */
-static int input_slot(const char *name, int op, int v, int *slot,
-                      struct rd_error *err)
-{
-  char shown[SHOW_CUT + 8];
-
-  if (strcmp(name, "data") == 0) {
-    *slot = 0;
-    return 0;
-  }
-  if (strcmp(name, "axes") == 0 && has_axes_input(op, v)) {
-    *slot = 1;
-    return 0;
-  }
-  if (strcmp(name, "axes") == 0 && axes_input_version(op) != 0)
-    return api_fail(err, API_E_UNKNOWN_FIELD,
-                    "input \"axes\" exists from "
-                    "version %d of %s; at version %d use parameters.axes",
-                    axes_input_version(op), rd_op_name(op), v);
-  if (strcmp(name, "axes") == 0)
-    return api_fail(err, RD_E_ATTRIBUTE,
-                    "input \"axes\" is not taken by "
-                    "%s (it reduces one axis, given as parameters.axis)",
-                    rd_op_name(op));
-  show(name, shown, sizeof shown);
-  return api_fail(err, API_E_UNKNOWN_FIELD,
-                  "unknown input \"%s\"; the "
-                  "inputs are \"data\"%s",
-                  shown, has_axes_input(op, v) ? " and \"axes\"" : "");
-}
-
 /* The requested outputs: only "reduced", without parameters. */
 static int check_outputs(const InferRequest *m, struct rd_error *err)
 {
@@ -825,7 +794,7 @@ static int decode_message(const InferRequest *m, uint64_t max_elements,
                     m->n_raw_input_contents, m->n_inputs);
   for (size_t i = 0; i < m->n_inputs; i++) {
     const char *name = m->inputs[i]->name;
-    if ((rc = input_slot(name, op, (int)p->opset, &slot, err)) != 0)
+    if ((rc = api_v2_input_slot(name, op, (int)p->opset, &slot, err)) != 0)
       return rc;
     if (have[slot])
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" is given twice",

@@ -815,8 +815,7 @@ struct v2_inputs {
   int pos[2];
 };
 
-/* Which input `name` is (0 data, 1 axes) for version `v` of `op`. */
-static int input_slot(const char *name, int op, int v, int *slot,
+int api_v2_input_slot(const char *name, int op, int v, int *slot,
                       struct rd_error *err)
 {
   char shown[SHOW_CUT + 8];
@@ -879,7 +878,7 @@ static int decode_inputs(const json_t *inputs, int blobs, int op, int v,
                       "inputs[%zu]: name must be a "
                       "string, got %s",
                       i, api__type_name(name));
-    if ((rc = input_slot(json_string_value(name), op, v, &ti, err)) != 0)
+    if ((rc = api_v2_input_slot(json_string_value(name), op, v, &ti, err)) != 0)
       return rc;
     if (ins->have[ti])
       return api_fail(err, API_E_INVALID_FIELD, "input \"%s\" is given twice",

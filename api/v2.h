@@ -95,6 +95,13 @@ int api_v2_set_axes(struct api_request *req, const struct api_v2_info *info,
  * axes blob). */
 int api_v2_streamable(const struct api_v2_info *info);
 
+/* Which inference input `name` is at version `v` of `op`: 0 "data", 1
+ * "axes" (at the op's axes-input versions).  An "axes" input below them, an
+ * "axes" input of ArgMax/ArgMin or another name is an error naming it.
+ * Shared by /v2 over HTTP and gRPC. */
+int api_v2_input_slot(const char *name, int op, int v, int *slot,
+                      struct rd_error *err);
+
 /* Decodes a whole body: `header_len` bytes of JSON (SIZE_MAX: no
  * Inference-Header-Content-Length, all of it is JSON), then the blobs,
  * which must add up to exactly the rest.  The data (JSON or blob) is
