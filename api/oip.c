@@ -127,58 +127,11 @@ static int host_is_big_endian(void)
   return b == 0;
 }
 
-/* The version a request without one takes: the op's newest. */
-static int newest_version(int op)
-{
-  const struct rd_op_info *oi = rd_op_info(op);
-
-  return oi != NULL ? oi->versions[oi->nversions - 1] : 0;
-}
-
-/* The first version of `op` taking axes as an input; 0: none. */
-static int axes_input_version(int op)
-{
-  const struct rd_op_info *oi = rd_op_info(op);
-
-  return oi != NULL && !oi->is_arg ? oi->axes_input_version : 0;
-}
-
-static int has_axes_input(int op, int v)
-{
-  int a = axes_input_version(op);
-
-  return a != 0 && v >= a;
-}
-
 static int is_arg(int op)
 {
   const struct rd_op_info *oi = rd_op_info(op);
 
   return oi != NULL && oi->is_arg;
-}
-
-/* "1, 11, 13, 18" */
-static void list_versions(int op, char *out, size_t size)
-{
-  const struct rd_op_info *oi = rd_op_info(op);
-  size_t n = 0;
-
-  out[0] = '\0';
-  for (size_t i = 0; oi != NULL && i < oi->nversions && n < size; i++)
-    n += (size_t)snprintf(out + n, size - n, "%s%d", i ? ", " : "",
-                          oi->versions[i]);
-}
-
-/* "ReduceL2, ReduceSumSquare, ..." */
-static void list_models(char *out, size_t size)
-{
-  size_t n = 0;
-
-  out[0] = '\0';
-  for (int op = 1; op <= RD_OP_COUNT && n < size; op++)
-    if (rd_op_name(op) != NULL)
-      n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "",
-                            rd_op_name(op));
 }
 
 /* Packs any message into `b`. 0 or RD_E_NOMEM. */
@@ -226,7 +179,7 @@ int api_oip_model(const char *name, const char *version, int *op,
 
   if (name == NULL || rd_op_parse(name, &o) != 0) {
     show(name != NULL ? name : "", shown, sizeof shown);
-    list_models(models, sizeof models);
+    api__v2_list_models(models, sizeof models);
     return api_fail(err, API_E_NOT_FOUND, "unknown model \"%s\"; models: %s",
                     shown, models);
   }
@@ -234,7 +187,7 @@ int api_oip_model(const char *name, const char *version, int *op,
   *version_out = 0;
   if (version == NULL || version[0] == '\0')
     return 0;
-  list_versions(o, vlist, sizeof vlist);
+  api__v2_list_versions(o, vlist, sizeof vlist);
   if (parse_version(version, &v) != 0) {
     show(version, shown, sizeof shown);
     return api_fail(err, API_E_INVALID_FIELD,
@@ -335,12 +288,12 @@ static int param_axes(const Param *v, struct api_request *req,
   const char *s;
   size_t n = 0;
 
-  if (has_axes_input(p->op, (int)p->opset))
+  if (api__v2_has_axes_input(p->op, (int)p->opset))
     return api_fail(err, API_E_INVALID_FIELD,
                     "parameters.axes is for "
                     "versions below %d; at version %d axes is the input "
                     "\"axes\" (INT64)",
-                    axes_input_version(p->op), (int)p->opset);
+                    api__v2_axes_input_version(p->op), (int)p->opset);
   if (v->parameter_choice_case ==
       INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM) {
     req->axes[0] = v->int64_param;
@@ -775,7 +728,7 @@ static int decode_message(const InferRequest *m, uint64_t max_elements,
   info->op = op;
   info->version = version;
   p->op = op;
-  p->opset = version != 0 ? version : newest_version(op);
+  p->opset = version != 0 ? version : api__v2_newest_version(op);
   if (strlen(m->id) > API_V2_ID_MAX)
     return api_fail(err, API_E_INVALID_FIELD, "id must be at most %d bytes",
                     API_V2_ID_MAX);
@@ -965,7 +918,7 @@ int api_oip_encode_model_meta(int op, int version, struct api_buf *b)
 
   if (oi == NULL)
     return RD_E_INVALID;
-  v = version != 0 ? version : newest_version(op);
+  v = version != 0 ? version : api__v2_newest_version(op);
   for (size_t i = 0; i < oi->nversions; i++) {
     snprintf(vtext[i], sizeof vtext[i], "%d", oi->versions[i]);
     vptr[i] = vtext[i];
@@ -997,11 +950,11 @@ int api_oip_encode_model_meta(int op, int version, struct api_buf *b)
   r.n_versions = oi->nversions;
   r.versions = vptr;
   r.platform = "onnx_reduce";
-  r.n_inputs = has_axes_input(op, v) ? 2 : 1;
+  r.n_inputs = api__v2_has_axes_input(op, v) ? 2 : 1;
   r.inputs = inputs;
   r.n_outputs = 1;
   r.outputs = outputs;
-  r.n_properties = has_axes_input(op, v) ? 2 : 1;
+  r.n_properties = api__v2_has_axes_input(op, v) ? 2 : 1;
   r.properties = props;
   return pack(&r.base, b);
 }

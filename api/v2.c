@@ -82,7 +82,7 @@ static void show(const char *s, char *out, size_t size)
 }
 
 /* "1, 11, 13, 18" (the versions of `op`) */
-static void list_versions(int op, char *out, size_t size)
+void api__v2_list_versions(int op, char *out, size_t size)
 {
   const struct rd_op_info *oi = rd_op_info(op);
   size_t n = 0;
@@ -94,7 +94,7 @@ static void list_versions(int op, char *out, size_t size)
 }
 
 /* "ReduceL2, ReduceSumSquare, ..." (every model) */
-static void list_models(char *out, size_t size)
+void api__v2_list_models(char *out, size_t size)
 {
   size_t n = 0;
 
@@ -117,7 +117,7 @@ static void list_datatypes(char *out, size_t size)
 }
 
 /* The version a request without one takes: the op's newest. */
-static int newest_version(int op)
+int api__v2_newest_version(int op)
 {
   const struct rd_op_info *oi = rd_op_info(op);
 
@@ -126,7 +126,7 @@ static int newest_version(int op)
 
 /* The first version of `op` that takes axes as an input; 0: none (ArgMax,
  * ArgMin). */
-static int axes_input_version(int op)
+int api__v2_axes_input_version(int op)
 {
   const struct rd_op_info *oi = rd_op_info(op);
 
@@ -134,9 +134,9 @@ static int axes_input_version(int op)
 }
 
 /* 1 when version `v` of `op` takes the "axes" input. */
-static int has_axes_input(int op, int v)
+int api__v2_has_axes_input(int op, int v)
 {
-  int a = axes_input_version(op);
+  int a = api__v2_axes_input_version(op);
 
   return a != 0 && v >= a;
 }
@@ -179,7 +179,7 @@ static int route_model(const char *name, size_t name_len, enum rd_op *op,
   memcpy(cut, name, c);
   cut[c] = '\0';
   show(cut, nm, sizeof nm);
-  list_models(models_list, sizeof models_list);
+  api__v2_list_models(models_list, sizeof models_list);
   return api_fail(err, API_E_NOT_FOUND, "unknown model \"%s%s\"; models: %s",
                   nm, name_len > SHOW_CUT ? "..." : "", models_list);
 }
@@ -197,7 +197,7 @@ static int route_version(enum rd_op op, const char *vs, size_t vs_len,
   memcpy(vtext, vs, c);
   vtext[c] = '\0';
   show(vtext, vshown, sizeof vshown);
-  list_versions(op, vlist, sizeof vlist);
+  api__v2_list_versions(op, vlist, sizeof vlist);
   if (parse_version(vs, vs_len, &v) != 0)
     return api_fail(err, API_E_INVALID_FIELD,
                     "model version \"%s\" is not "
@@ -306,12 +306,12 @@ static int decode_param_axes(const json_t *v, struct api_request *req,
   struct rd_params *p = &req->params;
   size_t n;
 
-  if (has_axes_input(p->op, (int)p->opset))
+  if (api__v2_has_axes_input(p->op, (int)p->opset))
     return api_fail(err, API_E_INVALID_FIELD,
                     "parameters.axes is for "
                     "versions below %d; at version %d axes is the input "
                     "\"axes\" (INT64)",
-                    axes_input_version(p->op), (int)p->opset);
+                    api__v2_axes_input_version(p->op), (int)p->opset);
   if (!json_is_array(v))
     return api_fail(err, API_E_INVALID_FIELD,
                     "parameters.axes must be a "
@@ -824,15 +824,15 @@ int api_v2_input_slot(const char *name, int op, int v, int *slot,
     *slot = 0;
     return 0;
   }
-  if (strcmp(name, "axes") == 0 && has_axes_input(op, v)) {
+  if (strcmp(name, "axes") == 0 && api__v2_has_axes_input(op, v)) {
     *slot = 1;
     return 0;
   }
-  if (strcmp(name, "axes") == 0 && axes_input_version(op) != 0)
+  if (strcmp(name, "axes") == 0 && api__v2_axes_input_version(op) != 0)
     return api_fail(err, API_E_UNKNOWN_FIELD,
                     "input \"axes\" exists from "
                     "version %d of %s; at version %d use parameters.axes",
-                    axes_input_version(op), rd_op_name(op), v);
+                    api__v2_axes_input_version(op), rd_op_name(op), v);
   if (strcmp(name, "axes") == 0)
     return api_fail(err, RD_E_ATTRIBUTE,
                     "input \"axes\" is not taken by "
@@ -842,7 +842,7 @@ int api_v2_input_slot(const char *name, int op, int v, int *slot,
   return api_fail(err, API_E_UNKNOWN_FIELD,
                   "unknown input \"%s\"; the "
                   "inputs are \"data\"%s",
-                  shown, has_axes_input(op, v) ? " and \"axes\"" : "");
+                  shown, api__v2_has_axes_input(op, v) ? " and \"axes\"" : "");
 }
 
 /* Reads the "inputs" list into `ins`. */
@@ -1009,7 +1009,7 @@ static void reset(struct api_request *req, struct api_v2_info *info,
   req->params.shape = req->shape;
   req->params.axes = req->axes;
   req->params.op = op;
-  req->params.opset = version != 0 ? version : newest_version(op);
+  req->params.opset = version != 0 ? version : api__v2_newest_version(op);
   memset(info, 0, sizeof *info);
   info->op = op;
   info->version = version;
@@ -1240,7 +1240,7 @@ static json_t *tensor_meta(const char *name, int op, int version, int kind)
 int api_v2_encode_model_meta(int op, int version, struct api_buf *b)
 {
   const struct rd_op_info *oi = rd_op_info(op);
-  int v = version != 0 ? version : newest_version(op), failed = 0;
+  int v = version != 0 ? version : api__v2_newest_version(op), failed = 0;
   json_t *root, *versions, *inputs;
   char num[16];
 
@@ -1253,7 +1253,7 @@ int api_v2_encode_model_meta(int op, int version, struct api_buf *b)
     failed |= json_array_append_new(versions, json_string(num));
   }
   failed |= json_array_append_new(inputs, tensor_meta("data", op, v, 0));
-  if (has_axes_input(op, v))
+  if (api__v2_has_axes_input(op, v))
     failed |= json_array_append_new(inputs, tensor_meta("axes", op, v, 1));
   if (failed) {
     json_decref(versions);

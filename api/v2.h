@@ -95,6 +95,16 @@ int api_v2_set_axes(struct api_request *req, const struct api_v2_info *info,
  * axes blob). */
 int api_v2_streamable(const struct api_v2_info *info);
 
+/* Shared with gRPC (api/oip.c), not part of the interface: the newest
+ * version of `op` (what a request without one takes); the first version
+ * taking axes as an input (0: ArgMax/ArgMin); whether version `v` does;
+ * "1, 11, 13, 18" and "ReduceL2, ReduceSumSquare, ..." for messages. */
+int api__v2_newest_version(int op);
+int api__v2_axes_input_version(int op);
+int api__v2_has_axes_input(int op, int v);
+void api__v2_list_versions(int op, char *out, size_t size);
+void api__v2_list_models(char *out, size_t size);
+
 /* Which inference input `name` is at version `v` of `op`: 0 "data", 1
  * "axes" (at the op's axes-input versions).  An "axes" input below them, an
  * "axes" input of ArgMax/ArgMin or another name is an error naming it.
