@@ -344,6 +344,10 @@ static int decode_shape(const json_t *v, int64_t *shape, size_t *rank,
   return 0;
 }
 
+static int input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
+                       uint64_t max_elements, struct api_request *req,
+                       uint64_t *count, struct rd_error *err);
+
 /* ================================================================== */
 /* Elements                                                           */
 /* ================================================================== */
@@ -427,52 +431,114 @@ static int walk(struct fill *f, const json_t *v, size_t depth, char *path,
   return 0;
 }
 
-/* Converts the elements of a flat array found by jf_find() (json.c's
- * f->c.out is allocated, f->c.idx is 0).  The common elements are stored
- * directly; any other (a real for an integer dtype, a value out of the
- * dtype's range) goes through put_elem() on a jansson value of what the
- * parser would have made, for the same checks and messages.  1 means the
- * fast path cannot convert exactly: the caller decodes again with jansson. */
-static int fill_flat(struct fill *f, const char *body, const struct jf_flat *fl,
-                     struct rd_error *err)
+/* Converts the elements of the flat array `fl` of `body` (jf_locate())
+ * into f->c.out, sized for fl->count elements, in one pass that also
+ * checks their syntax; sets fl->count to the elements read and
+ * fl->checked.  The common elements are stored directly; any other (a
+ * real for an integer dtype, a value out of the dtype's range) goes
+ * through put_elem() on a jansson value of what the parser would have
+ * made, for the same checks and messages: the first such error is left
+ * in *elem_rc and `err` (it is reported only if the shape checks, which
+ * come first, pass), and nothing more is stored after it.  1 means the
+ * fast path cannot take the array: the caller decodes again with
+ * jansson. */
+static int fill_flat(struct fill *f, const char *body, struct jf_flat *fl,
+                     int *elem_rc, struct rd_error *err)
 {
-  size_t pos = fl->open;
-  int is_float = api__is_float(f->c.dtype);
-  uint64_t max_neg = 0, max_pos = 0;
+  size_t pos = fl->open + 1;
+  int dt = f->c.dtype, is_float = api__is_float(dt), last = 0, rc;
+  int narrow = is_float && dt != RD_FLOAT64;
+  uint64_t max_neg = 0, max_pos = 0, k = 0;
   struct jf_num n;
+  double d;
   json_t *v;
-  int rc;
 
+  *elem_rc = 0;
   /* bool takes true/false only: every number goes to put_elem() (which
    * refuses it), as with an empty range. */
-  if (!is_float && f->c.dtype != RD_BOOL)
-    api__int_range(f->c.dtype, &max_neg, &max_pos);
-  for (uint64_t k = 0; k < fl->count; k++) {
-    unsigned char *dst = f->c.out + f->c.idx * f->c.esize;
-    if (jf_next(body, &pos, &n) != 0)
+  if (!is_float && dt != RD_BOOL)
+    api__int_range(dt, &max_neg, &max_pos);
+  while (!last) {
+    unsigned char *dst = f->c.out + k * f->c.esize;
+    if (k == fl->count || jf_read(body, fl->close, &pos, &n, &last) != 0)
       return 1;
+    k++;
+    if (*elem_rc != 0)
+      continue; /* syntax still checked to the end */
+    if (narrow && jf_narrow(dt, &n, JF_MARGIN, dst))
+      continue;
     if (is_float) {
-      api__store_float(f->c.dtype, n.kind == JF_INT ? (double)n.i : n.d, dst);
-      f->c.idx++;
+      if (jf_exact(&n, &d) != 0)
+        return 1;
+      api__store_float(dt, d, dst);
       continue;
     }
     if (n.kind == JF_INT && max_pos != 0 &&
         (n.i >= 0 ? (uint64_t)n.i <= max_pos
                   : (uint64_t)0 - (uint64_t)n.i <= max_neg)) {
-      api__store_int(f->c.dtype, n.i < 0,
+      api__store_int(dt, n.i < 0,
                      n.i < 0 ? (uint64_t)0 - (uint64_t)n.i : (uint64_t)n.i,
                      dst);
-      f->c.idx++;
       continue;
     }
-    v = n.kind == JF_INT ? json_integer(n.i) : json_real(n.d);
+    if (n.kind == JF_REAL && jf_exact(&n, &d) != 0)
+      return 1;
+    v = n.kind == JF_INT ? json_integer(n.i) : json_real(d);
     if (v == NULL)
-      return api_fail(err, RD_E_NOMEM, "out of memory decoding input.data");
+      return 1;
+    f->c.idx = k - 1;
     rc = api__put_elem(&f->c, v, err);
     json_decref(v);
     if (rc != 0)
-      return rc;
+      *elem_rc = rc;
   }
+  fl->count = k;
+  fl->checked = 1;
+  return 0;
+}
+
+/* The fast path's input.data (decode_input() with `fl`): the elements are
+ * read first, into a buffer for the bound jf_locate() gave (pages not
+ * written are never resident), then counted against the shape as the
+ * ordinary path does before converting, then the first element error, if
+ * any, is reported.  1: not taken. */
+static int fast_input(struct fill *f, const json_t *shape_v, uint64_t max_el,
+                      struct api_request *req, const char *body,
+                      struct jf_flat *fl, struct rd_error *err)
+{
+  struct rd_error eerr;
+  uint64_t count;
+  int64_t nest[1];
+  int rc, elem_rc;
+  void *p;
+
+  if (fl->count > SIZE_MAX / 8)
+    return 1;
+  f->c.out = malloc((size_t)fl->count * f->c.esize);
+  if (f->c.out == NULL)
+    return 1; /* the ordinary path says what it says */
+  memset(&eerr, 0, sizeof eerr);
+  if ((rc = fill_flat(f, body, fl, &elem_rc, &eerr)) == 0) {
+    nest[0] = (int64_t)fl->count;
+    f->rank = 1;
+    f->dims = nest;
+    rc = input_shape(shape_v, nest, 1, max_el, req, &count, err);
+    if (rc == 0 && elem_rc != 0) {
+      if (err != NULL)
+        *err = eerr;
+      rc = elem_rc;
+    }
+  }
+  if (rc != 0) {
+    free(f->c.out);
+    f->c.out = NULL;
+    return rc;
+  }
+  /* Give back the bound's unused tail (mremap for a large block). */
+  if ((p = realloc(f->c.out, (size_t)count * f->c.esize)) != NULL)
+    f->c.out = p;
+  req->data = f->c.out;
+  req->data_bytes = (size_t)count * f->c.esize;
   return 0;
 }
 
@@ -584,11 +650,9 @@ static int input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
   return 0;
 }
 
-/* Checks the structure of `data` (unless `fl`: a flat array of numbers),
- * then allocates and converts the `count` elements into req->data. */
+/* Checks the structure of `data`, then allocates and converts the `count` elements into req->data. */
 static int input_convert(struct fill *f, const json_t *data, uint64_t count,
-                         struct api_request *req, const char *body,
-                         const struct jf_flat *fl, struct rd_error *err)
+                         struct api_request *req, struct rd_error *err)
 {
   char path[PATH_MAX_LEN];
   uint64_t bytes;
@@ -597,7 +661,7 @@ static int input_convert(struct fill *f, const json_t *data, uint64_t count,
   /* Structure first, then allocate, then convert: the first elements of
    * ragged data must not size an allocation. */
   snprintf(path, sizeof path, "input.data");
-  if (fl == NULL && (rc = walk(f, data, 0, path, strlen(path), err)) != 0)
+  if ((rc = walk(f, data, 0, path, strlen(path), err)) != 0)
     return rc;
   bytes = count * f->c.esize; /* rd_shape_count checked it fits in int64 */
   if (bytes > SIZE_MAX - 1)
@@ -611,8 +675,7 @@ static int input_convert(struct fill *f, const json_t *data, uint64_t count,
     return api_fail(err, RD_E_NOMEM,
                     "out of memory for %" PRIu64 " bytes of input", bytes);
   f->c.idx = 0;
-  rc = fl != NULL ? fill_flat(f, body, fl, err)
-                  : walk(f, data, 0, path, strlen(path), err);
+  rc = walk(f, data, 0, path, strlen(path), err);
   if (rc != 0) {
     free(f->c.out);
     f->c.out = NULL;
@@ -628,7 +691,7 @@ static int input_convert(struct fill *f, const json_t *data, uint64_t count,
  * 1 if the fast path gives up (nothing is left allocated). */
 static int decode_input(const json_t *root, uint64_t max_elements,
                         struct api_request *req, struct rd_error *err,
-                        const char *body, const struct jf_flat *fl)
+                        const char *body, struct jf_flat *fl)
 {
   struct rd_params *p = &req->params;
   const json_t *input = NULL, *data = NULL;
@@ -640,34 +703,34 @@ static int decode_input(const json_t *root, uint64_t max_elements,
 
   if ((rc = input_fields_get(root, p, &input, &data, err)) != 0)
     return rc;
-  if (fl != NULL) {
-    if (!json_is_array(data) || json_array_size(data) != 0)
-      return 1; /* cannot happen when jf_find() located it; be safe */
-    nest[0] = (int64_t)fl->count;
-    nrank = 1;
-  } else if ((rc = nesting(data, nest, &nrank, err)) != 0) {
-    return rc;
-  }
-  if ((rc = input_shape(json_object_get(input, "shape"), nest, nrank,
-                        max_elements, req, &count, err)) != 0)
-    return rc;
   memset(&f, 0, sizeof f);
-  f.scalar = nrank == 0;
   f.c.dtype = p->dtype;
   f.c.bad = bad_elem;
   f.c.ctx = &f;
   f.dtname = rd_dtype_name(p->dtype);
   f.c.esize = rd_dtype_size(p->dtype);
+  if (fl != NULL) {
+    if (!json_is_array(data) || json_array_size(data) != 0)
+      return 1; /* cannot happen when jf_locate() found it; be safe */
+    return fast_input(&f, json_object_get(input, "shape"), max_elements, req,
+                      body, fl, err);
+  }
+  if ((rc = nesting(data, nest, &nrank, err)) != 0)
+    return rc;
+  if ((rc = input_shape(json_object_get(input, "shape"), nest, nrank,
+                        max_elements, req, &count, err)) != 0)
+    return rc;
+  f.scalar = nrank == 0;
   f.rank = nrank;
   f.dims = nest;
-  return input_convert(&f, data, count, req, body, fl, err);
+  return input_convert(&f, data, count, req, err);
 }
 
 /* Parses `text` and decodes the request; `fl` as in decode_input().  1:
  * the fast path gave up (or its document did not parse): decode again. */
 static int decode_doc(const char *text, size_t len, uint64_t max_elements,
                       struct api_request *req, struct rd_error *err,
-                      const char *body, const struct jf_flat *fl)
+                      const char *body, struct jf_flat *fl)
 {
   json_error_t jerr;
   json_t *root;
@@ -714,8 +777,9 @@ static int decode_fast(const char *body, size_t len, uint64_t max_elements,
   size_t head, tail;
   int rc;
 
-  if (!jf_find(body, len, &fl))
+  if (!jf_locate(body, len, &fl))
     return 1;
+  fl.checked = 0;
   head = fl.open;
   tail = len - fl.close - 1;
   if ((doc = malloc(head + 2 + tail)) == NULL)
@@ -725,6 +789,10 @@ static int decode_fast(const char *body, size_t len, uint64_t max_elements,
   memcpy(doc + head + 2, body + fl.close + 1, tail);
   rc = decode_doc(doc, head + 2 + tail, max_elements, req, err, body, &fl);
   free(doc);
+  /* An error found before the elements were read stands only if the
+   * array is valid (jansson would have reported its syntax first). */
+  if (rc < 0 && !fl.checked && !jf_find(body, len, &fl))
+    return 1;
   return rc;
 }
 
@@ -737,6 +805,8 @@ int api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
   /* An error of the fast path is final: it saw the same document and made
    * the same checks in the same order (element errors go through
    * put_elem() on the value jansson would have made). */
+  if (fast == 3)
+    return body != NULL ? decode_fast(body, len, max_elements, req, err) : 1;
   if (body != NULL && (fast == 2 || (fast == 1 && len >= JF_MIN_BODY)) &&
       (rc = decode_fast(body, len, max_elements, req, err)) != 1)
     return rc;

@@ -6,18 +6,23 @@
  * arithmetic, is the daemon's limit on large JSON requests and most of its
  * peak memory.  jansson has no streaming or per-element hook to avoid it.
  *
- * What it does: jf_find() walks the body just far enough to locate the
+ * What it does: jf_locate() walks the body just far enough to locate the
  * value of root.input.data (strings with escapes and nesting are tracked,
- * nothing is interpreted), then checks that this value is an array of JSON
- * numbers in the strict grammar, counting them.  The decoder (json.c) then
- * has jansson parse the whole document with that array replaced by "[]":
- * syntax outside the array, every other field, duplicate keys and the
- * placement of the array are still jansson's to check (a document that
- * fails there is decoded again by the ordinary path, for the usual error).
- * jf_next() converts the elements to what jansson would have produced: an
- * int64 for an integer token, the correctly rounded double for any other
- * (Clinger's exact case: at most 2^53 as significand and a power of ten up
- * to 1e22 give one correctly rounded IEEE operation; otherwise strtod).
+ * nothing is interpreted) and takes the first ']' after its '[' as its end
+ * when no string or container lies between (memchr: no pass of its own
+ * over the numbers).  The decoder (json.c) then has jansson parse the
+ * whole document with that array replaced by "[]": syntax outside the
+ * array, every other field, duplicate keys and the placement of the array
+ * are still jansson's to check (a document that fails there is decoded
+ * again by the ordinary path, for the usual error).  Then, once the dtype
+ * is known, one pass of jf_read() checks each element's syntax and
+ * converts it to what jansson would have produced: an int64 for an
+ * integer token, the correctly rounded double for any other (jf_exact():
+ * Clinger's exact case, else strtod) -- or, for float32, float16 and
+ * bfloat16, straight to the dtype's value from a fast approximation that
+ * is used only when it provably rounds the same (jf_narrow(), proof
+ * there).  An error of the document found before that pass stands only if
+ * jf_find() then finds the array valid (jansson reports syntax first).
  *
  * What it costs: this file, a second (small) jansson parse, and the rule
  * that anything unusual leaves the fast path: strings such as "NaN" among
@@ -29,9 +34,10 @@
  */
 #include "jsonfast.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "f16.h"
 
 #define TOKEN_MAX 63
 
@@ -155,7 +161,9 @@ static int key_is(const char *k, size_t klen, const char *want)
   return k != NULL && klen == strlen(want) && memcmp(k, want, klen) == 0;
 }
 
-int jf_find(const char *s, size_t len, struct jf_flat *fl)
+/* The offset of the '[' of root.input.data in `s`, or 0 if there is none
+ * (the walk jf_find() and jf_locate() share). */
+static size_t find_open(const char *s, size_t len)
 {
   /* Container kind and current key at depths 1 (root) and 2. */
   char kind[3] = { 0, 0, 0 };
@@ -186,7 +194,7 @@ int jf_find(const char *s, size_t len, struct jf_flat *fl)
       if (depth == 2 && kind[1] == '{' && kind[2] == '{' &&
           key_is(key[1], keylen[1], "input") &&
           key_is(key[2], keylen[2], "data"))
-        return scan_array(s, len, i, fl);
+        return i;
       /* fall through */
     case '{':
       if (++depth <= 2) {
@@ -206,71 +214,337 @@ int jf_find(const char *s, size_t len, struct jf_flat *fl)
   return 0;
 }
 
-int jf_next(const char *s, size_t *pos, struct jf_num *n)
+int jf_find(const char *s, size_t len, struct jf_flat *fl)
 {
-  size_t i = *pos, start, digits = 0;
-  uint64_t m = 0;
-  long exp = 0, frac = 0;
-  int neg, exp_neg = 0, exact = 1;
+  size_t open = find_open(s, len);
 
-  while (is_ws(s[i]) || s[i] == ',' || s[i] == '[')
-    i++;
-  start = i;
-  neg = s[i] == '-';
-  i += (size_t)neg;
-  for (; is_digit(s[i]); i++) {
-    if (digits < 19)
-      m = m * 10 + (uint64_t)(s[i] - '0');
-    else
-      exact = 0;
-    digits += digits > 0 || s[i] != '0';
+  return open != 0 && scan_array(s, len, open, fl);
+}
+
+int jf_locate(const char *s, size_t len, struct jf_flat *fl)
+{
+  size_t open = find_open(s, len), n;
+  const char *close;
+
+  if (open == 0)
+    return 0;
+  n = len - open - 1;
+  close = memchr(s + open + 1, ']', n);
+  if (close == NULL)
+    return 0;
+  /* Without strings and containers inside, the first ']' closes it. */
+  n = (size_t)(close - (s + open + 1));
+  if (memchr(s + open + 1, '"', n) != NULL ||
+      memchr(s + open + 1, '[', n) != NULL ||
+      memchr(s + open + 1, '{', n) != NULL)
+    return 0;
+  fl->open = open;
+  fl->close = (size_t)(close - s);
+  /* n bytes hold at most (n + 1) / 2 elements ("0,0"). */
+  fl->count = (n + 1) / 2;
+  return fl->count > 0;
+}
+
+/* m and e10 of the digits d[0..nint) '.' d[nint+1..nint+1+nfrac) (no '.'
+ * if nfrac is 0) when there are more than 19: leading zeros skipped,
+ * digits beyond the 19th dropped (`simple` cleared if one is nonzero). */
+static void long_digits(const char *d, size_t nint, size_t nfrac,
+                        struct jf_num *n)
+{
+  uint64_t m = 0;
+  long e = 0;
+  int nd = 0;
+  size_t k;
+
+  for (k = 0; k < nint + (nfrac ? 1 + nfrac : 0); k++) {
+    int frac = k > nint, c = d[k] - '0';
+    if (k == nint)
+      continue; /* the '.' */
+    if (m == 0 && c == 0) {
+      e -= frac; /* a leading zero is not a significant digit */
+    } else if (nd < 19) {
+      m = m * 10 + (uint64_t)c;
+      nd++;
+      e -= frac;
+    } else {
+      e += !frac; /* dropped: m counts in units of 10^e */
+      if (c != 0)
+        n->simple = 0;
+    }
   }
-  if (s[i] != '.' && s[i] != 'e' && s[i] != 'E') {
-    /* Integer token, within int64 (jf_find checked): 19 digits at most. */
-    n->kind = JF_INT;
-    n->i = neg ? (int64_t)(0 - m) : (int64_t)m;
-    if (neg && m == (uint64_t)1 << 63)
-      n->i = INT64_MIN;
-    *pos = i;
+  n->m = m;
+  n->e10 = e;
+}
+
+static const uint64_t pow10_u64[9] = {
+  1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+};
+
+/* The run of digits at s[i], read no further than s[end] (a ']'): adds
+ * them to *m (m * 10^n + the run's value, wrapping if long: callers use
+ * m only for at most 19 digits) and returns their count n.  Eight bytes
+ * at a time on little-endian machines: a byte is a digit iff it is at
+ * most 9 after xor 0x30, which (a + 0x76) | a tests in bit 7 (a carry
+ * out of a byte only follows a non-digit); then three multiplications
+ * combine the digits pairwise (the first byte is the most significant;
+ * the bytes after the run are shifted out first). */
+static size_t digit_run(const char *s, size_t i, size_t end, uint64_t *m)
+{
+  size_t start = i;
+  uint64_t v = *m;
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                            \
+  __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  while (i + 8 <= end + 1) {
+    uint64_t w, a, mask;
+    unsigned nd;
+    memcpy(&w, s + i, sizeof w);
+    a = w ^ 0x3030303030303030u;
+    mask = ((a + 0x7676767676767676u) | a) & 0x8080808080808080u;
+    nd = mask != 0 ? (unsigned)__builtin_ctzll(mask) >> 3 : 8;
+    if (nd == 0)
+      break;
+    a <<= 8 * (8 - nd);
+    a = ((a & 0x0F0F0F0F0F0F0F0Fu) * 2561) >> 8;
+    a = ((a & 0x00FF00FF00FF00FFu) * 6553601) >> 16;
+    a = ((a & 0x0000FFFF0000FFFFu) * 42949672960001u) >> 32;
+    v = v * pow10_u64[nd] + a;
+    i += nd;
+    if (nd < 8) {
+      *m = v;
+      return i - start;
+    }
+  }
+#else
+  (void)end;
+#endif
+  for (; is_digit(s[i]); i++)
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  *m = v;
+  return i - start;
+}
+
+/* Reads the number token at s[i] (jf_read's grammar and limits, as
+ * scan_number()), no further than s[end].  Returns its end, or 0. */
+static size_t read_number(const char *s, size_t i, size_t end, struct jf_num *n)
+{
+  size_t start = i, int_start, int_digits, frac_digits = 0;
+  uint64_t m = 0;
+  long x = 0;
+  int exp_neg = 0, lead;
+
+  n->neg = s[i] == '-';
+  i += (size_t)n->neg;
+  int_start = i;
+  n->simple = 1;
+  if (s[i] == '0') {
+    i++;
+  } else if (s[i] >= '1' && s[i] <= '9') {
+    /* Usually short: byte by byte. */
+    for (; is_digit(s[i]); i++)
+      m = m * 10 + (uint64_t)(s[i] - '0');
+  } else {
     return 0;
   }
-  if (s[i] == '.')
-    for (i++; is_digit(s[i]); i++) {
-      if (digits < 19) {
-        m = m * 10 + (uint64_t)(s[i] - '0');
-        frac++;
-      } else if (s[i] != '0') {
-        exact = 0;
-      }
-      digits += digits > 0 || s[i] != '0';
-    }
+  int_digits = i - int_start;
+  n->tok = s + start;
+  if (s[i] != '.' && s[i] != 'e' && s[i] != 'E') {
+    /* An integer: jansson takes it as int64 or rejects it. */
+    if (i - start > TOKEN_MAX || int_digits > 19 ||
+        (int_digits == 19 &&
+         memcmp(s + int_start,
+                n->neg ? "9223372036854775808" : "9223372036854775807",
+                19) > 0))
+      return 0;
+    n->kind = JF_INT;
+    n->m = m;
+    n->i = n->neg ? (int64_t)(0 - m) : (int64_t)m;
+    if (n->neg && m == (uint64_t)1 << 63)
+      n->i = INT64_MIN;
+    n->toklen = i - start;
+    return i;
+  }
+  if (s[i] == '.') {
+    i++;
+    if ((frac_digits = digit_run(s, i, end, &m)) == 0)
+      return 0;
+    i += frac_digits;
+  }
+  if (int_digits + frac_digits <= 19) {
+    /* Leading zeros added nothing to m: it holds every digit. */
+    n->m = m;
+    n->e10 = -(long)frac_digits;
+  } else {
+    long_digits(s + int_start, int_digits, frac_digits, n);
+  }
   if (s[i] == 'e' || s[i] == 'E') {
     i++;
     if (s[i] == '+' || s[i] == '-')
       exp_neg = s[i++] == '-';
+    if (!is_digit(s[i]))
+      return 0;
     for (; is_digit(s[i]); i++)
-      if (exp < 100000)
-        exp = exp * 10 + (s[i] - '0');
+      if (x < 100000)
+        x = x * 10 + (s[i] - '0');
   }
+  x = exp_neg ? -x : x;
+  lead = s[int_start] == '0' ? 0 : (int)(int_digits > 400 ? 400 : int_digits);
+  /* |value| < 10^(lead + x) <= 10^308 < DBL_MAX: no overflow (jansson
+   * rejects overflow; underflow is accepted by both paths). */
+  if (i - start > TOKEN_MAX || lead + x > 308)
+    return 0;
   n->kind = JF_REAL;
-  exp = (exp_neg ? -exp : exp) - frac;
-  if (exact && m <= ((uint64_t)1 << 53) && exp >= -22 && exp <= 22) {
-    double d = (double)m;
-    d = exp < 0 ? d / pow10_exact[-exp] : d * pow10_exact[exp];
-    n->d = neg ? -d : d;
+  n->e10 += x;
+  n->toklen = i - start;
+  return i;
+}
+
+int jf_read(const char *s, size_t end, size_t *pos, struct jf_num *n, int *last)
+{
+  size_t i = *pos;
+
+  while (is_ws(s[i]))
+    i++;
+  if ((i = read_number(s, i, end, n)) == 0)
+    return -1;
+  while (is_ws(s[i]))
+    i++;
+  if (s[i] == ',') {
+    *last = 0;
+  } else if (s[i] == ']') {
+    *last = 1;
   } else {
-    char buf[TOKEN_MAX + 1];
-    char *end;
-    size_t tl = i - start;
-    if (tl > TOKEN_MAX)
-      return -1;
-    memcpy(buf, s + start, tl);
-    buf[tl] = '\0';
-    errno = 0;
-    n->d = strtod(buf, &end);
-    if (end != buf + tl)
-      return -1; /* a locale whose decimal point is not '.' */
+    return -1;
   }
-  *pos = i;
+  *pos = i + 1;
   return 0;
+}
+
+int jf_exact(const struct jf_num *n, double *d)
+{
+  char buf[TOKEN_MAX + 1];
+  char *end;
+
+  if (n->kind == JF_INT) {
+    *d = (double)n->i;
+    return 0;
+  }
+  /* Clinger's exact case: m and 10^|e10| are exact doubles, and one
+   * correctly rounded IEEE operation gives the correctly rounded value. */
+  if (n->simple && n->m <= ((uint64_t)1 << 53) && n->e10 >= -22 &&
+      n->e10 <= 22) {
+    double v = (double)n->m;
+    v = n->e10 < 0 ? v / pow10_exact[-n->e10] : v * pow10_exact[n->e10];
+    *d = n->neg ? -v : v;
+    return 0;
+  }
+  memcpy(buf, n->tok, n->toklen);
+  buf[n->toklen] = '\0';
+  *d = strtod(buf, &end);
+  return end == buf + n->toklen ? 0 : -1; /* a decimal point not '.' */
+}
+
+/* One rounding to a narrow float dtype (RD_FLOAT32, RD_FLOAT16,
+ * RD_BFLOAT16) into dst, as api__store_float() does it. */
+static void store_narrow(int dtype, double d, unsigned char *dst)
+{
+  if (dtype == RD_FLOAT32) {
+    float f = (float)d;
+    memcpy(dst, &f, sizeof f);
+  } else {
+    uint16_t h = dtype == RD_FLOAT16 ? rd_f64_to_f16(d) : rd_f64_to_bf16(d);
+    memcpy(dst, &h, sizeof h);
+  }
+}
+
+/* Why jf_narrow() gives round_t(round_d(x)), where x is the token's exact
+ * value, round_d the correctly rounded double (what jansson's strtod
+ * makes) and round_t the dtype's round-to-nearest-even conversion of a
+ * double:
+ *
+ * 1. x = m * 10^e (m < 10^19 holds every significant digit: `simple`).
+ *    d' = fl(fl(m) * P), with P the double nearest to 10^e (exact for
+ *    0 <= e <= 22; a multiplication costs less than a division by the
+ *    exact 10^-e).  Each of fl(m), P and the product has a relative error of at most 2^-53 with
+ *    round-to-nearest, or 2^-52 if the compiler were to round the table's
+ *    literals or the integer conversion to a neighbour (C leaves that
+ *    open), so d' = x (1 + t) with |t| < 3 * 2^-52 * 1.01.
+ * 2. JF_EXP_MAX bounds |e| so that d' is a normal double far from 0 and
+ *    infinity: then 2^-53 |d'| < ulp(d'), the spacing of doubles in the
+ *    binade of d', and |x - d'| < 3.1 * 2 * 2^-53 |d'| / (1 - |t|)
+ *    < 7 ulp(d').
+ * 3. lo and hi are the doubles `margin` (16) steps of the bit pattern
+ *    below and above d'.  Going up, steps only grow; going down, they may
+ *    halve once when a binade is crossed, so lo <= d' - 8 ulp(d') and
+ *    hi >= d' + 16 ulp(d').  Hence lo < x < hi.
+ * 4. round_d is monotone and fixes doubles, so lo <= round_d(x) <= hi.
+ *    round_t is monotone too (round to nearest, ties to even, including
+ *    underflow to subnormals or zero and overflow to infinity), so
+ *    round_t(lo) <= round_t(round_d(x)) <= round_t(hi): when the two ends
+ *    agree, so does the middle.  Otherwise a rounding boundary of the
+ *    dtype lies near x and the caller converts exactly (jf_exact()).
+ * tests/unit/test_jsonfast.c compares it with strtod() and a cast on
+ * random and near-midpoint decimals, and shows that margin 0 fails. */
+#define JF_EXP_MAX 80
+static const double pow10_table[JF_EXP_MAX + 1] = {
+  1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23,
+  1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33, 1e34, 1e35,
+  1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43, 1e44, 1e45, 1e46, 1e47,
+  1e48, 1e49, 1e50, 1e51, 1e52, 1e53, 1e54, 1e55, 1e56, 1e57, 1e58, 1e59,
+  1e60, 1e61, 1e62, 1e63, 1e64, 1e65, 1e66, 1e67, 1e68, 1e69, 1e70, 1e71,
+  1e72, 1e73, 1e74, 1e75, 1e76, 1e77, 1e78, 1e79, 1e80,
+};
+static const double pow10_neg[JF_EXP_MAX + 1] = {
+  1e0,   1e-1,  1e-2,  1e-3,  1e-4,  1e-5,  1e-6,  1e-7,  1e-8,  1e-9,  1e-10,
+  1e-11, 1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17, 1e-18, 1e-19, 1e-20, 1e-21,
+  1e-22, 1e-23, 1e-24, 1e-25, 1e-26, 1e-27, 1e-28, 1e-29, 1e-30, 1e-31, 1e-32,
+  1e-33, 1e-34, 1e-35, 1e-36, 1e-37, 1e-38, 1e-39, 1e-40, 1e-41, 1e-42, 1e-43,
+  1e-44, 1e-45, 1e-46, 1e-47, 1e-48, 1e-49, 1e-50, 1e-51, 1e-52, 1e-53, 1e-54,
+  1e-55, 1e-56, 1e-57, 1e-58, 1e-59, 1e-60, 1e-61, 1e-62, 1e-63, 1e-64, 1e-65,
+  1e-66, 1e-67, 1e-68, 1e-69, 1e-70, 1e-71, 1e-72, 1e-73, 1e-74, 1e-75, 1e-76,
+  1e-77, 1e-78, 1e-79, 1e-80,
+};
+
+int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
+              unsigned char *dst)
+{
+  unsigned char tmp[2];
+  uint64_t u, lo, hi;
+  double d, dlo, dhi;
+
+  if (n->kind == JF_INT) {
+    /* int64 -> double is one correctly rounded conversion, as the
+     * ordinary path's (double)json_integer_value(). */
+    store_narrow(dtype, (double)n->i, dst);
+    return 1;
+  }
+  if (!n->simple || n->e10 < -JF_EXP_MAX || n->e10 > JF_EXP_MAX)
+    return 0;
+  if (n->m == 0) {
+    store_narrow(dtype, n->neg ? -0.0 : 0.0, dst); /* exactly zero */
+    return 1;
+  }
+  d = (double)n->m;
+  d *= n->e10 < 0 ? pow10_neg[-n->e10] : pow10_table[n->e10];
+  /* 1 <= m < 10^19 and |e10| <= 80: 1e-80 <= d' < 1e100, so the steps
+   * below stay within the finite, normal, positive doubles. */
+  d = n->neg ? -d : d;
+  memcpy(&u, &d, sizeof u);
+  /* Sign and magnitude: subtracting from the bits moves toward zero. */
+  lo = u - margin;
+  hi = u + margin;
+  memcpy(&dlo, &lo, sizeof dlo);
+  memcpy(&dhi, &hi, sizeof dhi);
+  if (dtype == RD_FLOAT32) {
+    float flo = (float)dlo, fhi = (float)dhi;
+    uint32_t blo, bhi;
+    memcpy(&blo, &flo, sizeof blo);
+    memcpy(&bhi, &fhi, sizeof bhi);
+    memcpy(dst, &fhi, sizeof fhi);
+    return blo == bhi;
+  }
+  store_narrow(dtype, dlo, tmp);
+  store_narrow(dtype, dhi, dst);
+  return memcmp(tmp, dst, 2) == 0;
 }

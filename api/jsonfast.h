@@ -17,38 +17,68 @@
 /* A flat array of numbers found at root.input.data. */
 struct jf_flat {
   size_t open, close; /* offsets of its '[' and ']' in the body */
-  uint64_t count;     /* elements, all valid JSON numbers */
+  uint64_t count;     /* elements (jf_locate(): at most that many) */
+  int checked;        /* the whole array was read by jf_read() */
 };
 
 /* Finds root.input.data in `s` when it is a non-empty array whose elements
- * are all JSON numbers that jansson would accept and jf_next() converts
- * exactly (integers within int64, reals that cannot overflow a double,
- * tokens of at most 63 bytes).  Keys must be written without escapes.
- * Returns 1 and fills `fl`, or 0 (use jansson's path).  Validates the
- * array's syntax completely; says nothing about the rest of the body,
- * which jansson must still parse. */
+ * are all JSON numbers that jansson would accept and jf_read() takes
+ * (integers within int64, reals that cannot overflow a double, tokens of
+ * at most 63 bytes).  Keys must be written without escapes.  Returns 1
+ * and fills `fl`, or 0 (use jansson's path).  Validates the array's syntax
+ * completely; says nothing about the rest of the body, which jansson must
+ * still parse. */
 int jf_find(const char *s, size_t len, struct jf_flat *fl);
 
-/* One element converted as jansson would: an integer token as int64
- * (JF_INT, in `i`), any other number as the correctly rounded double
- * (JF_REAL, in `d`). */
+/* The cheap form of jf_find(): finds the '[' of root.input.data and takes
+ * the first ']' after it as its end when no '"', '[' or '{' lies between
+ * (then it is the matching one).  Sets fl->count to a bound on the
+ * elements; says nothing about their syntax (jf_read() checks it). */
+int jf_locate(const char *s, size_t len, struct jf_flat *fl);
+
+/* One element as jansson would read it: an integer token as int64 (JF_INT,
+ * in `i`), any other number as a real (JF_REAL) of value m * 10^e10 when
+ * `simple` (m holds every nonzero digit), to be converted by jf_exact()
+ * or jf_narrow().  `tok` is the token in the body. */
 enum jf_kind { JF_INT, JF_REAL };
 struct jf_num {
   enum jf_kind kind;
+  int neg, simple;
   int64_t i;
-  double d;
+  uint64_t m;
+  long e10;
+  const char *tok;
+  size_t toklen;
 };
 
-/* Reads the element at *pos (an offset inside an array jf_find() accepted,
- * at or before the element: whitespace and one comma are skipped) and
- * advances *pos past it.  Returns 0, or -1 if the conversion could not be
- * done exactly here (the caller falls back to jansson's path). */
-int jf_next(const char *s, size_t *pos, struct jf_num *n);
+/* Reads the element at *pos (after the array's '[' or an element's ',')
+ * and the separator after it, in strict JSON syntax and the limits of
+ * jf_find(); advances *pos past the separator and sets *last when it was
+ * the array's ']'.  Returns 0, or -1 (not such an element: the caller
+ * falls back to jansson's path).  Reads nothing beyond s[end], which must
+ * be a ']' at or after the element (the array's, from jf_locate()). */
+int jf_read(const char *s, size_t end, size_t *pos, struct jf_num *n,
+            int *last);
+
+/* The correctly rounded double of a JF_REAL (an int64's conversion for
+ * JF_INT): Clinger's exact case, else strtod().  0, or -1 if the C
+ * library's locale does not read '.' as the decimal point. */
+int jf_exact(const struct jf_num *n, double *d);
+
+/* For RD_FLOAT32, RD_FLOAT16 and RD_BFLOAT16: stores into dst what
+ * api__store_float(dtype, jf_exact()) would, from a fast approximation of
+ * the double, and returns 1 when that is provably the same (see the proof
+ * in jsonfast.c); 0: undecided, dst is garbage, use jf_exact().  `margin`
+ * is JF_MARGIN (tests pass 0 to show that the check matters). */
+#define JF_MARGIN 16u
+int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
+              unsigned char *dst);
 
 /* Defined in json.c: api_json_decode() with the path chosen.  `fast` 0
  * never takes the fast path, 1 takes it for bodies of at least JF_MIN_BODY
- * bytes (what api_json_decode() does), 2 whenever jf_find() accepts the
- * body (tests).  Every path gives the same request or the same error. */
+ * bytes (what api_json_decode() does), 2 whenever jf_locate() accepts the
+ * body (tests), 3 only the fast path: 1 if it does not take the body
+ * (tests).  Every path gives the same request or the same error. */
 int api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
                          struct api_request *req, struct rd_error *err,
                          int fast);

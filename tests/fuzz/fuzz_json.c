@@ -5,7 +5,9 @@
  *
  * Checks beyond "no crash, no sanitizer report": every error has a known
  * wire name and a 4xx/5xx status, every encoded body is valid JSON, and an
- * answer's dtype is the plan's output dtype (int64 for ArgMax/ArgMin).
+ * answer's dtype is the plan's output dtype (int64 for ArgMax/ArgMin);
+ * and the decoder's fast path (api/jsonfast.c), forced on whatever the
+ * body's size, gives the same request or error as jansson's path.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "jsonfast.h"
 #include "reduce.h"
 
 /* The daemon answers an empty input with at most this many outputs
@@ -57,6 +60,27 @@ static void encode_error(const struct rd_error *err)
   api_buf_free(&b);
 }
 
+/* The fast path against jansson's path on the same body. */
+static void check_paths(const char *body, size_t size)
+{
+  struct api_request a, b;
+  struct rd_error ea, eb;
+  int ra, rb;
+
+  memset(&ea, 0, sizeof ea);
+  memset(&eb, 0, sizeof eb);
+  ra = api_json_decode_path(body, size, (uint64_t)size / 2 + 1, &a, &ea, 0);
+  rb = api_json_decode_path(body, size, (uint64_t)size / 2 + 1, &b, &eb, 2);
+  if (ra != rb || (ra != 0 && strcmp(ea.msg, eb.msg) != 0) ||
+      (ra == 0 &&
+       (a.data_bytes != b.data_bytes || a.params.rank != b.params.rank ||
+        memcmp(a.shape, b.shape, sizeof a.shape) != 0 ||
+        memcmp(a.data, b.data, a.data_bytes) != 0)))
+    __builtin_trap(); /* the two paths disagree */
+  api_request_free(&a);
+  api_request_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct api_request req;
@@ -66,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   void *out;
   int rc;
 
+  check_paths((const char *)data, size);
   memset(&err, 0, sizeof err);
   /* The daemon's bound: every element takes at least two bytes ("0,"). */
   rc = api_json_decode((const char *)data, size, (uint64_t)size / 2 + 1, &req,

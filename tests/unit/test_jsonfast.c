@@ -17,19 +17,34 @@
 #include <cmocka.h>
 
 #include "api.h"
+#include "f16.h"
 #include "jsonfast.h"
 
 /* Decodes with both paths and fails unless they agree.  Returns 1 if the
- * fast path accepted the body (jf_find), for coverage checks. */
+ * fast path took the body itself (path 3 did not give up), for coverage
+ * checks. */
 static int check_same(const char *body, size_t len)
 {
-  struct api_request a, b;
-  struct rd_error ea, eb;
-  struct jf_flat fl;
-  int ra, rb;
+  struct api_request a, b, c;
+  struct rd_error ea, eb, ec;
+  int ra, rb, rc;
 
   ra = api_json_decode_path(body, len, 0, &a, &ea, 0);
   rb = api_json_decode_path(body, len, 0, &b, &eb, 2);
+  rc = api_json_decode_path(body, len, 0, &c, &ec, 3);
+  if (rc != 1) {
+    /* Taken: the same answer as path 2 (checked against path 0 below). */
+    if (rc != rb)
+      fail_msg("fast path rc %d vs %d for %.*s", rc, rb,
+               (int)(len < 200 ? len : 200), body);
+    if (rc != 0 && (ec.code != eb.code || strcmp(ec.msg, eb.msg) != 0))
+      fail_msg("fast path error differs:\n  %s\n  %s", ec.msg, eb.msg);
+    if (rc == 0) {
+      assert_int_equal(c.data_bytes, b.data_bytes);
+      assert_memory_equal(c.data, b.data, c.data_bytes);
+      api_request_free(&c);
+    }
+  }
   if (ra != rb)
     fail_msg("paths differ: rc %d vs %d for %.*s", ra, rb,
              (int)(len < 200 ? len : 200), body);
@@ -54,7 +69,7 @@ static int check_same(const char *body, size_t len)
   }
   api_request_free(&a);
   api_request_free(&b);
-  return jf_find(body, len, &fl);
+  return rc != 1;
 }
 
 #ifdef JSONFAST_FUZZ
@@ -228,6 +243,29 @@ static void test_not_taken(void **state)
     "{\"input\":{\"data\":[1,2]}}",
     "",
     "   ",
+    /* errors outside the array, but the array is malformed: jansson's
+     * syntax error comes first */
+    "{\"op\":\"Nope\",\"input\":{\"dtype\":\"float32\",\"data\":[1,,2]}}",
+    "{\"op\":\"Nope\",\"input\":{\"dtype\":\"float32\",\"data\":[1,2}}",
+    "{\"input\":{\"dtype\":\"bogus\",\"data\":[1,x]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,1e999]},\"op\":1}",
+    "{\"input\":{\"dtype\":\"int8\",\"data\":[1,99999999999999999999]},"
+    "\"op\":\"Nope\"}",
+    /* an element error, then a shape error or a syntax error: not the
+     * element's */
+    "{\"input\":{\"dtype\":\"int8\",\"shape\":[3],\"data\":[1,300]}}",
+    "{\"input\":{\"dtype\":\"int8\",\"shape\":[2],\"data\":[1,2,300]}}",
+    "{\"input\":{\"dtype\":\"int8\",\"data\":[300,1,]}}",
+    "{\"input\":{\"dtype\":\"int8\",\"data\":[300,1e999]}}",
+    "{\"input\":{\"dtype\":\"int8\",\"data\":[300,2.5,-300]}}",
+    "{\"input\":{\"dtype\":\"uint8\",\"data\":[1,2.5,-3]},\"op\":\"ReduceSum\"}",
+    "{\"input\":{\"dtype\":\"bool\",\"data\":[1,0]}}",
+    "{\"op\":\"ReduceSum\",\"input\":{\"dtype\":\"int8\",\"data\":[1,300]},"
+    "\"bogus\":1}",
+    /* a ']' that is not the array's end */
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,\"]\",2]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,[2],3]}}",
+    "{\"input\":{\"dtype\":\"float32\",\"data\":[1,{\"a\":[]}]}}",
   };
   (void)state;
   for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
@@ -271,6 +309,120 @@ static size_t random_number(char *p, size_t size)
     n = snprintf(p, size, "0.%019" PRIu64 "%" PRIu64, next() % 100, next());
   }
   return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/* What the ordinary path stores for the double d in a narrow dtype. */
+static void store_ref(int dtype, double d, unsigned char *dst)
+{
+  if (dtype == RD_FLOAT32) {
+    float f = (float)d;
+    memcpy(dst, &f, 4);
+  } else {
+    uint16_t h = dtype == RD_FLOAT16 ? rd_f64_to_f16(d) : rd_f64_to_bf16(d);
+    memcpy(dst, &h, 2);
+  }
+}
+
+/* jf_narrow() on the token `tok` against strtod() and a cast.  Adds to
+ * counts[0] (undecided), counts[1] (same) or counts[2] (different). */
+static void narrow_case(int dtype, const char *tok, unsigned margin,
+                        unsigned long *counts)
+{
+  char buf[160];
+  unsigned char got[4], want[4];
+  struct jf_num n;
+  size_t pos = 0, len;
+  int last;
+
+  len = (size_t)snprintf(buf, sizeof buf, "%s]", tok);
+  if (len >= sizeof buf || jf_read(buf, len - 1, &pos, &n, &last) != 0 || !last)
+    return; /* not a token the fast path reads */
+  store_ref(dtype, strtod(tok, NULL), want);
+  if (!jf_narrow(dtype, &n, margin, got))
+    counts[0]++;
+  else if (memcmp(got, want, dtype == RD_FLOAT32 ? 4 : 2) == 0)
+    counts[1]++;
+  else
+    counts[2]++;
+}
+
+/* A value of the dtype from random bits (finite), and the next one up. */
+static void random_pair(int dtype, double *lo, double *hi)
+{
+  for (;;) {
+    uint64_t r = next();
+    if (dtype == RD_FLOAT32) {
+      uint32_t b = (uint32_t)r & 0x7fffffffu, c = b + 1;
+      float f, g;
+      memcpy(&f, &b, 4);
+      memcpy(&g, &c, 4);
+      if (!isfinite(f) || !isfinite(g))
+        continue;
+      *lo = f;
+      *hi = g;
+    } else {
+      uint16_t b = (uint16_t)(r & 0x7fff);
+      *lo = dtype == RD_FLOAT16 ? rd_f16_to_f64(b) : rd_bf16_to_f64(b);
+      *hi = dtype == RD_FLOAT16 ? rd_f16_to_f64((uint16_t)(b + 1))
+                                : rd_bf16_to_f64((uint16_t)(b + 1));
+      if (!isfinite(*lo) || !isfinite(*hi))
+        continue;
+    }
+    return;
+  }
+}
+
+/* The fast conversion to float32, float16 and bfloat16 against strtod()
+ * and a cast: random decimals of every form, and decimals within a few
+ * double ulps of the dtype's rounding midpoints (the hard cases).  With
+ * the margin 0 the check is void and the midpoints must catch it. */
+static void test_narrow_exact(void **state)
+{
+  static const int narrow[] = { RD_FLOAT32, RD_FLOAT16, RD_BFLOAT16 };
+  static const int prec[] = { 6, 9, 12, 15, 16, 17, 18, 19, 20 };
+  unsigned long rnd[3] = { 0, 0, 0 }, mid[3] = { 0, 0, 0 };
+  unsigned long ctl[3] = { 0, 0, 0 };
+  char tok[128];
+  (void)state;
+  for (int t = 0; t < 3; t++) {
+    int dt = narrow[t];
+    for (int i = 0; i < 100000; i++) {
+      if (random_number(tok, sizeof tok) > 0)
+        narrow_case(dt, tok, JF_MARGIN, rnd);
+      snprintf(tok, sizeof tok, "%.*g", (int)(1 + next() % 19),
+               ldexp((double)(next() >> 11) * 0x1p-53,
+                     (int)(next() % 300) - 150) *
+                 (next() % 2 ? 1 : -1));
+      narrow_case(dt, tok, JF_MARGIN, rnd);
+    }
+    for (int i = 0; i < 8000; i++) {
+      double lo, hi, m, v;
+      random_pair(dt, &lo, &hi);
+      m = lo + (hi - lo) / 2; /* exact: one more bit than the dtype */
+      for (int k = -4; k <= 4; k++) {
+        v = m;
+        for (int s = 0; s < (k < 0 ? -k : k); s++)
+          v = nextafter(v, k < 0 ? 0.0 : INFINITY);
+        for (size_t p = 0; p < sizeof prec / sizeof prec[0]; p++) {
+          snprintf(tok, sizeof tok, "%s%.*e", next() % 2 ? "-" : "",
+                   prec[p] - 1, v);
+          narrow_case(dt, tok, JF_MARGIN, mid);
+          narrow_case(dt, tok, 0, ctl);
+        }
+      }
+    }
+  }
+  print_message("narrow: random %lu same, %lu undecided; midpoints %lu same, "
+                "%lu undecided; margin 0: %lu wrong\n",
+                rnd[1], rnd[0], mid[1], mid[0], ctl[2]);
+  assert_int_equal(rnd[2], 0);
+  assert_int_equal(mid[2], 0);
+  /* Most random decimals are decided by the fast check (the others have
+   * more than 19 digits or exponents beyond 80). */
+  assert_true(rnd[1] > 2 * rnd[0]);
+  assert_true(mid[1] > 0 && mid[0] > 0);
+  /* Negative control: without the margin, some midpoint cases are wrong. */
+  assert_true(ctl[2] > 0);
 }
 
 /* Random numbers of every form, each dtype: same bytes or same error. */
@@ -372,7 +524,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_numbers_taken),  cmocka_unit_test(test_not_taken),
     cmocka_unit_test(test_random_numbers), cmocka_unit_test(test_mutations),
-    cmocka_unit_test(test_large_body),
+    cmocka_unit_test(test_large_body),     cmocka_unit_test(test_narrow_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
