@@ -459,15 +459,25 @@ static int fill_flat(struct fill *f, const char *body, struct jf_flat *fl,
   if (!is_float && dt != RD_BOOL)
     api__int_range(dt, &max_neg, &max_pos);
   while (!last) {
-    unsigned char *dst = f->c.out + k * f->c.esize;
-    if (k == fl->count || jf_read(body, fl->close, &pos, &n, &last) != 0)
+    unsigned char *dst;
+    if (narrow && *elem_rc == 0) {
+      /* Until the end or an element the fast conversion leaves open. */
+      rc = jf_fill_narrow(body, fl->close, &pos, dt, f->c.out, fl->count, &k,
+                          &n, &last);
+      if (rc < 0)
+        return 1;
+      if (rc == 0)
+        break;
+    } else if (k == fl->count ||
+               jf_read(body, fl->close, &pos, &n, &last) != 0) {
       return 1;
+    }
+    dst = f->c.out + k * f->c.esize;
     k++;
     if (*elem_rc != 0)
       continue; /* syntax still checked to the end */
-    if (narrow && jf_narrow(dt, &n, JF_MARGIN, dst))
-      continue;
     if (is_float) {
+      /* float64, or undecided by jf_fill_narrow(): exactly. */
       if (jf_exact(&n, &d) != 0)
         return 1;
       api__store_float(dt, d, dst);

@@ -399,7 +399,8 @@ static size_t read_number(const char *s, size_t i, size_t end, struct jf_num *n)
   return i;
 }
 
-int jf_read(const char *s, size_t end, size_t *pos, struct jf_num *n, int *last)
+static inline int read_elem(const char *s, size_t end, size_t *pos,
+                            struct jf_num *n, int *last)
 {
   size_t i = *pos;
 
@@ -418,6 +419,11 @@ int jf_read(const char *s, size_t end, size_t *pos, struct jf_num *n, int *last)
   }
   *pos = i + 1;
   return 0;
+}
+
+int jf_read(const char *s, size_t end, size_t *pos, struct jf_num *n, int *last)
+{
+  return read_elem(s, end, pos, n, last);
 }
 
 int jf_exact(const struct jf_num *n, double *d)
@@ -506,8 +512,8 @@ static const double pow10_neg[JF_EXP_MAX + 1] = {
   1e-77, 1e-78, 1e-79, 1e-80,
 };
 
-int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
-              unsigned char *dst)
+static inline int narrow_elem(int dtype, const struct jf_num *n,
+                              unsigned margin, unsigned char *dst)
 {
   unsigned char tmp[2];
   uint64_t u, lo, hi;
@@ -547,4 +553,27 @@ int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
   store_narrow(dtype, dlo, tmp);
   store_narrow(dtype, dhi, dst);
   return memcmp(tmp, dst, 2) == 0;
+}
+
+int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
+              unsigned char *dst)
+{
+  return narrow_elem(dtype, n, margin, dst);
+}
+
+int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
+                   unsigned char *out, uint64_t max, uint64_t *k,
+                   struct jf_num *n, int *last)
+{
+  size_t esize = dtype == RD_FLOAT32 ? 4 : 2;
+
+  *last = 0;
+  while (!*last) {
+    if (*k == max || read_elem(s, end, pos, n, last) != 0)
+      return -1;
+    if (!narrow_elem(dtype, n, JF_MARGIN, out + *k * esize))
+      return 1;
+    ++*k;
+  }
+  return 0;
 }

@@ -74,6 +74,15 @@ int jf_exact(const struct jf_num *n, double *d);
 int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
               unsigned char *dst);
 
+/* jf_read() and jf_narrow() over the elements from *pos for a narrow
+ * dtype, stored from out[*k] on (*k counts them, at most `max`): returns
+ * 0 at the array's end, 1 when the element just read (in *n, not
+ * counted) is undecided (*last says whether it was the last), -1 as
+ * jf_read().  The loop of the common case, in one place for speed. */
+int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
+                   unsigned char *out, uint64_t max, uint64_t *k,
+                   struct jf_num *n, int *last);
+
 /* Defined in json.c: api_json_decode() with the path chosen.  `fast` 0
  * never takes the fast path, 1 takes it for bodies of at least JF_MIN_BODY
  * bytes (what api_json_decode() does), 2 whenever jf_locate() accepts the
