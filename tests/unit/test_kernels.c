@@ -403,6 +403,151 @@ static void test_plans_both_impls(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* Short whole rows written as outputs (rd__rows_out, n <= 16)         */
+/* ------------------------------------------------------------------ */
+
+/* The definition of rd__rows_out: portable rows() into zeroed
+ * accumulators, rd__acc_value(), rd__float_store(). */
+static void rows_out_expected(size_t t, unsigned char *e,
+                              const unsigned char *x, size_t n, size_t nrows,
+                              int l2)
+{
+  const struct rd__kernel *k = rd__kernel_impl(types[t].id, RD__IMPL_PORTABLE);
+  unsigned char *acc = calloc(nrows ? nrows : 1, k->acc_size);
+  assert_non_null(acc);
+  k->rows(acc, x, n, nrows);
+  for (size_t r = 0; r < nrows; r++)
+    rd__float_store(types[t].dtype,
+                    rd__acc_value(k->acc_class, acc + r * k->acc_size, l2),
+                    e + r * types[t].esz);
+  free(acc);
+}
+
+/* Both implementations against the definition, for every n <= 17 and row
+ * counts around the four-row groups, with the input and the output each at
+ * the very end of an exact-size heap block (a load past the input or a
+ * store past the output is caught by the sanitizer builds), at several
+ * densities of special values (float64: rows in each of Blue's ranges, so
+ * groups of four with one non-mid row take the scalar path). */
+static void test_short_rows_out(void **state)
+{
+  static const size_t rowcounts[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 63, 257 };
+  static const unsigned rares[] = { 0, 20, 300 };
+  (void)state;
+  for (size_t t = 0; t < 4; t++) {
+    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    size_t esz = types[t].esz;
+    for (size_t n = 1; n <= 17; n++)
+      for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
+        for (size_t qi = 0; qi < sizeof rares / sizeof rares[0]; qi++)
+          for (int l2 = 0; l2 <= 1; l2++) {
+            size_t nr = rowcounts[ri], ib = n * nr * esz, ob = nr * esz;
+            unsigned char *x = malloc(ib), *e = malloc(ob);
+            unsigned char *op = malloc(ob), *os = malloc(ob);
+            assert_true(x && e && op && os);
+            fill(types[t].dtype, esz, x, n * nr, rares[qi]);
+            rows_out_expected(t, e, x, n, nr, l2);
+            rd__rows_out(kp, types[t].dtype, op, x, n, nr, l2);
+            rd__rows_out(ks, types[t].dtype, os, x, n, nr, l2);
+            if (memcmp(e, op, ob) != 0 || memcmp(e, os, ob) != 0)
+              fail_msg("short rows_out: dtype %d n %zu rows %zu rare %u "
+                       "l2 %d: portable %s, simd %s",
+                       types[t].dtype, n, nr, rares[qi], l2,
+                       memcmp(e, op, ob) ? "differs" : "ok",
+                       memcmp(e, os, ob) ? "differs" : "ok");
+            free(x);
+            free(e);
+            free(op);
+            free(os);
+          }
+  }
+}
+
+/* Long float32 outputs (the streaming-store path of the SIMD rows_out):
+ * aligned and misaligned output, a row count that is not a multiple of
+ * four, and row lengths 16 and 5. */
+static void test_short_rows_out_long(void **state)
+{
+  const size_t nr = 40003;
+  static const size_t rlens[] = { 16, 5 };
+  const struct rd__kernel *ks = simd_or_portable(RD__K_F32);
+  (void)state;
+  for (size_t li = 0; li < 2; li++) {
+    size_t n = rlens[li];
+    unsigned char *x = malloc(n * nr * 4), *e = malloc(nr * 4);
+    unsigned char *o = malloc(nr * 4 + 4);
+    assert_true(x && e && o);
+    fill(RD_FLOAT32, 4, x, n * nr, 3);
+    for (int l2 = 0; l2 <= 1; l2++) {
+      rows_out_expected(0, e, x, n, nr, l2);
+      for (size_t off = 0; off <= 4; off += 4) {
+        memset(o, 0xa5, nr * 4 + 4);
+        rd__rows_out(ks, RD_FLOAT32, o + off, x, n, nr, l2);
+        if (memcmp(e, o + off, nr * 4) != 0)
+          fail_msg("long rows_out: n %zu l2 %d offset %zu", n, l2, off);
+        if (off == 0)
+          assert_int_equal(o[nr * 4], 0xa5); /* nothing written past */
+        else
+          assert_int_equal(o[0], 0xa5);
+      }
+    }
+    free(x);
+    free(e);
+    free(o);
+  }
+}
+
+/* Whole plans of short rows [R, n] through every engine path under both
+ * implementations: the parts cut the rows at part boundaries, so the four-
+ * row groups start at arbitrary rows. */
+static void test_short_rows_plans(void **state)
+{
+  static const int64_t shapes[][2] = {
+    { 300007, 16 }, { 65539, 3 }, { 40001, 9 }, { 7, 16 }, { 1, 1 }
+  };
+  int other = simd_or_portable(RD__K_F32) ==
+                  rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
+                ? RD__IMPL_PORTABLE
+                : RD__IMPL_AVX2;
+  unsigned char *in = malloc(300007 * 16 * 8), *out[6];
+  (void)state;
+  assert_non_null(in);
+  for (int i = 0; i < 6; i++)
+    assert_non_null(out[i] = malloc(300007 * 8));
+  for (size_t t = 0; t < 4; t++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+      for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
+        int64_t axes[1] = { 1 };
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        rd_params_init(&p);
+        p.op = op;
+        p.dtype = types[t].dtype;
+        p.rank = 2;
+        p.shape = shapes[si];
+        p.naxes = 1;
+        p.axes = axes;
+        assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+        fill(p.dtype, types[t].esz, in, pl.in_count, si % 2 ? 2 : 0);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_plan(&pl, in, out[0], out[1], out[2]);
+        assert_int_equal(rd__kernels_select(other), 0);
+        run_plan(&pl, in, out[3], out[4], out[5]);
+        for (int i = 1; i < 6; i++)
+          if (memcmp(out[0], out[i], (size_t)pl.out_bytes) != 0)
+            fail_msg("short rows plan: dtype %s shape %zu op %d: result %d "
+                     "differs",
+                     rd_dtype_name(p.dtype), si, op, i);
+      }
+  for (int i = 0; i < 6; i++)
+    free(out[i]);
+  free(in);
+}
+
+/* ------------------------------------------------------------------ */
 /* The operator families: split points, rows, cols, every op          */
 /* ------------------------------------------------------------------ */
 
@@ -771,6 +916,9 @@ int main(void)
     cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
     cmocka_unit_test(test_plans_both_impls),
+    cmocka_unit_test(test_short_rows_out),
+    cmocka_unit_test(test_short_rows_out_long),
+    cmocka_unit_test(test_short_rows_plans),
     cmocka_unit_test(test_ops_split_points),
     cmocka_unit_test(test_ops_f32_specials),
     cmocka_unit_test(test_ops_plans_both_impls),
