@@ -525,8 +525,8 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
 struct geom {
   const struct rd__kernel *k;
   size_t esz, accsz, ng;
-  size_t osz; /* bytes per output slot of the buffers */
-  int direct; /* slots are finished output elements */
+  size_t osz;     /* bytes per output slot of the buffers */
+  int direct;     /* slots are finished output elements */
   int direct_int; /* direct, integer class: finalised by rd__finalize() */
   int l2, dtype;
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
@@ -727,7 +727,7 @@ static void flush_segment(struct cursor *c, const struct geom *g,
       out_int(c, g, &tmp, acc, c->obase);
     else
       rd__float_store(g->dtype, rd__acc_value(g->k->acc_class, &tmp, g->l2),
-                    acc + c->obase * g->osz);
+                      acc + c->obase * g->osz);
   } else {
     g->k->flush(&c->lanes, acc + c->obase * g->accsz);
   }
@@ -976,9 +976,8 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
  * output o): the outputs before it are written, as write_outputs() would
  * have, and the error is returned. */
 static int direct_error(const struct rd_plan *pl, const struct geom *g,
-                        const unsigned char *acc, void *out, int rc,
-                        uint64_t o, const struct rd_error *e,
-                        struct rd_error *err)
+                        const unsigned char *acc, void *out, int rc, uint64_t o,
+                        const struct rd_error *e, struct rd_error *err)
 {
   if (o > 0 && (const void *)acc != out)
     memcpy(out, acc, (size_t)(o * g->osz));
