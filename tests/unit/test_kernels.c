@@ -547,6 +547,85 @@ static void test_short_rows_plans(void **state)
   free(in);
 }
 
+/* Integer short rows are finalised in the parts: with policy "error" the
+ * first overflowing output (not the first part's, nor a later one) is
+ * reported by every engine path, and the outputs before it are written. */
+static void test_short_rows_int_error(void **state)
+{
+  enum { R = 300000, N = 16 };
+  int32_t *in = malloc((size_t)R * N * 4), *out = malloc((size_t)R * 4);
+  int32_t *ref = malloc((size_t)R * 4);
+  (void)state;
+  assert_true(in && out && ref);
+  for (size_t i = 0; i < (size_t)R * N; i++)
+    in[i] = (int32_t)(next() % 2001) - 1000;
+  /* Rows 200001 and 250000 overflow int32 for SumSquare (and L2 for the
+   * second): 16 * 2^62 > 2^31. */
+  for (size_t j = 0; j < N; j++) {
+    in[200001u * N + j] = 70000;
+    in[250000u * N + j] = INT32_MIN;
+  }
+  for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
+    int64_t shape[2] = { R, N }, axes[1] = { 1 };
+    uint64_t bad = op == RD_OP_L2 ? 250000 : 200001;
+    struct rd_params p;
+    struct rd_plan pl;
+    struct rd_error err;
+    char want[64];
+    rd_params_init(&p);
+    p.op = op;
+    p.dtype = RD_INT32;
+    p.rank = 2;
+    p.shape = shape;
+    p.naxes = 1;
+    p.axes = axes;
+    p.overflow = RD_OVERFLOW_SATURATE;
+    assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+    assert_true(pl.nparts > 1);
+    assert_int_equal(rd_execute(&pl, in, ref, &err), 0);
+    assert_int_equal(ref[bad], INT32_MAX);
+    p.overflow = RD_OVERFLOW_ERROR;
+    assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+    snprintf(want, sizeof want, "output[%" PRIu64 "] = ", bad);
+    for (int path = 0; path < 3; path++) {
+      int rc;
+      memset(out, 0, (size_t)R * 4);
+      if (path == 0) {
+        rc = rd_execute(&pl, in, out, &err);
+      } else if (path == 1) {
+        struct rd_exec *ex;
+        assert_int_equal(rd_exec_create(&pl, &ex), 0);
+        for (size_t i = pl.nparts; i-- > 0;)
+          assert_int_equal(rd_exec_part(ex, i, in), 0);
+        rc = rd_exec_finish(ex, out, &err);
+        rd_exec_destroy(ex);
+      } else {
+        struct rd_stream *st;
+        const unsigned char *b = (const unsigned char *)in;
+        assert_int_equal(rd_stream_create(&pl, &st), 0);
+        for (uint64_t d = 0; d < pl.in_bytes; d += 4099)
+          assert_int_equal(rd_stream_feed(st, b + d,
+                                          (size_t)(pl.in_bytes - d < 4099
+                                                     ? pl.in_bytes - d
+                                                     : 4099),
+                                          &err),
+                           0);
+        rc = rd_stream_finish(st, out, &err);
+        rd_stream_destroy(st);
+      }
+      assert_int_equal(rc, RD_E_OVERFLOW);
+      assert_int_equal(err.code, RD_E_OVERFLOW);
+      if (strncmp(err.msg, want, strlen(want)) != 0)
+        fail_msg("op %d path %d: message '%s', want '%s...'", op, path, err.msg,
+                 want);
+      assert_memory_equal(out, ref, (size_t)bad * 4);
+    }
+  }
+  free(in);
+  free(out);
+  free(ref);
+}
+
 /* ------------------------------------------------------------------ */
 /* The operator families: split points, rows, cols, every op          */
 /* ------------------------------------------------------------------ */
@@ -919,6 +998,7 @@ int main(void)
     cmocka_unit_test(test_short_rows_out),
     cmocka_unit_test(test_short_rows_out_long),
     cmocka_unit_test(test_short_rows_plans),
+    cmocka_unit_test(test_short_rows_int_error),
     cmocka_unit_test(test_ops_split_points),
     cmocka_unit_test(test_ops_f32_specials),
     cmocka_unit_test(test_ops_plans_both_impls),
