@@ -898,9 +898,66 @@ AVX_I32_COLS(u32, id_u32, sq_u32)
 #pragma GCC target("avx2,fma,f16c")
 I32_RUN(i32, sq_i32)
 I32_RUN(u32, sq_u32)
-I32_ROWS(i32, sq_i32)
-I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options
+
+/* rows() of 32-bit integers for n <= 16: a row is two masked loads of 8
+ * lanes (lanes >= n read as 0, nothing past the row is touched); pmuludq
+ * squares the even and the odd lanes, and the 32-bit halves of the squares
+ * are summed in 64-bit lanes (< 2^37) and joined in 128 bits once per row.
+ * Exact, so the grouping does not matter. */
+TGT ALWAYS_INLINE void avx_rows_i32(void *acc, const unsigned char *x, size_t n,
+                                    size_t nrows, vabs_fn absf, sq32_fn sq)
+{
+  const __m256i m32 = _mm256_set1_epi64x(0xffffffff);
+  u128 *o = acc;
+  int32_t b[16];
+  __m256i k0, k1;
+  if (n > L) {
+    i32_rows(acc, x, n, nrows, sq);
+    return;
+  }
+  for (size_t l = 0; l < 16; l++)
+    b[l] = l < n ? -1 : 0;
+  k0 = _mm256_loadu_si256((const __m256i *)(void *)b);
+  k1 = _mm256_loadu_si256((const __m256i *)(void *)(b + 8));
+  for (size_t r = 0; r < nrows; r++, x += n * 4) {
+    const int *p = (const int *)(const void *)x;
+    __m256i v0 = absf(_mm256_maskload_epi32(p, k0));
+    __m256i v1 = absf(_mm256_maskload_epi32(p + 8, k1));
+    __m256i e0 = _mm256_mul_epu32(v0, v0), e1 = _mm256_mul_epu32(v1, v1);
+    __m256i d0 = _mm256_srli_epi64(v0, 32), d1 = _mm256_srli_epi64(v1, 32);
+    __m256i lo, hi;
+    uint64_t t[8];
+    if (r % 4 == 0)
+      PF(x);
+    d0 = _mm256_mul_epu32(d0, d0);
+    d1 = _mm256_mul_epu32(d1, d1);
+    lo = _mm256_add_epi64(_mm256_add_epi64(_mm256_and_si256(e0, m32),
+                                           _mm256_and_si256(e1, m32)),
+                          _mm256_add_epi64(_mm256_and_si256(d0, m32),
+                                           _mm256_and_si256(d1, m32)));
+    hi = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(e0, 32),
+                                           _mm256_srli_epi64(e1, 32)),
+                          _mm256_add_epi64(_mm256_srli_epi64(d0, 32),
+                                           _mm256_srli_epi64(d1, 32)));
+    _mm256_storeu_si256((__m256i *)(void *)t, lo);
+    _mm256_storeu_si256((__m256i *)(void *)(t + 4), hi);
+    o[r] += ((u128)((t[4] + t[5]) + (t[6] + t[7])) << 32) +
+            ((t[0] + t[1]) + (t[2] + t[3]));
+  }
+}
+
+TGT static void rows_i32(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  avx_rows_i32(acc, x, n, nrows, abs_i32, sq_i32);
+}
+
+TGT static void rows_u32(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  avx_rows_i32(acc, x, n, nrows, id_u32, sq_u32);
+}
 
 /* ------------------------------------------------------------------ */
 /* Sum and L1 of float32/float16/bfloat16 (RD__F_SUMD, see ops.c)      */
