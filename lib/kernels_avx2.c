@@ -12,6 +12,7 @@
  */
 #include "kernels_impl.h"
 
+#include "f16.h"
 #include "reduce.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -601,7 +602,7 @@ TGT static inline double row1_tail(__m256d c)
  * streaming saves reading each line before writing it. */
 #define NT_ROWS ((size_t)1 << 15)
 
-TGT ALWAYS_INLINE void store4(int dt, __m256d s, int l2, int nt,
+TGT ALWAYS_INLINE void store4(int dt, __m256d s, int l2, int nt, uint16_t nan16,
                               unsigned char *o)
 {
   if (l2)
@@ -615,11 +616,33 @@ TGT ALWAYS_INLINE void store4(int dt, __m256d s, int l2, int nt,
     else
       _mm_storeu_ps((float *)(void *)o, _mm256_cvtpd_ps(s));
   } else {
-    double d[4];
-    int dtype = dt == RD__K_F16 ? RD_FLOAT16 : RD_BFLOAT16;
-    _mm256_storeu_pd(d, s);
-    for (size_t r = 0; r < 4; r++)
-      rd__float_store(dtype, d[r], o + r * 2);
+    /* One rounding to nearest even, as rd_f64_to_f16/_bf16: first to
+     * float rounding to odd (toward zero, the last bit set if inexact;
+     * the sums are >= 0 or NaN), which keeps more than two extra bits for
+     * either target, then to nearest even; NaN -> nan16. */
+    __m128 f = _mm256_cvtpd_ps(s);
+    __m256d b = _mm256_cvtps_pd(f);
+    __m128i up = _mm_castps_si128(
+      _mm256_cvtpd_ps(_mm256_cmp_pd(b, s, _CMP_GT_OQ)));
+    __m128i inexact = _mm_castps_si128(
+      _mm256_cvtpd_ps(_mm256_cmp_pd(b, s, _CMP_NEQ_OQ)));
+    __m128i isnan = _mm_castps_si128(
+      _mm256_cvtpd_ps(_mm256_cmp_pd(s, s, _CMP_UNORD_Q)));
+    __m128i u = _mm_add_epi32(_mm_castps_si128(f), up); /* -1 if up */
+    __m128i h;
+    u = _mm_or_si128(u, _mm_and_si128(inexact, _mm_set1_epi32(1)));
+    if (dt == RD__K_F16) {
+      h = _mm_cvtps_ph(_mm_castsi128_ps(u), _MM_FROUND_TO_NEAREST_INT);
+    } else {
+      __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+      h = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)),
+                                       odd),
+                         16);
+      h = _mm_packus_epi32(h, h);
+    }
+    h = _mm_blendv_epi8(h, _mm_set1_epi16((short)nan16),
+                        _mm_packs_epi32(isnan, isnan));
+    _mm_storel_epi64((__m128i *)(void *)o, h);
   }
 }
 
@@ -643,6 +666,9 @@ TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
   const int nt = dt == RD__K_F32 && nrows >= NT_ROWS &&
                  ((uintptr_t)out & 15) == 0;
   const struct row_masks mk = row_masks(n);
+  const uint16_t nan16 = dt == RD__K_F16    ? rd_f64_to_f16(NAN)
+                         : dt == RD__K_BF16 ? rd_f64_to_bf16(NAN)
+                                            : 0;
   size_t r = 0;
   for (; r + 4 <= safe; r += 4, x += 4 * rs, o += 4 * ob) {
     __m256d c0, c1, c2, c3;
@@ -652,7 +678,7 @@ TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
     c1 = row_c(row_load(x + rs, esz, W, masked, &mk, w4), W, 1);
     c2 = row_c(row_load(x + 2 * rs, esz, W, masked, &mk, w4), W, 1);
     c3 = row_c(row_load(x + 3 * rs, esz, W, masked, &mk, w4), W, 1);
-    store4(dt, rows4_tail(c0, c1, c2, c3), l2, nt, o);
+    store4(dt, rows4_tail(c0, c1, c2, c3), l2, nt, nan16, o);
   }
   if (nt)
     _mm_sfence(); /* order the streaming stores before what follows */

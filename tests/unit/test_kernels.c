@@ -548,6 +548,45 @@ static void test_short_rows_plans(void **state)
   free(in);
 }
 
+/* float16/bfloat16 outputs of short rows are rounded in vectors (round to
+ * odd, then to nearest even): every 16-bit input pattern as a row of one
+ * (its square rounds, ties, overflows and underflows included), and random
+ * rows of 2, 3 and 16, against the portable path. */
+static void test_short_rows_16bit_all(void **state)
+{
+  enum { NP = 65536 };
+  uint16_t *x = malloc(NP * 16 * 2);
+  unsigned char *op = malloc(NP * 2), *os = malloc(NP * 2);
+  static const size_t rl[] = { 1, 2, 3, 16 };
+  (void)state;
+  assert_true(x && op && os);
+  for (size_t t = 1; t <= 2; t++) {
+    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    for (size_t li = 0; li < 4; li++) {
+      size_t n = rl[li];
+      for (size_t i = 0; i < NP * n; i++)
+        x[i] = n == 1 ? (uint16_t)i : (uint16_t)(next() >> 48);
+      for (int l2 = 0; l2 <= 1; l2++) {
+        rd__rows_out(kp, types[t].dtype, op, (const unsigned char *)x, n, NP,
+                     l2);
+        rd__rows_out(ks, types[t].dtype, os, (const unsigned char *)x, n, NP,
+                     l2);
+        for (size_t r = 0; r < NP; r++)
+          if (memcmp(op + 2 * r, os + 2 * r, 2) != 0)
+            fail_msg("16-bit rows_out: dtype %d n %zu l2 %d row %zu "
+                     "(first 0x%04x): portable %02x%02x simd %02x%02x",
+                     types[t].dtype, n, l2, r, x[r * n], op[2 * r + 1],
+                     op[2 * r], os[2 * r + 1], os[2 * r]);
+      }
+    }
+  }
+  free(x);
+  free(op);
+  free(os);
+}
+
 /* Integer short rows are finalised in the parts: with policy "error" the
  * first overflowing output (not the first part's, nor a later one) is
  * reported by every engine path, and the outputs before it are written. */
@@ -1000,6 +1039,7 @@ int main(void)
     cmocka_unit_test(test_short_rows_out_long),
     cmocka_unit_test(test_short_rows_plans),
     cmocka_unit_test(test_short_rows_int_error),
+    cmocka_unit_test(test_short_rows_16bit_all),
     cmocka_unit_test(test_ops_split_points),
     cmocka_unit_test(test_ops_f32_specials),
     cmocka_unit_test(test_ops_plans_both_impls),
