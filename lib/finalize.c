@@ -518,6 +518,18 @@ static uint64_t isqrt_u128(u128 v)
   double est;
   if (v == 0)
     return 0;
+  if ((uint64_t)(v >> 64) == 0) {
+    /* The common case, without the 128-bit division: est < 2^32 is within
+     * one of floor(sqrt(v)) (relative error about 2^-52), and the exact
+     * checks below fix it. */
+    uint64_t q = (uint64_t)(sqrt((double)(uint64_t)v));
+    r = q;
+    while (r * r > v)
+      r--;
+    while ((r + 1) * (r + 1) <= v)
+      r++;
+    return (uint64_t)r;
+  }
   est = sqrt((double)v);
   r = est >= 0x1p64 ? UINT64_MAX : (u128)est;
   if (r == 0)
@@ -605,7 +617,9 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
 {
   int l2 = f->op == RD_OP_L2;
   enum rd__acc_class cls = (enum rd__acc_class)f->acc_class;
-  size_t esz = rd_dtype_size(f->dtype);
+  /* the four integer dtypes of the class (the table lookup of
+   * rd_dtype_size() cost more than the rest of a 64-bit output) */
+  size_t esz = f->dtype == RD_INT64 || f->dtype == RD_UINT64 ? 8 : 4;
 
   if (cls == RD__ACC_F64 || cls == RD__ACC_BLUE) {
     rd__float_store(f->dtype, rd__acc_value(cls, acc, l2), dst);
@@ -616,11 +630,24 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
   int bits = (int)esz * 8;
   int is_signed = f->dtype == RD_INT32 || f->dtype == RD_INT64;
   uint64_t low;
-  if (l2)
-    v = isqrt_u192(v);
   max.w[0] = bits == 64 ? UINT64_MAX : UINT32_MAX;
   if (is_signed)
     max.w[0] >>= 1;
+  if (v.w[1] == 0 && v.w[2] == 0) {
+    /* The common case in 64 bits: the same value as below. */
+    low = l2 ? isqrt_u128(v.w[0]) : v.w[0];
+    if (low <= max.w[0]) {
+      if (bits == 32) {
+        uint32_t u = (uint32_t)low;
+        memcpy(dst, &u, sizeof u);
+      } else {
+        memcpy(dst, &low, sizeof low);
+      }
+      return 0;
+    }
+  }
+  if (l2)
+    v = isqrt_u192(v);
   low = v.w[0];
   if (!u192_le(&v, &max)) {
     if (f->overflow == RD_OVERFLOW_ERROR) {

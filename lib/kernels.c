@@ -609,6 +609,8 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
     double d[OUT_BLOCK];
     struct rd__blue b[OUT_BLOCK];
   } acc;
+  if (rd__avx2_rows_out(k, out, x, n, nrows, l2) == 0)
+    return;
   while (nrows > 0) {
     size_t m = nrows < OUT_BLOCK ? nrows : OUT_BLOCK;
     memset(&acc, 0,

@@ -12,6 +12,9 @@
  */
 #include "kernels_impl.h"
 
+#include "f16.h"
+#include "reduce.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #include <immintrin.h>
@@ -463,6 +466,364 @@ TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
 }
 
 /* ------------------------------------------------------------------ */
+/* Short whole rows written as outputs (rows_out), four rows at a time */
+/* ------------------------------------------------------------------ */
+
+/* A row of n <= 16 elements is loaded as W = 4, 8 or 16 lanes (the
+ * smallest W >= n), lanes >= n set to +0; each row is reduced to its four
+ * level-2 sums c (lanes 0-3 after the tree's (k, k+8) and (k, k+4) levels;
+ * for W < 16 the skipped levels add +0, an exact no-op), and the last two
+ * levels, (k, k+2) then (k, k+1), run on four rows at once after a
+ * transpose.  Each row sees exactly flush()'s operations (a + b = b + a
+ * bitwise), so the bits are those of rows() + rd__acc_value(). */
+
+/* Four rows of 16 float32 are consumed in about the time the memory
+ * takes to deliver them, so the prefetches run further ahead than PF_DIST. */
+#define PF_ROWS(p) _mm_prefetch((const char *)(p) + 2 * PF_DIST, _MM_HINT_T0)
+
+/* Four elements widened to doubles (exact). */
+typedef __m256d (*w4_fn)(const unsigned char *p);
+
+TGT static inline __m256d w4_f32(const unsigned char *p)
+{
+  return _mm256_cvtps_pd(_mm_loadu_ps((const float *)(const void *)p));
+}
+
+TGT static inline __m256d w4_f16(const unsigned char *p)
+{
+  return _mm256_cvtps_pd(
+    _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+
+TGT static inline __m256d w4_bf16(const unsigned char *p)
+{
+  __m128i u = _mm_cvtepu16_epi32(
+    _mm_loadl_epi64((const __m128i *)(const void *)p));
+  return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32(u, 16)));
+}
+
+TGT static inline __m256d w4_f64(const unsigned char *p)
+{
+  return _mm256_loadu_pd((const double *)(const void *)p);
+}
+
+/* Lane masks of a row of n elements in W lanes: all ones below n. */
+struct row_masks {
+  __m256d m0, m1, m2, m3;
+};
+
+TGT static inline struct row_masks row_masks(size_t n)
+{
+  int64_t b[16];
+  struct row_masks mk;
+  for (size_t l = 0; l < 16; l++)
+    b[l] = l < n ? -1 : 0;
+  mk.m0 = _mm256_castsi256_pd(_mm256_loadu_si256((const __m256i *)(void *)b));
+  mk.m1 = _mm256_castsi256_pd(
+    _mm256_loadu_si256((const __m256i *)(void *)(b + 4)));
+  mk.m2 = _mm256_castsi256_pd(
+    _mm256_loadu_si256((const __m256i *)(void *)(b + 8)));
+  mk.m3 = _mm256_castsi256_pd(
+    _mm256_loadu_si256((const __m256i *)(void *)(b + 12)));
+  return mk;
+}
+
+/* The W/4 vectors of a row (lanes >= n zero when `masked`); named
+ * variables, not an array: GCC -O2 kept small arrays of vectors on the
+ * stack. */
+struct row_v {
+  __m256d v0, v1, v2, v3;
+};
+
+TGT ALWAYS_INLINE struct row_v row_load(const unsigned char *p, size_t esz,
+                                        size_t W, int masked,
+                                        const struct row_masks *mk, w4_fn w4)
+{
+  struct row_v r;
+  r.v0 = w4(p);
+  r.v1 = r.v2 = r.v3 = _mm256_setzero_pd();
+  if (W >= 8)
+    r.v1 = w4(p + 4 * esz);
+  if (W == 16) {
+    r.v2 = w4(p + 8 * esz);
+    r.v3 = w4(p + 12 * esz);
+  }
+  if (masked) {
+    r.v0 = _mm256_and_pd(r.v0, mk->m0);
+    r.v1 = _mm256_and_pd(r.v1, mk->m1);
+    r.v2 = _mm256_and_pd(r.v2, mk->m2);
+    r.v3 = _mm256_and_pd(r.v3, mk->m3);
+  }
+  return r;
+}
+
+/* Levels (k, k+8) and (k, k+4) of the squares of a row's vectors.  With
+ * `exact` (float32/16/bfloat16: squares exact in double) fma(v, v, q)
+ * rounds like q + v * v; float64 squares round, so no FMA there. */
+TGT ALWAYS_INLINE __m256d row_c(struct row_v r, size_t W, int exact)
+{
+  __m256d q0 = _mm256_mul_pd(r.v0, r.v0), q1;
+  if (W == 4)
+    return q0;
+  q1 = _mm256_mul_pd(r.v1, r.v1);
+  if (W == 8)
+    return _mm256_add_pd(q0, q1);
+  if (!exact)
+    return _mm256_add_pd(_mm256_add_pd(q0, _mm256_mul_pd(r.v2, r.v2)),
+                         _mm256_add_pd(q1, _mm256_mul_pd(r.v3, r.v3)));
+  return _mm256_add_pd(_mm256_fmadd_pd(r.v2, r.v2, q0),
+                       _mm256_fmadd_pd(r.v3, r.v3, q1));
+}
+
+/* Levels (k, k+2) and (k, k+1) of four rows' c: the four row sums in
+ * row order (rows 0 and 2 share one vector, 1 and 3 the other, so the
+ * horizontal add leaves them in order). */
+TGT static inline __m256d rows4_tail(__m256d c0, __m256d c1, __m256d c2,
+                                     __m256d c3)
+{
+  __m256d s02 = _mm256_add_pd(_mm256_permute2f128_pd(c0, c2, 0x20),
+                              _mm256_permute2f128_pd(c0, c2, 0x31));
+  __m256d s13 = _mm256_add_pd(_mm256_permute2f128_pd(c1, c3, 0x20),
+                              _mm256_permute2f128_pd(c1, c3, 0x31));
+  return _mm256_hadd_pd(s02, s13);
+}
+
+/* The same two levels for one row. */
+TGT static inline double row1_tail(__m256d c)
+{
+  __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c),
+                         _mm256_extractf128_pd(c, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+}
+
+/* Four finished sums (l2: their square roots) stored as outputs. */
+/* Outputs of at least this many float32 rows are written with streaming
+ * stores (when 16-byte aligned): they would not stay in cache anyway, and
+ * streaming saves reading each line before writing it. */
+#define NT_ROWS ((size_t)1 << 15)
+
+TGT ALWAYS_INLINE void store4(int dt, __m256d s, int l2, int nt, uint16_t nan16,
+                              unsigned char *o)
+{
+  if (l2)
+    s = _mm256_sqrt_pd(s);
+  if (dt == RD__K_F32) {
+    /* NaN -> the default quiet NaN, then one RNE rounding, as (float)v */
+    s = _mm256_blendv_pd(s, _mm256_set1_pd(NAN),
+                         _mm256_cmp_pd(s, s, _CMP_UNORD_Q));
+    if (nt)
+      _mm_stream_ps((float *)(void *)o, _mm256_cvtpd_ps(s));
+    else
+      _mm_storeu_ps((float *)(void *)o, _mm256_cvtpd_ps(s));
+  } else {
+    /* One rounding to nearest even, as rd_f64_to_f16/_bf16: first to
+     * float rounding to odd (toward zero, the last bit set if inexact;
+     * the sums are >= 0 or NaN), which keeps more than two extra bits for
+     * either target, then to nearest even; NaN -> nan16. */
+    __m128 f = _mm256_cvtpd_ps(s);
+    __m256d b = _mm256_cvtps_pd(f);
+    __m128i up = _mm_castps_si128(
+      _mm256_cvtpd_ps(_mm256_cmp_pd(b, s, _CMP_GT_OQ)));
+    __m128i inexact = _mm_castps_si128(
+      _mm256_cvtpd_ps(_mm256_cmp_pd(b, s, _CMP_NEQ_OQ)));
+    __m128i isnan = _mm_castps_si128(
+      _mm256_cvtpd_ps(_mm256_cmp_pd(s, s, _CMP_UNORD_Q)));
+    __m128i u = _mm_add_epi32(_mm_castps_si128(f), up); /* -1 if up */
+    __m128i h;
+    u = _mm_or_si128(u, _mm_and_si128(inexact, _mm_set1_epi32(1)));
+    if (dt == RD__K_F16) {
+      h = _mm_cvtps_ph(_mm_castsi128_ps(u), _MM_FROUND_TO_NEAREST_INT);
+    } else {
+      __m128i odd = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+      h = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)),
+                                       odd),
+                         16);
+      h = _mm_packus_epi32(h, h);
+    }
+    h = _mm_blendv_epi8(h, _mm_set1_epi16((short)nan16),
+                        _mm_packs_epi32(isnan, isnan));
+    _mm_storel_epi64((__m128i *)(void *)o, h);
+  }
+}
+
+/* Rows r < `safe` may be loaded in W lanes straight from x; the last few
+ * (whose W lanes would run past the input) go through a zeroed copy. */
+static inline size_t rows_safe(size_t n, size_t nrows, size_t W)
+{
+  if (n == W)
+    return nrows;
+  return nrows * n >= W ? (nrows * n - W) / n + 1 : 0;
+}
+
+TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
+                                      size_t n, size_t nrows, int l2,
+                                      size_t esz, int dt, w4_fn w4, size_t W)
+{
+  unsigned char *o = out;
+  const size_t rs = n * esz, ob = dt == RD__K_F32 ? 4 : 2;
+  const size_t safe = rows_safe(n, nrows, W);
+  const int masked = n != W;
+  const int nt = dt == RD__K_F32 && nrows >= NT_ROWS &&
+                 ((uintptr_t)out & 15) == 0;
+  const struct row_masks mk = row_masks(n);
+  const uint16_t nan16 = dt == RD__K_F16    ? rd_f64_to_f16(NAN)
+                         : dt == RD__K_BF16 ? rd_f64_to_bf16(NAN)
+                                            : 0;
+  size_t r = 0;
+  for (; r + 4 <= safe; r += 4, x += 4 * rs, o += 4 * ob) {
+    __m256d c0, c1, c2, c3;
+    for (size_t b = 0; b < 4 * rs; b += 64)
+      PF_ROWS(x + b);
+    c0 = row_c(row_load(x, esz, W, masked, &mk, w4), W, 1);
+    c1 = row_c(row_load(x + rs, esz, W, masked, &mk, w4), W, 1);
+    c2 = row_c(row_load(x + 2 * rs, esz, W, masked, &mk, w4), W, 1);
+    c3 = row_c(row_load(x + 3 * rs, esz, W, masked, &mk, w4), W, 1);
+    store4(dt, rows4_tail(c0, c1, c2, c3), l2, nt, nan16, o);
+  }
+  if (nt)
+    _mm_sfence(); /* order the streaming stores before what follows */
+  for (; r < nrows; r++, x += rs, o += ob) {
+    unsigned char buf[16 * 4] = { 0 }; /* esz <= 4 */
+    const unsigned char *p = x;
+    double s;
+    if (r >= safe) {
+      memcpy(buf, x, rs);
+      p = buf;
+    }
+    s = row1_tail(row_c(row_load(p, esz, W, masked, &mk, w4), W, 1));
+    rd__float_store(dt == RD__K_F32   ? RD_FLOAT32
+                    : dt == RD__K_F16 ? RD_FLOAT16
+                                      : RD_BFLOAT16,
+                    l2 ? sqrt(s) : s, o);
+  }
+}
+
+/* The three widths, n a constant in the common case of 16. */
+TGT ALWAYS_INLINE void avx_d_rows_out_n(void *out, const unsigned char *x,
+                                        size_t n, size_t nrows, int l2,
+                                        size_t esz, int dt, w4_fn w4)
+{
+  if (n == 16)
+    avx_d_rows_out(out, x, 16, nrows, l2, esz, dt, w4, 16);
+  else if (n > 8)
+    avx_d_rows_out(out, x, n, nrows, l2, esz, dt, w4, 16);
+  else if (n > 4)
+    avx_d_rows_out(out, x, n, nrows, l2, esz, dt, w4, 8);
+  else
+    avx_d_rows_out(out, x, n, nrows, l2, esz, dt, w4, 4);
+}
+
+TGT static void rows_out_f32(void *out, const unsigned char *x, size_t n,
+                             size_t nrows, int l2)
+{
+  avx_d_rows_out_n(out, x, n, nrows, l2, 4, RD__K_F32, w4_f32);
+}
+
+TGT static void rows_out_f16(void *out, const unsigned char *x, size_t n,
+                             size_t nrows, int l2)
+{
+  avx_d_rows_out_n(out, x, n, nrows, l2, 2, RD__K_F16, w4_f16);
+}
+
+TGT static void rows_out_bf16(void *out, const unsigned char *x, size_t n,
+                              size_t nrows, int l2)
+{
+  avx_d_rows_out_n(out, x, n, nrows, l2, 2, RD__K_BF16, w4_bf16);
+}
+
+/* float64 (Blue): a row whose terms are all mid-range (zeros included)
+ * has, from a zeroed accumulator, ms = the lane tree of the squares and
+ * every other field 0 (rd__rows_f64_short's mid path), so its value is that
+ * tree (or its square root): the same four-row tree as above.  Groups with
+ * any other term take the scalar definition row by row. */
+TGT ALWAYS_INLINE int mid4(struct row_v r, size_t W, int masked)
+{
+  __m256d m;
+  if (!masked && W == 16 &&
+      all_mid_fast(abs4(r.v0), abs4(r.v1), abs4(r.v2), abs4(r.v3)))
+    return 1;
+  /* lanes beyond W are zero: mid */
+  m = _mm256_and_pd(_mm256_and_pd(mid_mask(r.v0), mid_mask(r.v1)),
+                    _mm256_and_pd(mid_mask(r.v2), mid_mask(r.v3)));
+  return _mm256_movemask_pd(m) == 0xf;
+}
+
+/* One row by the scalar definition (zeroed accumulator, value, store). */
+static void row_f64_scalar(unsigned char *o, const unsigned char *x, size_t n,
+                           int l2)
+{
+  struct rd__blue a;
+  memset(&a, 0, sizeof a);
+  rd__rows_f64_short(&a, x, n, 1);
+  rd__float_store(RD_FLOAT64, rd__acc_value(RD__ACC_BLUE, &a, l2), o);
+}
+
+TGT ALWAYS_INLINE void avx_f64_rows_out(void *out, const unsigned char *x,
+                                        size_t n, size_t nrows, int l2,
+                                        size_t W)
+{
+  unsigned char *o = out;
+  const size_t rs = n * 8, safe = rows_safe(n, nrows, W);
+  const int masked = n != W;
+  const struct row_masks mk = row_masks(n);
+  size_t r = 0;
+  for (; r + 4 <= safe; r += 4, x += 4 * rs, o += 32) {
+    struct row_v v0, v1, v2, v3;
+    __m256d s;
+    for (size_t b = 0; b < 4 * rs; b += 64)
+      PF_ROWS(x + b);
+    v0 = row_load(x, 8, W, masked, &mk, w4_f64);
+    v1 = row_load(x + rs, 8, W, masked, &mk, w4_f64);
+    v2 = row_load(x + 2 * rs, 8, W, masked, &mk, w4_f64);
+    v3 = row_load(x + 3 * rs, 8, W, masked, &mk, w4_f64);
+    if (!(mid4(v0, W, masked) & mid4(v1, W, masked) & mid4(v2, W, masked) &
+          mid4(v3, W, masked))) {
+      for (size_t q = 0; q < 4; q++)
+        row_f64_scalar(o + 8 * q, x + q * rs, n, l2);
+      continue;
+    }
+    s = rows4_tail(row_c(v0, W, 0), row_c(v1, W, 0), row_c(v2, W, 0),
+                   row_c(v3, W, 0));
+    if (l2)
+      s = _mm256_sqrt_pd(s);
+    _mm256_storeu_pd((double *)(void *)o, s); /* finite: no NaN to clean */
+  }
+  for (; r < nrows; r++, x += rs, o += 8)
+    row_f64_scalar(o, x, n, l2);
+}
+
+TGT static void rows_out_f64(void *out, const unsigned char *x, size_t n,
+                             size_t nrows, int l2)
+{
+  if (n == 16)
+    avx_f64_rows_out(out, x, 16, nrows, l2, 16);
+  else if (n > 8)
+    avx_f64_rows_out(out, x, n, nrows, l2, 16);
+  else if (n > 4)
+    avx_f64_rows_out(out, x, n, nrows, l2, 8);
+  else
+    avx_f64_rows_out(out, x, n, nrows, l2, 4);
+}
+
+int rd__avx2_rows_out(const struct rd__kernel *k, void *out,
+                      const unsigned char *x, size_t n, size_t nrows, int l2)
+{
+  if (n > L)
+    return -1;
+  if (k->rows == rows_f32)
+    rows_out_f32(out, x, n, nrows, l2);
+  else if (k->rows == rows_f16)
+    rows_out_f16(out, x, n, nrows, l2);
+  else if (k->rows == rows_bf16)
+    rows_out_bf16(out, x, n, nrows, l2);
+  else if (k->rows == rows_f64)
+    rows_out_f64(out, x, n, nrows, l2);
+  else
+    return -1;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* 32-bit integers                                                    */
 /* ------------------------------------------------------------------ */
 
@@ -563,9 +924,66 @@ AVX_I32_COLS(u32, id_u32, sq_u32)
 #pragma GCC target("avx2,fma,f16c")
 I32_RUN(i32, sq_i32)
 I32_RUN(u32, sq_u32)
-I32_ROWS(i32, sq_i32)
-I32_ROWS(u32, sq_u32)
 #pragma GCC pop_options
+
+/* rows() of 32-bit integers for n <= 16: a row is two masked loads of 8
+ * lanes (lanes >= n read as 0, nothing past the row is touched); pmuludq
+ * squares the even and the odd lanes, and the 32-bit halves of the squares
+ * are summed in 64-bit lanes (< 2^37) and joined in 128 bits once per row.
+ * Exact, so the grouping does not matter. */
+TGT ALWAYS_INLINE void avx_rows_i32(void *acc, const unsigned char *x, size_t n,
+                                    size_t nrows, vabs_fn absf, sq32_fn sq)
+{
+  const __m256i m32 = _mm256_set1_epi64x(0xffffffff);
+  u128 *o = acc;
+  int32_t b[16];
+  __m256i k0, k1;
+  if (n > L) {
+    i32_rows(acc, x, n, nrows, sq);
+    return;
+  }
+  for (size_t l = 0; l < 16; l++)
+    b[l] = l < n ? -1 : 0;
+  k0 = _mm256_loadu_si256((const __m256i *)(void *)b);
+  k1 = _mm256_loadu_si256((const __m256i *)(void *)(b + 8));
+  for (size_t r = 0; r < nrows; r++, x += n * 4) {
+    const int *p = (const int *)(const void *)x;
+    __m256i v0 = absf(_mm256_maskload_epi32(p, k0));
+    __m256i v1 = absf(_mm256_maskload_epi32(p + 8, k1));
+    __m256i e0 = _mm256_mul_epu32(v0, v0), e1 = _mm256_mul_epu32(v1, v1);
+    __m256i d0 = _mm256_srli_epi64(v0, 32), d1 = _mm256_srli_epi64(v1, 32);
+    __m256i lo, hi;
+    uint64_t t[8];
+    if (r % 4 == 0)
+      PF(x);
+    d0 = _mm256_mul_epu32(d0, d0);
+    d1 = _mm256_mul_epu32(d1, d1);
+    lo = _mm256_add_epi64(_mm256_add_epi64(_mm256_and_si256(e0, m32),
+                                           _mm256_and_si256(e1, m32)),
+                          _mm256_add_epi64(_mm256_and_si256(d0, m32),
+                                           _mm256_and_si256(d1, m32)));
+    hi = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(e0, 32),
+                                           _mm256_srli_epi64(e1, 32)),
+                          _mm256_add_epi64(_mm256_srli_epi64(d0, 32),
+                                           _mm256_srli_epi64(d1, 32)));
+    _mm256_storeu_si256((__m256i *)(void *)t, lo);
+    _mm256_storeu_si256((__m256i *)(void *)(t + 4), hi);
+    o[r] += ((u128)((t[4] + t[5]) + (t[6] + t[7])) << 32) +
+            ((t[0] + t[1]) + (t[2] + t[3]));
+  }
+}
+
+TGT static void rows_i32(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  avx_rows_i32(acc, x, n, nrows, abs_i32, sq_i32);
+}
+
+TGT static void rows_u32(void *acc, const unsigned char *x, size_t n,
+                         size_t nrows)
+{
+  avx_rows_i32(acc, x, n, nrows, id_u32, sq_u32);
+}
 
 /* ------------------------------------------------------------------ */
 /* Sum and L1 of float32/float16/bfloat16 (RD__F_SUMD, see ops.c)      */
@@ -1287,6 +1705,18 @@ int rd__kernels_avx2_fill(struct rd__kernel *tab)
 }
 
 #else /* no x86-64 SIMD path in this build */
+
+int rd__avx2_rows_out(const struct rd__kernel *k, void *out,
+                      const unsigned char *x, size_t n, size_t nrows, int l2)
+{
+  (void)k;
+  (void)out;
+  (void)x;
+  (void)n;
+  (void)nrows;
+  (void)l2;
+  return -1;
+}
 
 int rd__kernels_avx2_fill(struct rd__kernel *tab)
 {

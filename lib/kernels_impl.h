@@ -375,6 +375,12 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
  * kernels_avx2.c specialises.  Returns 0, or -1 when the build has no x86-64
  * SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_fill(struct rd__kernel *tab);
+/* rd__rows_out() for a kernel whose rows() is kernels_avx2.c's (float32,
+ * float16, bfloat16, float64) and rows of n <= RD__LANES: four rows per
+ * vector step, the same bits.  Returns 0, or -1 (nothing written) for any
+ * other kernel or n. */
+int rd__avx2_rows_out(const struct rd__kernel *k, void *out,
+                      const unsigned char *x, size_t n, size_t nrows, int l2);
 /* Sets run/cols/rows of `k` to the AVX2 Sum (absval 0) or L1 (1) kernels
  * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
  * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */

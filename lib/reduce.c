@@ -525,8 +525,9 @@ int rd_plan_init(struct rd_plan *plan, const struct rd_params *p,
 struct geom {
   const struct rd__kernel *k;
   size_t esz, accsz, ng;
-  size_t osz; /* bytes per output slot of the buffers */
-  int direct; /* slots are finished output elements */
+  size_t osz;     /* bytes per output slot of the buffers */
+  int direct;     /* slots are finished output elements */
+  int direct_int; /* direct, integer class: finalised by rd__finalize() */
   int l2, dtype;
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
   struct rd__final fin; /* finalisation of the other operators */
@@ -538,6 +539,9 @@ struct geom {
 };
 
 struct cursor {
+  int rc;                    /* direct_int: the first output error, or 0 */
+  uint64_t err_o;            /* its output index */
+  struct rd_error err;       /* its message */
   uint64_t off;              /* offset in the current innermost row */
   uint64_t idx[RD_MAX_RANK]; /* odometer over groups 0 .. ng-2 */
   uint64_t obase;            /* output index of the row's first element */
@@ -578,11 +582,12 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
   /* [kept, reduced]: every output is one whole run, and parts (cut in the
    * kept group) never split a run, so a finished run is written out as the
    * output element at once instead of going through an accumulator and a
-   * final pass.  Integers keep accumulators: their overflow errors are
+   * final pass.  Integers too: the first overflow error (the lowest output
+   * index, as finish would have found it) is kept in the cursor and
    * reported by finish. */
-  g->direct = g->sq && g->ng == 2 && !g->outer_red && g->inner_red &&
-              (g->k->acc_class == RD__ACC_F64 ||
-               g->k->acc_class == RD__ACC_BLUE);
+  g->direct = g->sq && g->ng == 2 && !g->outer_red && g->inner_red;
+  g->direct_int = g->direct && (g->k->acc_class == RD__ACC_U128 ||
+                                g->k->acc_class == RD__ACC_U192);
   g->osz = g->direct ? g->esz : g->accsz;
   for (size_t i = g->ng; i-- > 0;)
     if (!pl->priv.reduced[i]) {
@@ -635,6 +640,43 @@ static void next_row(struct cursor *c, const struct rd_plan *pl,
   }
 }
 
+/* Output o of an integer direct plan from its accumulator; the first error
+ * is kept in the cursor (outputs arrive in increasing order). */
+static void out_int(struct cursor *c, const struct geom *g, const void *a,
+                    unsigned char *out, uint64_t o)
+{
+  struct rd_error e;
+  int rc = rd__finalize(&g->fin, a, out + o * g->osz, o, &e);
+  if (rc != 0 && c->rc == 0) {
+    c->rc = rc;
+    c->err_o = o;
+    c->err = e;
+  }
+}
+
+/* Rows per block of rows_out_int(): the accumulators stay in L1. */
+#define INT_BLOCK 64
+
+/* `rows` whole runs of an integer direct plan, from output c->obase on:
+ * rows() into zeroed accumulators, then each finalised. */
+static void rows_out_int(struct cursor *c, const struct geom *g,
+                         unsigned char *out, const unsigned char *x,
+                         size_t rows)
+{
+  struct rd__u192 a[INT_BLOCK]; /* large enough for either class */
+  uint64_t o = c->obase;
+  while (rows > 0) {
+    size_t m = rows < INT_BLOCK ? rows : INT_BLOCK;
+    memset(a, 0, m * g->accsz);
+    g->k->rows(a, x, (size_t)g->inner, m);
+    for (size_t r = 0; r < m; r++)
+      out_int(c, g, (const unsigned char *)a + r * g->accsz, out, o + r);
+    o += m;
+    x += m * g->inner * g->esz;
+    rows -= m;
+  }
+}
+
 /* Whole rows from the cursor (at a row start) that share the next outer
  * index: consecutive outputs (inner reduced) or the same outputs (inner
  * kept).  Returns how many rows the kernel call covered. */
@@ -649,7 +691,9 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
   else if (rows > (left = pl->priv.size[o] - c->idx[o]))
     rows = left;
   assert(rows >= 1 && rows * g->inner <= n);
-  if (g->direct)
+  if (g->direct_int)
+    rows_out_int(c, g, acc, x, (size_t)rows);
+  else if (g->direct)
     rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x, (size_t)g->inner,
                  (size_t)rows, g->l2);
   else if (g->inner_red)
@@ -674,12 +718,16 @@ static void flush_segment(struct cursor *c, const struct geom *g,
   if (g->direct) {
     union {
       struct rd__blue b;
+      struct rd__u192 w;
       double d;
     } tmp;
     memset(&tmp, 0, sizeof tmp);
     g->k->flush(&c->lanes, &tmp);
-    rd__float_store(g->dtype, rd__acc_value(g->k->acc_class, &tmp, g->l2),
-                    acc + c->obase * g->osz);
+    if (g->direct_int)
+      out_int(c, g, &tmp, acc, c->obase);
+    else
+      rd__float_store(g->dtype, rd__acc_value(g->k->acc_class, &tmp, g->l2),
+                      acc + c->obase * g->osz);
   } else {
     g->k->flush(&c->lanes, acc + c->obase * g->accsz);
   }
@@ -836,6 +884,11 @@ struct rd_exec {
   unsigned char done[RD_MAX_PARTS];
   uint64_t bad[RD_MAX_PARTS]; /* first invalid bool element, per part */
   unsigned char badval[RD_MAX_PARTS];
+  struct cursor_error {
+    int rc;
+    uint64_t o;
+    struct rd_error err;
+  } ferr[RD_MAX_PARTS]; /* direct_int: the first output error, per part */
 };
 
 /* bool input: the first byte other than 0 or 1 among n elements. */
@@ -909,9 +962,29 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
     process(&c, pl, &ex->g, acc,
             (const unsigned char *)in + start * pl->elem_size, end - start);
     end_segment(&c, &ex->g, acc);
+    if (c.rc != 0) {
+      ex->ferr[part].rc = c.rc;
+      ex->ferr[part].o = c.err_o;
+      ex->ferr[part].err = c.err;
+    }
   }
   ex->done[part] = 1;
   return 0;
+}
+
+/* A direct plan's output error found while the parts ran (the first, at
+ * output o): the outputs before it are written, as write_outputs() would
+ * have, and the error is returned. */
+static int direct_error(const struct rd_plan *pl, const struct geom *g,
+                        const unsigned char *acc, void *out, int rc, uint64_t o,
+                        const struct rd_error *e, struct rd_error *err)
+{
+  if (o > 0 && (const void *)acc != out)
+    memcpy(out, acc, (size_t)(o * g->osz));
+  (void)pl;
+  if (err)
+    *err = *e;
+  return rc;
 }
 
 /* Outputs per block of write_outputs(): the block's running sums stay in
@@ -973,6 +1046,10 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
   for (size_t p = 0; p < ex->plan.nparts; p++)
     if (ex->bad[p] != UINT64_MAX) /* parts are in flat order */
       return bad_bool(err, ex->bad[p], ex->badval[p]);
+  for (size_t p = 0; p < ex->plan.nparts; p++)
+    if (ex->ferr[p].rc != 0) /* parts hold increasing outputs */
+      return direct_error(&ex->plan, &ex->g, ex->acc, out, ex->ferr[p].rc,
+                          ex->ferr[p].o, &ex->ferr[p].err, err);
   return write_outputs(&ex->plan, &ex->g, ex->acc,
                        ex->g.outer_red ? ex->plan.nparts : 0, out, err);
 }
@@ -1145,6 +1222,9 @@ int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
     return rd__set_err(err, RD_E_INVALID, "output buffer is NULL");
   if (s->bad != UINT64_MAX)
     return bad_bool(err, s->bad, s->badval);
+  if (s->c.rc != 0)
+    return direct_error(&s->plan, &s->g, s->total, out, s->c.rc, s->c.err_o,
+                        &s->c.err, err);
   return write_outputs(&s->plan, &s->g, s->total, 0, out, err);
 }
 

@@ -403,6 +403,270 @@ static void test_plans_both_impls(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* Short whole rows written as outputs (rd__rows_out, n <= 16)         */
+/* ------------------------------------------------------------------ */
+
+/* The definition of rd__rows_out: portable rows() into zeroed
+ * accumulators, rd__acc_value(), rd__float_store(). */
+static void rows_out_expected(size_t t, unsigned char *e,
+                              const unsigned char *x, size_t n, size_t nrows,
+                              int l2)
+{
+  const struct rd__kernel *k = rd__kernel_impl(types[t].id, RD__IMPL_PORTABLE);
+  unsigned char *acc = calloc(nrows ? nrows : 1, k->acc_size);
+  assert_non_null(acc);
+  k->rows(acc, x, n, nrows);
+  for (size_t r = 0; r < nrows; r++)
+    rd__float_store(types[t].dtype,
+                    rd__acc_value(k->acc_class, acc + r * k->acc_size, l2),
+                    e + r * types[t].esz);
+  free(acc);
+}
+
+/* Both implementations against the definition, for every n <= 17 and row
+ * counts around the four-row groups, with the input and the output each at
+ * the very end of an exact-size heap block (a load past the input or a
+ * store past the output is caught by the sanitizer builds), at several
+ * densities of special values (float64: rows in each of Blue's ranges, so
+ * groups of four with one non-mid row take the scalar path). */
+static void test_short_rows_out(void **state)
+{
+  static const size_t rowcounts[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 63, 257 };
+  static const unsigned rares[] = { 0, 20, 300 };
+  (void)state;
+  for (size_t t = 0; t < 4; t++) {
+    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    size_t esz = types[t].esz;
+    for (size_t n = 1; n <= 17; n++)
+      for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
+        for (size_t qi = 0; qi < sizeof rares / sizeof rares[0]; qi++)
+          for (int l2 = 0; l2 <= 1; l2++) {
+            size_t nr = rowcounts[ri], ib = n * nr * esz, ob = nr * esz;
+            unsigned char *x = malloc(ib), *e = malloc(ob);
+            unsigned char *op = malloc(ob), *os = malloc(ob);
+            assert_true(x && e && op && os);
+            fill(types[t].dtype, esz, x, n * nr, rares[qi]);
+            rows_out_expected(t, e, x, n, nr, l2);
+            rd__rows_out(kp, types[t].dtype, op, x, n, nr, l2);
+            rd__rows_out(ks, types[t].dtype, os, x, n, nr, l2);
+            if (memcmp(e, op, ob) != 0 || memcmp(e, os, ob) != 0)
+              fail_msg("short rows_out: dtype %d n %zu rows %zu rare %u "
+                       "l2 %d: portable %s, simd %s",
+                       types[t].dtype, n, nr, rares[qi], l2,
+                       memcmp(e, op, ob) ? "differs" : "ok",
+                       memcmp(e, os, ob) ? "differs" : "ok");
+            free(x);
+            free(e);
+            free(op);
+            free(os);
+          }
+  }
+}
+
+/* Long float32 outputs (the streaming-store path of the SIMD rows_out):
+ * aligned and misaligned output, a row count that is not a multiple of
+ * four, and row lengths 16 and 5. */
+static void test_short_rows_out_long(void **state)
+{
+  const size_t nr = 40003;
+  static const size_t rlens[] = { 16, 5 };
+  const struct rd__kernel *ks = simd_or_portable(RD__K_F32);
+  (void)state;
+  for (size_t li = 0; li < 2; li++) {
+    size_t n = rlens[li];
+    unsigned char *x = malloc(n * nr * 4), *e = malloc(nr * 4);
+    unsigned char *o = malloc(nr * 4 + 4);
+    assert_true(x && e && o);
+    fill(RD_FLOAT32, 4, x, n * nr, 3);
+    for (int l2 = 0; l2 <= 1; l2++) {
+      rows_out_expected(0, e, x, n, nr, l2);
+      for (size_t off = 0; off <= 4; off += 4) {
+        memset(o, 0xa5, nr * 4 + 4);
+        rd__rows_out(ks, RD_FLOAT32, o + off, x, n, nr, l2);
+        if (memcmp(e, o + off, nr * 4) != 0)
+          fail_msg("long rows_out: n %zu l2 %d offset %zu", n, l2, off);
+        if (off == 0)
+          assert_int_equal(o[nr * 4], 0xa5); /* nothing written past */
+        else
+          assert_int_equal(o[0], 0xa5);
+      }
+    }
+    free(x);
+    free(e);
+    free(o);
+  }
+}
+
+/* Whole plans of short rows [R, n] of every dtype through every engine
+ * path under both implementations: the parts cut the rows at part
+ * boundaries, so the four-row groups start at arbitrary rows. */
+static void test_short_rows_plans(void **state)
+{
+  static const int64_t shapes[][2] = {
+    { 300007, 16 }, { 65539, 3 }, { 40001, 9 }, { 7, 16 }, { 1, 1 }
+  };
+  int other = simd_or_portable(RD__K_F32) ==
+                  rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
+                ? RD__IMPL_PORTABLE
+                : RD__IMPL_AVX2;
+  unsigned char *in = malloc(300007 * 16 * 8), *out[6];
+  (void)state;
+  assert_non_null(in);
+  for (int i = 0; i < 6; i++)
+    assert_non_null(out[i] = malloc(300007 * 8));
+  for (size_t t = 0; t < NTYPES; t++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+      for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
+        int64_t axes[1] = { 1 };
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        rd_params_init(&p);
+        p.op = op;
+        p.dtype = types[t].dtype;
+        p.rank = 2;
+        p.shape = shapes[si];
+        p.naxes = 1;
+        p.axes = axes;
+        p.overflow = RD_OVERFLOW_WRAP; /* integers: every output written */
+        assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+        fill(p.dtype, types[t].esz, in, pl.in_count, si % 2 ? 2 : 0);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_plan(&pl, in, out[0], out[1], out[2]);
+        assert_int_equal(rd__kernels_select(other), 0);
+        run_plan(&pl, in, out[3], out[4], out[5]);
+        for (int i = 1; i < 6; i++)
+          if (memcmp(out[0], out[i], (size_t)pl.out_bytes) != 0)
+            fail_msg("short rows plan: dtype %s shape %zu op %d: result %d "
+                     "differs",
+                     rd_dtype_name(p.dtype), si, op, i);
+      }
+  for (int i = 0; i < 6; i++)
+    free(out[i]);
+  free(in);
+}
+
+/* float16/bfloat16 outputs of short rows are rounded in vectors (round to
+ * odd, then to nearest even): every 16-bit input pattern as a row of one
+ * (its square rounds, ties, overflows and underflows included), and random
+ * rows of 2, 3 and 16, against the portable path. */
+static void test_short_rows_16bit_all(void **state)
+{
+  enum { NP = 65536 };
+  uint16_t *x = malloc(NP * 16 * 2);
+  unsigned char *op = malloc(NP * 2), *os = malloc(NP * 2);
+  static const size_t rl[] = { 1, 2, 3, 16 };
+  (void)state;
+  assert_true(x && op && os);
+  for (size_t t = 1; t <= 2; t++) {
+    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    for (size_t li = 0; li < 4; li++) {
+      size_t n = rl[li];
+      for (size_t i = 0; i < NP * n; i++)
+        x[i] = n == 1 ? (uint16_t)i : (uint16_t)(next() >> 48);
+      for (int l2 = 0; l2 <= 1; l2++) {
+        rd__rows_out(kp, types[t].dtype, op, (const unsigned char *)x, n, NP,
+                     l2);
+        rd__rows_out(ks, types[t].dtype, os, (const unsigned char *)x, n, NP,
+                     l2);
+        for (size_t r = 0; r < NP; r++)
+          if (memcmp(op + 2 * r, os + 2 * r, 2) != 0)
+            fail_msg("16-bit rows_out: dtype %d n %zu l2 %d row %zu "
+                     "(first 0x%04x): portable %02x%02x simd %02x%02x",
+                     types[t].dtype, n, l2, r, x[r * n], op[2 * r + 1],
+                     op[2 * r], os[2 * r + 1], os[2 * r]);
+      }
+    }
+  }
+  free(x);
+  free(op);
+  free(os);
+}
+
+/* Integer short rows are finalised in the parts: with policy "error" the
+ * first overflowing output (not the first part's, nor a later one) is
+ * reported by every engine path, and the outputs before it are written. */
+static void test_short_rows_int_error(void **state)
+{
+  enum { R = 300000, N = 16 };
+  int32_t *in = malloc((size_t)R * N * 4), *out = malloc((size_t)R * 4);
+  int32_t *ref = malloc((size_t)R * 4);
+  (void)state;
+  assert_true(in && out && ref);
+  for (size_t i = 0; i < (size_t)R * N; i++)
+    in[i] = (int32_t)(next() % 2001) - 1000;
+  /* Rows 200001 and 250000 overflow int32 for SumSquare (and L2 for the
+   * second): 16 * 2^62 > 2^31. */
+  for (size_t j = 0; j < N; j++) {
+    in[200001u * N + j] = 70000;
+    in[250000u * N + j] = INT32_MIN;
+  }
+  for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++) {
+    int64_t shape[2] = { R, N }, axes[1] = { 1 };
+    uint64_t bad = op == RD_OP_L2 ? 250000 : 200001;
+    struct rd_params p;
+    struct rd_plan pl;
+    struct rd_error err;
+    char want[64];
+    rd_params_init(&p);
+    p.op = op;
+    p.dtype = RD_INT32;
+    p.rank = 2;
+    p.shape = shape;
+    p.naxes = 1;
+    p.axes = axes;
+    p.overflow = RD_OVERFLOW_SATURATE;
+    assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+    assert_true(pl.nparts > 1);
+    assert_int_equal(rd_execute(&pl, in, ref, &err), 0);
+    assert_int_equal(ref[bad], INT32_MAX);
+    p.overflow = RD_OVERFLOW_ERROR;
+    assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+    snprintf(want, sizeof want, "output[%" PRIu64 "] = ", bad);
+    for (int path = 0; path < 3; path++) {
+      int rc;
+      memset(out, 0, (size_t)R * 4);
+      if (path == 0) {
+        rc = rd_execute(&pl, in, out, &err);
+      } else if (path == 1) {
+        struct rd_exec *ex;
+        assert_int_equal(rd_exec_create(&pl, &ex), 0);
+        for (size_t i = pl.nparts; i-- > 0;)
+          assert_int_equal(rd_exec_part(ex, i, in), 0);
+        rc = rd_exec_finish(ex, out, &err);
+        rd_exec_destroy(ex);
+      } else {
+        struct rd_stream *st;
+        const unsigned char *b = (const unsigned char *)in;
+        assert_int_equal(rd_stream_create(&pl, &st), 0);
+        for (uint64_t d = 0; d < pl.in_bytes; d += 4099)
+          assert_int_equal(rd_stream_feed(st, b + d,
+                                          (size_t)(pl.in_bytes - d < 4099
+                                                     ? pl.in_bytes - d
+                                                     : 4099),
+                                          &err),
+                           0);
+        rc = rd_stream_finish(st, out, &err);
+        rd_stream_destroy(st);
+      }
+      assert_int_equal(rc, RD_E_OVERFLOW);
+      assert_int_equal(err.code, RD_E_OVERFLOW);
+      if (strncmp(err.msg, want, strlen(want)) != 0)
+        fail_msg("op %d path %d: message '%s', want '%s...'", op, path, err.msg,
+                 want);
+      assert_memory_equal(out, ref, (size_t)bad * 4);
+    }
+  }
+  free(in);
+  free(out);
+  free(ref);
+}
+
+/* ------------------------------------------------------------------ */
 /* The operator families: split points, rows, cols, every op          */
 /* ------------------------------------------------------------------ */
 
@@ -771,6 +1035,11 @@ int main(void)
     cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
     cmocka_unit_test(test_plans_both_impls),
+    cmocka_unit_test(test_short_rows_out),
+    cmocka_unit_test(test_short_rows_out_long),
+    cmocka_unit_test(test_short_rows_plans),
+    cmocka_unit_test(test_short_rows_int_error),
+    cmocka_unit_test(test_short_rows_16bit_all),
     cmocka_unit_test(test_ops_split_points),
     cmocka_unit_test(test_ops_f32_specials),
     cmocka_unit_test(test_ops_plans_both_impls),
