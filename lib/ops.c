@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "kernels_ops.h"
 
 typedef __int128 i128;
 
@@ -1229,7 +1230,9 @@ ROWS32S(argminl, 0, 1, 1)
  * becomes x; then lane j % 16 adds expk(x - m).  That is a function of the
  * element sequence alone, so it is split-invariant; a block of 16 where no
  * element is NaN, +inf or above m is the same as 16 lane additions, which
- * is the vector path.  At the end of the segment the lanes combine in the
+ * is the vector path (float32: rd__opk_lse_f32 of kernels_ops_avx2.c over
+ * whole stretches of such blocks; float16/bfloat16: rd__avx2_lse16 per
+ * block).  At the end of the segment the lanes combine in the
  * fixed tree and fold into the output's accumulator (lse_fold). */
 struct lse_lanes {
   struct rd__acc_lse h;
@@ -1283,8 +1286,16 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     lsel_elem(st, k, ldd(dt, x + i * esz));
   for (; i + L <= n; i += L) {
-    int slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
-                   : lsel_block(st, x + i * esz, dt);
+    int slow;
+    if (avx && dt == RD_FLOAT32) { /* whole blocks, lanes in registers */
+      i += L * rd__opk_lse_f32(st->s, x + i * esz, (n - i) / L, st->h.m);
+      if (i + L > n)
+        break;
+      slow = 1; /* the block it stopped before */
+    } else {
+      slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
+                 : lsel_block(st, x + i * esz, dt);
+    }
     if (slow)
       for (size_t l = 0; l < L; l++)
         lsel_elem(st, l, ldd(dt, x + (i + l) * esz));

@@ -1,0 +1,33 @@
+/* kernels_ops.h - vector helpers of the operator kernels (ops.c); private
+ * to ops.c, kernels_ops_avx2.c and the unit tests.
+ *
+ * Each helper does exactly the operations of a portable loop in ops.c, in
+ * the same order, so it gives the same bits; ops.c calls it only while the
+ * SIMD implementation is active (rd__kernels_active() == RD__IMPL_AVX2,
+ * which implies the CPU has AVX2, FMA and F16C).  Where the CPU also has
+ * AVX-512 (F, DQ, VL), a 512-bit form of the same operations is used: it is
+ * chosen once before main() and can be switched off with
+ * rd__opk_avx512_select(0) (the tests compare both forms); the results are
+ * identical, only the speed differs.
+ */
+#ifndef KERNELS_OPS_H
+#define KERNELS_OPS_H
+
+#include <stddef.h>
+
+/* float32 LogSumExp lanes (ops.c's lsel_run and lsel_block): for up to
+ * nblocks blocks of 16 float32 elements at x, s[l] += expk(x[l] - m) for
+ * lane l, while no element of the block is NaN, +inf or above m (-inf adds
+ * expk(-inf) = +0, which changes no lane sum).  Stops before the first
+ * other block; returns the blocks done. */
+size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
+                       double m);
+
+/* 1: the AVX-512 forms are used (the CPU has them and they are selected);
+ * 0: the AVX2 forms. */
+int rd__opk_avx512(void);
+/* Selects the AVX-512 forms (on != 0, when the CPU has them) or the AVX2
+ * ones; returns the previous setting.  For tests, before threads exist. */
+int rd__opk_avx512_select(int on);
+
+#endif /* KERNELS_OPS_H */

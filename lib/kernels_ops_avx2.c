@@ -1,0 +1,243 @@
+/* kernels_ops_avx2.c - vector helpers of the operator kernels (see
+ * kernels_ops.h): AVX2+FMA+F16C, and AVX-512 forms of the same operations
+ * where the CPU has AVX-512 F/DQ/VL (x86-64 only).
+ *
+ * Every helper performs, lane by lane, exactly the scalar operations of
+ * the portable loop it replaces in ops.c (the library builds with
+ * -ffp-contract=off, and the intrinsics name each multiply and add), so the
+ * 256-bit form, the 512-bit form and the portable loop give the same bits.
+ * The per-call state stays in registers across blocks, which is where these
+ * differ from the one-block helpers of kernels_avx2.c.
+ *
+ * Which form runs is chosen once, before main() and before any thread
+ * exists (a constructor): the AVX-512 one when the CPU has it and
+ * REDUCED_KERNELS is not "avx2" (read as kernels.c reads it: forcing the
+ * AVX2 kernels forces these too; "portable" makes ops.c call none of them).
+ */
+#include "kernels_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT2 __attribute__((target("avx2,fma,f16c")))
+#define TGT5 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,f16c")))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Prefetch distance in bytes (as kernels_avx2.c: the loops are short, so
+ * without it the reorder window limits the lines in flight). */
+#define OPK_PF(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
+
+static int use512;
+
+/* ------------------------------------------------------------------ */
+/* expk() of kernels_impl.h, the same operations on 4 and 8 lanes      */
+/* ------------------------------------------------------------------ */
+
+/* t < EXPK_MIN (and NaN) lanes compute with t = +0 (a safe table index)
+ * and give +0, as expk() returns 0.0 for them. */
+TGT2 ALWAYS_INLINE __m256d opk_expk4(__m256d t)
+{
+  const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
+  __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
+  __m256d z, kd, r, p, sc;
+  __m256i kb;
+  t = _mm256_and_pd(t, ok);
+  z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
+  kd = _mm256_sub_pd(z, shift);
+  r = _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI)));
+  r = _mm256_sub_pd(r, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
+  p = _mm256_set1_pd(expk_c[5]);
+  for (int i = 4; i >= 0; i--)
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
+  kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
+                        _mm256_set1_epi64x(0x4338000000000000));
+  sc = _mm256_i64gather_pd(expk_t, _mm256_and_si256(kb, _mm256_set1_epi64x(63)),
+                           8);
+  /* + (k >> 6) << 52: only bits 6..17 of k survive both shifts, so the
+   * logical shift equals expk()'s arithmetic one */
+  sc = _mm256_castsi256_pd(
+    _mm256_add_epi64(_mm256_castpd_si256(sc),
+                     _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
+  return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
+}
+
+/* expk_t[k & 63] on 8 lanes: four 16-entry permutes (index bits 0-3)
+ * blended by bits 4 and 5; the table is loaded once per call. */
+struct opk_tab {
+  __m512d t[8];
+};
+
+TGT5 ALWAYS_INLINE void opk_tab_load(struct opk_tab *tb)
+{
+  for (int i = 0; i < 8; i++)
+    tb->t[i] = _mm512_loadu_pd(expk_t + 8 * i);
+}
+
+TGT5 ALWAYS_INLINE __m512d opk_tab8_(const struct opk_tab *tb, __m512i kb)
+{
+  __m512d r0 = _mm512_permutex2var_pd(tb->t[0], kb, tb->t[1]);
+  __m512d r1 = _mm512_permutex2var_pd(tb->t[2], kb, tb->t[3]);
+  __m512d r2 = _mm512_permutex2var_pd(tb->t[4], kb, tb->t[5]);
+  __m512d r3 = _mm512_permutex2var_pd(tb->t[6], kb, tb->t[7]);
+  __mmask8 b4 = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(16));
+  __mmask8 b5 = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(32));
+  r0 = _mm512_mask_blend_pd(b4, r0, r1);
+  r2 = _mm512_mask_blend_pd(b4, r2, r3);
+  return _mm512_mask_blend_pd(b5, r0, r2);
+}
+
+TGT5 ALWAYS_INLINE __m512d opk_expk8(const struct opk_tab *tb, __m512d t)
+{
+  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
+  __mmask8 ok = _mm512_cmp_pd_mask(t, _mm512_set1_pd(EXPK_MIN), _CMP_GE_OQ);
+  __m512d z, kd, r, p, sc;
+  __m512i kb;
+  t = _mm512_maskz_mov_pd(ok, t);
+  z = _mm512_add_pd(_mm512_mul_pd(t, _mm512_set1_pd(EXPK_INV)), shift);
+  kd = _mm512_sub_pd(z, shift);
+  r = _mm512_sub_pd(t, _mm512_mul_pd(kd, _mm512_set1_pd(EXPK_LN2HI)));
+  r = _mm512_sub_pd(r, _mm512_mul_pd(kd, _mm512_set1_pd(EXPK_LN2LO)));
+  p = _mm512_set1_pd(expk_c[5]);
+  for (int i = 4; i >= 0; i--)
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(expk_c[i]));
+  kb = _mm512_sub_epi64(_mm512_castpd_si512(z),
+                        _mm512_set1_epi64(0x4338000000000000));
+  sc = opk_tab8_(tb, kb);
+  sc = _mm512_castsi512_pd(
+    _mm512_add_epi64(_mm512_castpd_si512(sc),
+                     _mm512_slli_epi64(_mm512_srli_epi64(kb, 6), 52)));
+  return _mm512_maskz_mul_pd(ok, p, sc);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 LogSumExp lanes                                             */
+/* ------------------------------------------------------------------ */
+
+TGT2 static size_t lse_f32_avx2(double *s, const unsigned char *x,
+                                size_t nblocks, double m)
+{
+  const __m256d mv = _mm256_set1_pd(m), ninf = _mm256_set1_pd(-INFINITY);
+  __m256d s0 = _mm256_loadu_pd(s), s1 = _mm256_loadu_pd(s + 4);
+  __m256d s2 = _mm256_loadu_pd(s + 8), s3 = _mm256_loadu_pd(s + 12);
+  size_t b = 0;
+  for (; b < nblocks; b++, x += 64) {
+    __m256 f0 = _mm256_loadu_ps((const float *)(const void *)x);
+    __m256 f1 = _mm256_loadu_ps((const float *)(const void *)(x + 32));
+    __m256d v0 = _mm256_cvtps_pd(_mm256_castps256_ps128(f0));
+    __m256d v1 = _mm256_cvtps_pd(_mm256_extractf128_ps(f0, 1));
+    __m256d v2 = _mm256_cvtps_pd(_mm256_castps256_ps128(f1));
+    __m256d v3 = _mm256_cvtps_pd(_mm256_extractf128_ps(f1, 1));
+    /* good: v <= m or v == -inf (else NaN, +inf or a new maximum) */
+#define OPK_GOOD(v)                                                            \
+  _mm256_or_pd(_mm256_cmp_pd(v, mv, _CMP_LE_OQ),                               \
+               _mm256_cmp_pd(v, ninf, _CMP_EQ_OQ))
+    __m256d g = _mm256_and_pd(_mm256_and_pd(OPK_GOOD(v0), OPK_GOOD(v1)),
+                              _mm256_and_pd(OPK_GOOD(v2), OPK_GOOD(v3)));
+#undef OPK_GOOD
+    if (_mm256_movemask_pd(g) != 0xf)
+      break;
+    OPK_PF(x);
+    s0 = _mm256_add_pd(s0, opk_expk4(_mm256_sub_pd(v0, mv)));
+    s1 = _mm256_add_pd(s1, opk_expk4(_mm256_sub_pd(v1, mv)));
+    s2 = _mm256_add_pd(s2, opk_expk4(_mm256_sub_pd(v2, mv)));
+    s3 = _mm256_add_pd(s3, opk_expk4(_mm256_sub_pd(v3, mv)));
+  }
+  _mm256_storeu_pd(s, s0);
+  _mm256_storeu_pd(s + 4, s1);
+  _mm256_storeu_pd(s + 8, s2);
+  _mm256_storeu_pd(s + 12, s3);
+  return b;
+}
+
+TGT5 static size_t lse_f32_avx512(double *s, const unsigned char *x,
+                                  size_t nblocks, double m)
+{
+  const __m512d mv = _mm512_set1_pd(m), ninf = _mm512_set1_pd(-INFINITY);
+  __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
+  struct opk_tab tb;
+  size_t b = 0;
+  opk_tab_load(&tb);
+  for (; b < nblocks; b++, x += 64) {
+    __m512d v0 = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)x));
+    __m512d v1 =
+      _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)(x + 32)));
+    __mmask8 g0 = _mm512_cmp_pd_mask(v0, mv, _CMP_LE_OQ) |
+                  _mm512_cmp_pd_mask(v0, ninf, _CMP_EQ_OQ);
+    __mmask8 g1 = _mm512_cmp_pd_mask(v1, mv, _CMP_LE_OQ) |
+                  _mm512_cmp_pd_mask(v1, ninf, _CMP_EQ_OQ);
+    if ((g0 & g1) != 0xff)
+      break;
+    OPK_PF(x);
+    s0 = _mm512_add_pd(s0, opk_expk8(&tb, _mm512_sub_pd(v0, mv)));
+    s1 = _mm512_add_pd(s1, opk_expk8(&tb, _mm512_sub_pd(v1, mv)));
+  }
+  _mm512_storeu_pd(s, s0);
+  _mm512_storeu_pd(s + 8, s1);
+  return b;
+}
+
+size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
+                       double m)
+{
+  return use512 ? lse_f32_avx512(s, x, nblocks, m)
+                : lse_f32_avx2(s, x, nblocks, m);
+}
+
+/* ------------------------------------------------------------------ */
+/* Selection                                                           */
+/* ------------------------------------------------------------------ */
+
+static int cpu512;
+
+__attribute__((constructor)) static void opk_init(void)
+{
+  const char *env = getenv("REDUCED_KERNELS");
+  __builtin_cpu_init(); /* needed in a constructor */
+  cpu512 = __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  use512 = cpu512 && !(env && strcmp(env, "avx2") == 0);
+}
+
+int rd__opk_avx512(void)
+{
+  return use512;
+}
+
+int rd__opk_avx512_select(int on)
+{
+  int was = use512;
+  use512 = on && cpu512;
+  return was;
+}
+
+#else /* no x86-64 SIMD path in this build: ops.c never calls these */
+
+size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
+                       double m)
+{
+  (void)s;
+  (void)x;
+  (void)nblocks;
+  (void)m;
+  return 0;
+}
+
+int rd__opk_avx512(void)
+{
+  return 0;
+}
+
+int rd__opk_avx512_select(int on)
+{
+  (void)on;
+  return 0;
+}
+
+#endif

@@ -1,0 +1,178 @@
+/* test_opkernels.c - the vector helpers of the operator kernels
+ * (lib/kernels_ops.h) give the same bits as the scalar operations they
+ * replace, in their 256-bit and (where the CPU has it) 512-bit forms.
+ *
+ * Each helper is called directly at every stopping point (a block holding
+ * a NaN, +inf or a new maximum at each block index and lane) against a
+ * scalar reference written from kernels_impl.h's expk(), and the operator
+ * kernels that call it are run at every split point under the SIMD
+ * implementation, both forms, against the portable implementation.  Where
+ * the CPU or build has no SIMD path the test only checks the reference
+ * against the portable kernel.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels_impl.h"
+#include "kernels_ops.h"
+#include "ops.h"
+#include "reduce.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next(void)
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Uniform in [-scale, scale), with a per-mille chance `rare` of -inf, a
+ * huge negative value (expk gives 0) or a subnormal. */
+static float gen(double scale, unsigned rare)
+{
+  uint64_t r = next();
+  double u = (double)(r >> 11) * 0x1p-52 - 1.0;
+  if ((unsigned)(r % 1000) < rare) {
+    switch ((r >> 20) % 3) {
+    case 0: return -INFINITY;
+    case 1: return -1e30f;
+    default: return 0x1p-140f;
+    }
+  }
+  return (float)(u * scale);
+}
+
+static int simd(void)
+{
+  return rd__kernels_active() == RD__IMPL_AVX2;
+}
+
+#define NB 24 /* blocks */
+
+/* The scalar reference of rd__opk_lse_f32 (ops.c's lsel_block). */
+static size_t ref_lse(double *s, const float *x, size_t nblocks, double m)
+{
+  size_t b = 0;
+  for (; b < nblocks; b++) {
+    for (size_t l = 0; l < L; l++) {
+      double v = x[b * L + l];
+      if (!(v <= m) && v != -INFINITY)
+        return b;
+    }
+    for (size_t l = 0; l < L; l++)
+      s[l] += expk((double)x[b * L + l] - m);
+  }
+  return b;
+}
+
+static void check_lse(const float *x, size_t nblocks, double m)
+{
+  double s0[L], s1[L];
+  size_t b0, b1;
+  for (size_t l = 0; l < L; l++)
+    s0[l] = s1[l] = (double)(l + 1) * 0.37;
+  b0 = ref_lse(s0, x, nblocks, m);
+  b1 = rd__opk_lse_f32(s1, (const unsigned char *)x, nblocks, m);
+  assert_int_equal(b0, b1);
+  assert_memory_equal(s0, s1, sizeof s0);
+}
+
+static void test_lse_f32_helper(void **state)
+{
+  float x[NB * L];
+  (void)state;
+  if (!simd())
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int rep = 0; rep < 20; rep++) {
+      /* elements below m = scale; expk(x - m) spans [0, 1] */
+      double scale = rep % 2 ? 700.0 : 10.0;
+      for (size_t i = 0; i < NB * L; i++)
+        x[i] = gen(scale, rep % 3 ? 20 : 0);
+      check_lse(x, NB, scale);
+      check_lse(x, NB - 1, scale);
+      check_lse(x, 0, scale);
+      /* each stopping point: a NaN, +inf or new maximum at every index */
+      for (size_t i = 0; i < NB * L; i += 7) {
+        const float bad[3] = { NAN, INFINITY, (float)scale * 2 };
+        float keep = x[i];
+        x[i] = bad[i % 3];
+        check_lse(x, NB, scale);
+        x[i] = keep;
+      }
+      /* m = -inf (nothing finite yet): only all -inf blocks go */
+      check_lse(x, NB, -INFINITY);
+    }
+    for (size_t i = 0; i < NB * L; i++)
+      x[i] = -INFINITY;
+    check_lse(x, NB, -INFINITY);
+    check_lse(x, NB, 3.0);
+    rd__opk_avx512_select(was);
+  }
+}
+
+/* The float32 LogSumExp kernel's run() at every split point [0, m) then
+ * [m, n), then flush, under the SIMD implementation (both forms of the
+ * helpers) and the portable one: the same bits. */
+static void run_split(const struct rd__kernel *k, const unsigned char *x,
+                      size_t n, size_t m, unsigned char *out)
+{
+  union rd__lanes ln;
+  memset(&ln, 0, sizeof ln); /* the engine's empty lanes */
+  k->init(&ln, 1);
+  k->init(out, 1);
+  k->run(&ln, x, m, 0);
+  k->run(&ln, x + m * 4, n - m, m);
+  k->flush(&ln, out);
+}
+
+static void test_lse_f32_kernel(void **state)
+{
+  enum { N = 300 };
+  float x[N];
+  int id = rd__op_kernel_id(RD_OP_LOG_SUM_EXP, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  assert_non_null(kp);
+  if (!ks || !simd())
+    skip();
+  for (int rep = 0; rep < 6; rep++) {
+    for (size_t i = 0; i < N; i++)
+      x[i] = gen(rep < 3 ? 10.0 : 700.0, rep % 2 ? 30 : 0);
+    if (rep == 5)
+      x[200] = NAN;
+    for (int form = 0; form < 2; form++) {
+      int was = rd__opk_avx512_select(form);
+      for (size_t m = 0; m <= N; m += (m < 40 ? 1 : 13)) {
+        unsigned char a[sizeof(struct rd__acc_lse)],
+          b[sizeof(struct rd__acc_lse)];
+        /* run() tests the active implementation itself */
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_split(kp, (const unsigned char *)x, N, m, a);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        run_split(ks, (const unsigned char *)x, N, m, b);
+        assert_memory_equal(a, b, sizeof a);
+      }
+      rd__opk_avx512_select(was);
+    }
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_lse_f32_helper),
+    cmocka_unit_test(test_lse_f32_kernel),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
