@@ -14,6 +14,7 @@
 #define KERNELS_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* float32 LogSumExp lanes (ops.c's lsel_run and lsel_block): for up to
  * nblocks blocks of 16 float32 elements at x, s[l] += expk(x[l] - m) for
@@ -22,6 +23,14 @@
  * other block; returns the blocks done. */
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m);
+
+/* float32 ArgMax (is_max) / ArgMin of the n (< 2^31) elements at x, -0
+ * taken as +0 (ops.c's arg32_fold): *best, the best 32-bit total-order key
+ * of the non-NaN elements (INT32_MIN for Max, INT32_MAX for Min if none);
+ * *bidx, the first (with `last`: the last) index holding it, -1 if none;
+ * *nidx, the first (last) NaN index, -1 if none. */
+void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
+                   int32_t *best, int64_t *bidx, int64_t *nidx);
 
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */

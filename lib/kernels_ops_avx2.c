@@ -164,9 +164,10 @@ TGT5 static size_t lse_f32_avx512(double *s, const unsigned char *x,
   size_t b = 0;
   opk_tab_load(&tb);
   for (; b < nblocks; b++, x += 64) {
-    __m512d v0 = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)x));
-    __m512d v1 =
-      _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)(x + 32)));
+    __m512d v0 = _mm512_cvtps_pd(
+      _mm256_loadu_ps((const float *)(const void *)x));
+    __m512d v1 = _mm512_cvtps_pd(
+      _mm256_loadu_ps((const float *)(const void *)(x + 32)));
     __mmask8 g0 = _mm512_cmp_pd_mask(v0, mv, _CMP_LE_OQ) |
                   _mm512_cmp_pd_mask(v0, ninf, _CMP_EQ_OQ);
     __mmask8 g1 = _mm512_cmp_pd_mask(v1, mv, _CMP_LE_OQ) |
@@ -187,6 +188,202 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
 {
   return use512 ? lse_f32_avx512(s, x, nblocks, m)
                 : lse_f32_avx2(s, x, nblocks, m);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 ArgMax/ArgMin of a run: one pass                           */
+/* ------------------------------------------------------------------ */
+
+/* Lane l sees elements l, l + W, ... in order and keeps its best key (-0
+ * as +0, NaN skipped), the index where it first (with `last`: last) held
+ * it, and its first (last) NaN index; the lanes then combine: the best
+ * key, and among the lanes holding it the least (greatest) index, so the
+ * result is the first (last) index of the best key, as ops.c's scalar
+ * loops find it.  Keys never equal the identity (only NaN bit patterns
+ * map to INT32_MIN and INT32_MAX).  The tail is a masked load. */
+/* One step of a lane set: W elements u (masked to `act`) at indices iv. */
+TGT5 ALWAYS_INLINE void arg32_step512(__m512i u, __mmask16 act, __m512i iv,
+                                      int is_max, int last, __m512i none,
+                                      __m512i *b, __m512i *bi, __m512i *ni)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  __mmask16 nan, upd;
+  __m512i k;
+  u = _mm512_mask_mov_epi32(
+    u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32(INT32_MIN)),
+    _mm512_setzero_si512()); /* -0 as +0 */
+  nan = _mm512_mask_cmpgt_epi32_mask(act, _mm512_and_si512(u, absm), inf);
+  k = _mm512_xor_si512(u, _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+  if (is_max)
+    upd = last ? _mm512_cmpge_epi32_mask(k, *b)
+               : _mm512_cmpgt_epi32_mask(k, *b);
+  else
+    upd = last ? _mm512_cmple_epi32_mask(k, *b)
+               : _mm512_cmplt_epi32_mask(k, *b);
+  upd &= act & ~nan;
+  *b = _mm512_mask_mov_epi32(*b, upd, k);
+  *bi = _mm512_mask_mov_epi32(*bi, upd, iv);
+  if (last)
+    *ni = _mm512_mask_mov_epi32(*ni, nan, iv);
+  else
+    *ni = _mm512_mask_mov_epi32(*ni, nan & _mm512_cmpeq_epi32_mask(*ni, none),
+                                iv);
+}
+
+/* Two lane sets (even and odd vectors) for independent chains; they
+ * combine like the lanes of one set. */
+TGT5 ALWAYS_INLINE void arg32_512(const unsigned char *x, size_t n, int is_max,
+                                  int last, int32_t *best, int64_t *bidx,
+                                  int64_t *nidx)
+{
+  const __m512i ident = _mm512_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  const __m512i step = _mm512_set1_epi32(32);
+  const __m512i none = _mm512_set1_epi32(last ? -1 : INT32_MAX);
+  __m512i b0 = ident, bi0 = _mm512_set1_epi32(-1), ni0 = none;
+  __m512i b1 = ident, bi1 = bi0, ni1 = none;
+  __m512i iv0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                  14, 15);
+  __m512i iv1 = _mm512_add_epi32(iv0, _mm512_set1_epi32(16));
+  int32_t bb, ib, in;
+  __mmask16 c0, c1;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    OPK_PF(x + i * 4);
+    arg32_step512(_mm512_loadu_si512(x + i * 4), 0xffff, iv0, is_max, last,
+                  none, &b0, &bi0, &ni0);
+    arg32_step512(_mm512_loadu_si512(x + i * 4 + 64), 0xffff, iv1, is_max, last,
+                  none, &b1, &bi1, &ni1);
+    iv0 = _mm512_add_epi32(iv0, step);
+    iv1 = _mm512_add_epi32(iv1, step);
+  }
+  for (; i < n; i += 16) {
+    __mmask16 act = n - i >= 16 ? (__mmask16)0xffff
+                                : (__mmask16)((1u << (n - i)) - 1);
+    arg32_step512(_mm512_maskz_loadu_epi32(act, x + i * 4), act, iv0, is_max,
+                  last, none, &b0, &bi0, &ni0);
+    iv0 = _mm512_add_epi32(iv0, _mm512_set1_epi32(16));
+  }
+  if (is_max) {
+    int32_t q0 = _mm512_reduce_max_epi32(b0), q1 = _mm512_reduce_max_epi32(b1);
+    bb = q0 > q1 ? q0 : q1;
+  } else {
+    int32_t q0 = _mm512_reduce_min_epi32(b0), q1 = _mm512_reduce_min_epi32(b1);
+    bb = q0 < q1 ? q0 : q1;
+  }
+  c0 = _mm512_cmpeq_epi32_mask(b0, _mm512_set1_epi32(bb)) &
+       _mm512_cmpge_epi32_mask(bi0, _mm512_setzero_si512());
+  c1 = _mm512_cmpeq_epi32_mask(b1, _mm512_set1_epi32(bb)) &
+       _mm512_cmpge_epi32_mask(bi1, _mm512_setzero_si512());
+  if (last) {
+    ib = _mm512_reduce_max_epi32(
+      _mm512_max_epi32(_mm512_mask_mov_epi32(_mm512_set1_epi32(-1), c0, bi0),
+                       _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), c1, bi1)));
+    in = _mm512_reduce_max_epi32(_mm512_max_epi32(ni0, ni1));
+  } else {
+    const __m512i big = _mm512_set1_epi32(INT32_MAX);
+    ib = _mm512_reduce_min_epi32(
+      _mm512_min_epi32(_mm512_mask_mov_epi32(big, c0, bi0),
+                       _mm512_mask_mov_epi32(big, c1, bi1)));
+    in = _mm512_reduce_min_epi32(_mm512_min_epi32(ni0, ni1));
+  }
+  *best = bb;
+  *bidx = (c0 | c1) ? ib : -1;
+  *nidx = in == (last ? -1 : INT32_MAX) ? -1 : in;
+}
+
+TGT2 ALWAYS_INLINE void arg32_256(const unsigned char *x, size_t n, int is_max,
+                                  int last, int32_t *best, int64_t *bidx,
+                                  int64_t *nidx)
+{
+  const __m256i ident = _mm256_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i nz = _mm256_set1_epi32(INT32_MIN);
+  const __m256i step = _mm256_set1_epi32(8);
+  const __m256i none = _mm256_set1_epi32(last ? -1 : INT32_MAX);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i b = ident, bi = _mm256_set1_epi32(-1), ni = none, iv = iota;
+  int32_t lb[8], lbi[8], lni[8], bb, ib = -1, in;
+  for (size_t i = 0; i < n; i += 8, iv = _mm256_add_epi32(iv, step)) {
+    __m256i act = n - i >= 8
+                    ? _mm256_set1_epi32(-1)
+                    : _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(n - i)),
+                                         iota);
+    __m256i u = _mm256_maskload_epi32((const int *)(const void *)(x + i * 4),
+                                      act),
+            k, nan, upd, ok;
+    if (n - i >= 8)
+      OPK_PF(x + i * 4);
+    u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, nz), u);
+    nan = _mm256_and_si256(act,
+                           _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf));
+    k = _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+    if (is_max)
+      upd = _mm256_cmpgt_epi32(k, b);
+    else
+      upd = _mm256_cmpgt_epi32(b, k);
+    if (last)
+      upd = _mm256_or_si256(upd, _mm256_cmpeq_epi32(k, b));
+    ok = _mm256_andnot_si256(nan, act);
+    upd = _mm256_and_si256(upd, ok);
+    b = _mm256_blendv_epi8(b, k, upd);
+    bi = _mm256_blendv_epi8(bi, iv, upd);
+    if (last)
+      ni = _mm256_blendv_epi8(ni, iv, nan);
+    else
+      ni = _mm256_blendv_epi8(ni, iv,
+                              _mm256_and_si256(nan,
+                                               _mm256_cmpeq_epi32(ni, none)));
+  }
+  _mm256_storeu_si256((__m256i *)(void *)lb, b);
+  _mm256_storeu_si256((__m256i *)(void *)lbi, bi);
+  _mm256_storeu_si256((__m256i *)(void *)lni, ni);
+  bb = lb[0];
+  in = lni[0];
+  for (int l = 1; l < 8; l++) {
+    bb = is_max ? (lb[l] > bb ? lb[l] : bb) : (lb[l] < bb ? lb[l] : bb);
+    in = last ? (lni[l] > in ? lni[l] : in) : (lni[l] < in ? lni[l] : in);
+  }
+  for (int l = 0; l < 8; l++)
+    if (lb[l] == bb && lbi[l] >= 0 &&
+        (ib < 0 || (last ? lbi[l] > ib : lbi[l] < ib)))
+      ib = lbi[l];
+  *best = bb;
+  *bidx = ib;
+  *nidx = in == (last ? -1 : INT32_MAX) ? -1 : in;
+}
+
+TGT5 static void arg32_avx512(const unsigned char *x, size_t n, int mode,
+                              int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  switch (mode) {
+  case 0: arg32_512(x, n, 0, 0, best, bidx, nidx); break;
+  case 1: arg32_512(x, n, 0, 1, best, bidx, nidx); break;
+  case 2: arg32_512(x, n, 1, 0, best, bidx, nidx); break;
+  default: arg32_512(x, n, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+TGT2 static void arg32_avx2(const unsigned char *x, size_t n, int mode,
+                            int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  switch (mode) {
+  case 0: arg32_256(x, n, 0, 0, best, bidx, nidx); break;
+  case 1: arg32_256(x, n, 0, 1, best, bidx, nidx); break;
+  case 2: arg32_256(x, n, 1, 0, best, bidx, nidx); break;
+  default: arg32_256(x, n, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
+                   int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  int mode = 2 * (is_max != 0) + (last != 0);
+  if (use512)
+    arg32_avx512(x, n, mode, best, bidx, nidx);
+  else
+    arg32_avx2(x, n, mode, best, bidx, nidx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -227,6 +424,18 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
   (void)nblocks;
   (void)m;
   return 0;
+}
+
+void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
+                   int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  (void)x;
+  (void)n;
+  (void)is_max;
+  (void)last;
+  *best = 0;
+  *bidx = -1;
+  *nidx = -1;
 }
 
 int rd__opk_avx512(void)

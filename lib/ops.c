@@ -974,9 +974,28 @@ static inline void key32_fold(struct rd__acc_key *a, const unsigned char *x,
 }
 
 /* Folds n float32 elements (indices a->count ...) into an Arg state. */
+#define ARG32_CHUNK ((size_t)1 << 30)
+
 static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
                               size_t n, int is_max, int last)
 {
+  if (rd__kernels_active() == RD__IMPL_AVX2) {
+    /* one pass per chunk of up to 2^30 elements (kernels_ops_avx2.c):
+     * the same partial state as the blocks below, merged the same way */
+    while (n > 0) {
+      size_t m = n < ARG32_CHUNK ? n : ARG32_CHUNK;
+      int32_t b;
+      int64_t bi, ni;
+      rd__opk_arg32(x, m, is_max, last, &b, &bi, &ni);
+      struct rd__acc_arg blk = { 0, bi, (int64_t)m, ni };
+      if (bi >= 0)
+        blk.key = rd__fkey(key32_value(b));
+      arg_merge(a, &blk, is_max, last);
+      x += m * 4;
+      n -= m;
+    }
+    return;
+  }
   while (n > 0) {
     size_t m = n < KBLOCK ? n : KBLOCK;
     int nan;
@@ -992,11 +1011,7 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
         }
       }
     }
-    if (!isnan(key32_value(b)) && rd__kernels_active() == RD__IMPL_AVX2) {
-      blk.idx = (int64_t)rd__avx2_find32(x, m, b, 1, last);
-      assert(blk.idx < (int64_t)m);
-      blk.key = rd__fkey(key32_value(b));
-    } else if (!isnan(key32_value(b))) {
+    if (!isnan(key32_value(b))) {
       /* the first (last) element with the best key */
       for (size_t i = 0; i < m; i++) {
         size_t j = last ? m - 1 - i : i;

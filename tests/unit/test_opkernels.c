@@ -6,7 +6,9 @@
  * a NaN, +inf or a new maximum at each block index and lane) against a
  * scalar reference written from kernels_impl.h's expk(), and the operator
  * kernels that call it are run at every split point under the SIMD
- * implementation, both forms, against the portable implementation.  Where
+ * implementation, both forms, against the portable implementation
+ * (test_kernels.c checks every operator kernel the same way, in whichever
+ * form is selected).  Where
  * the CPU or build has no SIMD path the test only checks the reference
  * against the portable kernel.
  */
@@ -168,11 +170,88 @@ static void test_lse_f32_kernel(void **state)
   }
 }
 
+/* The scalar reference of rd__opk_arg32 (ops.c's arg32_fold blocks). */
+static int32_t key32(uint32_t u)
+{
+  int32_t k = (int32_t)u;
+  return k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu);
+}
+
+static void ref_arg32(const uint32_t *x, size_t n, int is_max, int last,
+                      int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  *best = is_max ? INT32_MIN : INT32_MAX;
+  *bidx = -1;
+  *nidx = -1;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = x[i] == 0x80000000u ? 0 : x[i];
+    int32_t k = key32(u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      if (*nidx < 0 || last)
+        *nidx = (int64_t)i;
+      continue;
+    }
+    if (*bidx < 0 || (is_max ? k > *best : k < *best) || (last && k == *best)) {
+      *best = k;
+      *bidx = (int64_t)i;
+    }
+  }
+}
+
+/* Few distinct values (ties), both zeros, NaNs of both signs, infinities,
+ * at a per-mille rate `rare`. */
+static uint32_t gen_bits(unsigned rare)
+{
+  static const uint32_t sp[] = { 0x7fc00000u, 0xffc00001u, 0x7f800000u,
+                                 0xff800000u, 0x80000000u, 0x00000000u,
+                                 0x7f800001u, 0xffffffffu, 0x00000001u };
+  uint64_t r = next();
+  float f;
+  uint32_t u;
+  if ((unsigned)(r % 1000) < rare)
+    return sp[(r >> 16) % (sizeof sp / sizeof sp[0])];
+  f = (float)((int)((r >> 24) % 9) - 4);
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static void test_arg32_helper(void **state)
+{
+  enum { N = 200 };
+  uint32_t x[N + 16];
+  (void)state;
+  if (!simd())
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int rep = 0; rep < 12; rep++) {
+      unsigned rare = rep < 4 ? 0 : rep < 8 ? 100 : 1000;
+      for (size_t i = 0; i < N + 16; i++)
+        x[i] = gen_bits(rare);
+      for (size_t off = 0; off < 3; off++)
+        for (size_t n = 0; n <= N; n += n < 70 ? 1 : 11)
+          for (int mode = 0; mode < 4; mode++) {
+            int32_t b0, b1;
+            int64_t i0, i1, n0, n1;
+            ref_arg32(x + off, n, mode >> 1, mode & 1, &b0, &i0, &n0);
+            rd__opk_arg32((const unsigned char *)(x + off), n, mode >> 1,
+                          mode & 1, &b1, &i1, &n1);
+            assert_int_equal(i0, i1);
+            assert_int_equal(n0, n1);
+            if (i0 >= 0)
+              assert_int_equal(b0, b1);
+          }
+    }
+    rd__opk_avx512_select(was);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_lse_f32_helper),
     cmocka_unit_test(test_lse_f32_kernel),
+    cmocka_unit_test(test_arg32_helper),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
