@@ -32,6 +32,13 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
 void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
                    int32_t *best, int64_t *bidx, int64_t *nidx);
 
+/* float32 Prod columns (ops.c's cols32s_prod): kernels_impl.h's
+ * rd__avx2_prod_cols_f32 (the same contract: nvec groups of 4 columns,
+ * stopping before a group holding a zero, inf or NaN; returns the groups
+ * done), 8 columns at a time in the AVX-512 form. */
+size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                             const unsigned char *x, size_t nvec);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

@@ -387,6 +387,79 @@ void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 Prod columns                                                */
+/* ------------------------------------------------------------------ */
+
+/* kernels_avx2.c's rd__avx2_prod_cols_f32 on 8 columns at a time: the
+ * same operations (ops.c's prod_add for an ordinary x: frexp by bits, the
+ * double-double multiply with its FMA error term, prod_norm), lane by
+ * lane. */
+TGT5 static size_t prod_cols_avx512(double *hi, double *lo, int64_t *e,
+                                    int64_t *neg, const unsigned char *x,
+                                    size_t nvec)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  const __m512i b1022 = _mm512_set1_epi64(1022);
+  const __m512i b1023 = _mm512_set1_epi64(1023);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe);
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  size_t g = 0;
+  for (; g + 2 <= nvec; g += 2) {
+    const size_t j = 4 * g;
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + j * 4));
+    __m256i a = _mm256_sub_epi32(_mm256_and_si256(u, absm), one);
+    __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi32(a, lim),
+                                  _mm256_srai_epi32(a, 31));
+    __m512d h, l, fm, p, er, t, sc;
+    __m512i ab, ex, E, hb;
+    if (!_mm256_testz_si256(bad, bad))
+      break;
+    ab = _mm512_castpd_si512(
+      _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_and_si256(u, absm))));
+    ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(ab, emask), 52),
+                          b1022);
+    fm = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_andnot_si512(emask, ab), ebias));
+    h = _mm512_loadu_pd(hi + j);
+    l = _mm512_loadu_pd(lo + j);
+    E = _mm512_add_epi64(_mm512_loadu_si512(e + j), ex);
+    p = _mm512_mul_pd(h, fm);
+    er = _mm512_fmsub_pd(h, fm, p);
+    er = _mm512_add_pd(er, _mm512_mul_pd(l, fm));
+    t = _mm512_add_pd(p, er);
+    l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+    hb = _mm512_castpd_si512(t);
+    ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(hb, emask), 52),
+                          b1022);
+    h = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+    sc = _mm512_castsi512_pd(
+      _mm512_slli_epi64(_mm512_sub_epi64(b1023, ex), 52));
+    l = _mm512_mul_pd(l, sc);
+    E = _mm512_add_epi64(E, ex);
+    _mm512_storeu_pd(hi + j, h);
+    _mm512_storeu_pd(lo + j, l);
+    _mm512_storeu_si512(e + j, E);
+    _mm512_storeu_si512(neg + j, _mm512_xor_si512(_mm512_loadu_si512(neg + j),
+                                                  _mm512_cvtepu32_epi64(
+                                                    _mm256_srli_epi32(u, 31))));
+  }
+  /* the last group, or the pair holding a special value: 4 at a time */
+  return g + rd__avx2_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                    neg + 4 * g, x + 16 * g, nvec - g);
+}
+
+size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                             const unsigned char *x, size_t nvec)
+{
+  if (use512)
+    return prod_cols_avx512(hi, lo, e, neg, x, nvec);
+  return rd__avx2_prod_cols_f32(hi, lo, e, neg, x, nvec);
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -436,6 +509,18 @@ void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
   *best = 0;
   *bidx = -1;
   *nidx = -1;
+}
+
+size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                             const unsigned char *x, size_t nvec)
+{
+  (void)hi;
+  (void)lo;
+  (void)e;
+  (void)neg;
+  (void)x;
+  (void)nvec;
+  return 0;
 }
 
 int rd__opk_avx512(void)

@@ -1543,8 +1543,8 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
       const unsigned char *row = x + (r * n + j0) * 4;
       size_t g = 0, j;
       while (g < nv) {
-        g += rd__avx2_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
-                                    neg + 4 * g, row + g * 16, nv - g);
+        g += rd__opk_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                   neg + 4 * g, row + g * 16, nv - g);
         if (g < nv) { /* a group with a special value */
           for (j = 4 * g; j < 4 * g + 4; j++)
             pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j], row + j * 4);

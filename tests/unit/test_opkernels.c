@@ -246,12 +246,71 @@ static void test_arg32_helper(void **state)
   }
 }
 
+/* cols() of float32 Prod and LogSumExp (tiles calling the helpers) under
+ * the SIMD implementation, both forms, against the portable cols(): the
+ * same accumulators, over column counts around the vector widths and rows
+ * with zeros, infinities and NaNs in some columns. */
+static void cols_both(int op, size_t accsz)
+{
+  enum { NC = 45, NR = 9 };
+  float x[NC * NR];
+  unsigned char a[NC * 64], b[NC * 64];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  assert_non_null(kp);
+  assert_true(accsz <= 64);
+  if (!ks || !simd())
+    skip();
+  for (int rep = 0; rep < 8; rep++) {
+    for (size_t i = 0; i < NC * NR; i++) {
+      uint64_t r = next();
+      double u = (double)(r >> 11) * 0x1p-53 + 0.5; /* [0.5, 1.5) */
+      x[i] = (float)(op == RD_OP_PROD ? u : (u - 1.0) * 50.0);
+      if (rep >= 4 && r % 40 == 0) {
+        static const float sp[4] = { 0.0f, INFINITY, -INFINITY, NAN };
+        x[i] = sp[(r >> 8) % 4];
+      }
+    }
+    for (int form = 0; form < 2; form++) {
+      int was = rd__opk_avx512_select(form);
+      for (size_t nc = 1; nc <= NC; nc++) {
+        memset(a, 0, sizeof a);
+        memset(b, 0, sizeof b);
+        kp->init(a, nc);
+        ks->init(b, nc);
+        /* two calls: a non-empty start for the second */
+        kp->cols(a, (const unsigned char *)x, nc, 3);
+        kp->cols(a, (const unsigned char *)(x + 3 * nc), nc, NR - 3);
+        ks->cols(b, (const unsigned char *)x, nc, 3);
+        ks->cols(b, (const unsigned char *)(x + 3 * nc), nc, NR - 3);
+        assert_memory_equal(a, b, nc * accsz);
+      }
+      rd__opk_avx512_select(was);
+    }
+  }
+}
+
+static void test_prod_cols(void **state)
+{
+  (void)state;
+  cols_both(RD_OP_PROD, sizeof(struct rd__acc_prod));
+}
+
+static void test_lse_cols(void **state)
+{
+  (void)state;
+  cols_both(RD_OP_LOG_SUM_EXP, sizeof(struct rd__acc_lse));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_lse_f32_helper),
     cmocka_unit_test(test_lse_f32_kernel),
     cmocka_unit_test(test_arg32_helper),
+    cmocka_unit_test(test_prod_cols),
+    cmocka_unit_test(test_lse_cols),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
