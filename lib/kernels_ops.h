@@ -39,6 +39,13 @@ void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
 size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
                              const unsigned char *x, size_t nvec);
 
+/* float32 LogSumExp columns (ops.c's colsks_lse_f32): kernels_impl.h's
+ * rd__avx2_lse_cols_f32 (nvec groups of 4 columns, stopping before a group
+ * holding a NaN or an infinity; returns the groups done), 8 columns at a
+ * time in the AVX-512 form. */
+size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
+                            const unsigned char *x, size_t nvec);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

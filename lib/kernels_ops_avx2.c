@@ -460,6 +460,71 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 LogSumExp columns                                           */
+/* ------------------------------------------------------------------ */
+
+/* kernels_avx2.c's rd__avx2_lse_cols_f32 on 8 columns at a time, the same
+ * operations lane by lane (ops.c's lsek_add for a finite x: rescale when
+ * x > m, then the two-sum of f into (hi, lo)); the rescaled values are
+ * blended in only where x > m, as there. */
+TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
+                                   const unsigned char *x, size_t nvec)
+{
+  const __m512d ninf = _mm512_set1_pd(-INFINITY);
+  const __m512d pinf = _mm512_set1_pd(INFINITY);
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d onev = _mm512_set1_pd(1.0);
+  struct opk_tab tb;
+  size_t g = 0;
+  opk_tab_load(&tb);
+  for (; g + 2 <= nvec; g += 2) {
+    const size_t j = 4 * g;
+    __m512d v = _mm512_cvtps_pd(
+      _mm256_loadu_ps((const float *)(const void *)(x + j * 4)));
+    __m512d mv = _mm512_loadu_pd(m + j);
+    __mmask8 ok = _mm512_cmp_pd_mask(v, ninf, _CMP_GT_OQ) &
+                  _mm512_cmp_pd_mask(v, pinf, _CMP_LT_OQ);
+    __mmask8 up;
+    __m512d ef, h, l, p, e, t, f, sm, bb, er;
+    if (ok != 0xff)
+      break;
+    up = _mm512_cmp_pd_mask(v, mv, _CMP_GT_OQ);
+    ef = opk_expk8(&tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, mv),
+                                             _mm512_sub_pd(mv, v)));
+    h = _mm512_loadu_pd(hi + j);
+    l = _mm512_loadu_pd(lo + j);
+    if (up) { /* rescale the lanes with a new maximum */
+      p = _mm512_mul_pd(h, ef);
+      e = _mm512_fmsub_pd(h, ef, p);
+      e = _mm512_add_pd(e, _mm512_mul_pd(l, ef));
+      t = _mm512_add_pd(p, e);
+      h = _mm512_mask_blend_pd(up, h, t);
+      l = _mm512_mask_blend_pd(up, l, _mm512_sub_pd(e, _mm512_sub_pd(t, p)));
+      _mm512_storeu_pd(m + j, _mm512_mask_blend_pd(up, mv, v));
+    }
+    f = _mm512_mask_blend_pd(up, ef, onev);
+    sm = _mm512_add_pd(h, f);
+    bb = _mm512_sub_pd(sm, h);
+    er = _mm512_add_pd(_mm512_sub_pd(h, _mm512_sub_pd(sm, bb)),
+                       _mm512_sub_pd(f, bb));
+    l = _mm512_add_pd(_mm512_add_pd(l, er), zero);
+    _mm512_storeu_pd(hi + j, sm);
+    _mm512_storeu_pd(lo + j, l);
+  }
+  /* the last group, or the pair holding a NaN or infinity: 4 at a time */
+  return g + rd__avx2_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
+                                   x + 16 * g, nvec - g);
+}
+
+size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
+                            const unsigned char *x, size_t nvec)
+{
+  if (use512)
+    return lse_cols_avx512(m, hi, lo, x, nvec);
+  return rd__avx2_lse_cols_f32(m, hi, lo, x, nvec);
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -518,6 +583,17 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
   (void)lo;
   (void)e;
   (void)neg;
+  (void)x;
+  (void)nvec;
+  return 0;
+}
+
+size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
+                            const unsigned char *x, size_t nvec)
+{
+  (void)m;
+  (void)hi;
+  (void)lo;
   (void)x;
   (void)nvec;
   return 0;

@@ -1625,8 +1625,8 @@ static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
       const unsigned char *row = x + (r * n + j0) * 4;
       size_t g = 0, j;
       while (g < nv) {
-        g += rd__avx2_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
-                                   row + g * 16, nv - g);
+        g += rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
+                                  row + g * 16, nv - g);
         if (g < nv) { /* a group with a NaN or an infinity */
           for (j = 4 * g; j < 4 * g + 4; j++)
             lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
