@@ -46,6 +46,13 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
                             const unsigned char *x, size_t nvec);
 
+/* ops.c's Prod lane tree (prodl_flush): lanes l (mantissa m[l], lo 0,
+ * exponent e[l]) merged with prod_merge as (k, k + 8), (k, k + 4),
+ * (k, k + 2), (k, k + 1); the result in *hi, *lo, *eo.  Returns 0, or -1
+ * (nothing done) without the AVX-512 form. */
+int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
+                      int64_t *eo);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

@@ -525,6 +525,73 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32/16/bfloat16 Prod lanes: the first two levels of the tree     */
+/* ------------------------------------------------------------------ */
+
+/* ops.c's prod_merge(d, s) of the states (hi, lo, e), lane by lane, then
+ * prod_norm: e += e2; p = hi * hi2; er = fma(hi, hi2, -p) + (hi * lo2 +
+ * lo * hi2); fast two-sum (p, er); the exponent of hi moved into e and lo
+ * scaled by the same power of two (bit operations). */
+TGT5 ALWAYS_INLINE void prod_merge8(__m512d *h, __m512d *l, __m512i *e,
+                                    __m512d h2, __m512d l2, __m512i e2)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  const __m512i b1022 = _mm512_set1_epi64(1022);
+  const __m512i b1023 = _mm512_set1_epi64(1023);
+  __m512d p = _mm512_mul_pd(*h, h2), er, t, lo;
+  __m512i hb, ex, E = _mm512_add_epi64(*e, e2);
+  er = _mm512_fmsub_pd(*h, h2, p);
+  er = _mm512_add_pd(er, _mm512_add_pd(_mm512_mul_pd(*h, l2),
+                                       _mm512_mul_pd(*l, h2)));
+  t = _mm512_add_pd(p, er);
+  lo = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  hb = _mm512_castpd_si512(t);
+  ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(hb, emask), 52),
+                        b1022);
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+  *l = _mm512_mul_pd(lo, _mm512_castsi512_pd(
+                           _mm512_slli_epi64(_mm512_sub_epi64(b1023, ex), 52)));
+  *e = _mm512_add_epi64(E, ex);
+}
+
+TGT5 static void prod_tree_avx512(const double *m, const int64_t *e, double *hi,
+                                  double *lo, int64_t *eo)
+{
+  __m512d h = _mm512_loadu_pd(m), l = _mm512_setzero_pd();
+  __m512i E = _mm512_loadu_si512(e);
+  /* level 1: lanes k and k + 8 */
+  prod_merge8(&h, &l, &E, _mm512_loadu_pd(m + 8), _mm512_setzero_pd(),
+              _mm512_loadu_si512(e + 8));
+  /* levels 2-4: lane k with k + 4, then k + 2, then k + 1 (only lane
+   * 0's result is used) */
+  prod_merge8(&h, &l, &E, _mm512_shuffle_f64x2(h, h, 0xee),
+              _mm512_shuffle_f64x2(l, l, 0xee),
+              _mm512_shuffle_i64x2(E, E, 0xee));
+  {
+    const __m512i i2 = _mm512_setr_epi64(2, 3, 2, 3, 6, 7, 6, 7);
+    const __m512i i1 = _mm512_setr_epi64(1, 1, 3, 3, 5, 5, 7, 7);
+    prod_merge8(&h, &l, &E, _mm512_permutexvar_pd(i2, h),
+                _mm512_permutexvar_pd(i2, l), _mm512_permutexvar_epi64(i2, E));
+    prod_merge8(&h, &l, &E, _mm512_permutexvar_pd(i1, h),
+                _mm512_permutexvar_pd(i1, l), _mm512_permutexvar_epi64(i1, E));
+  }
+  *hi = _mm512_cvtsd_f64(h);
+  *lo = _mm512_cvtsd_f64(l);
+  *eo = _mm_cvtsi128_si64(_mm512_castsi512_si128(E));
+}
+
+int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
+                      int64_t *eo)
+{
+  if (!use512)
+    return -1;
+  prod_tree_avx512(m, e, hi, lo, eo);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -597,6 +664,17 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
   (void)x;
   (void)nvec;
   return 0;
+}
+
+int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
+                      int64_t *eo)
+{
+  (void)m;
+  (void)e;
+  (void)hi;
+  (void)lo;
+  (void)eo;
+  return -1;
 }
 
 int rd__opk_avx512(void)

@@ -1473,14 +1473,19 @@ static void prodl_flush(union rd__lanes *ln, void *acc)
   struct rd__acc_prod a[L];
   if (st->m[0] == 0)
     prodl_reset(st);
-  for (size_t l = 0; l < L; l++) {
-    memset(&a[l], 0, sizeof a[l]);
-    a[l].hi = st->m[l];
-    a[l].e = st->e[l];
+  if (rd__kernels_active() == RD__IMPL_AVX2 &&
+      rd__opk_prod_tree(st->m, st->e, &a[0].hi, &a[0].lo, &a[0].e) == 0) {
+    /* the same tree in vectors (kernels_ops_avx2.c); the flags below */
+  } else {
+    for (size_t l = 0; l < L; l++) {
+      memset(&a[l], 0, sizeof a[l]);
+      a[l].hi = st->m[l];
+      a[l].e = st->e[l];
+    }
+    for (size_t w = L / 2; w >= 1; w /= 2)
+      for (size_t k = 0; k < w; k++)
+        prod_merge(&a[k], &a[k + w]);
   }
-  for (size_t w = L / 2; w >= 1; w /= 2)
-    for (size_t k = 0; k < w; k++)
-      prod_merge(&a[k], &a[k + w]);
   a[0].nan = st->h.nan;
   a[0].inf = st->h.inf;
   a[0].zero = st->h.zero;

@@ -303,6 +303,50 @@ static void test_lse_cols(void **state)
   cols_both(RD_OP_LOG_SUM_EXP, sizeof(struct rd__acc_lse));
 }
 
+/* float32 Prod run() at every split point and flush() (the lane tree's
+ * first levels in vectors) under the SIMD implementation, both forms,
+ * against the portable one; data near 1, some runs with zeros, infinities
+ * or NaNs, and a wide range of magnitudes. */
+static void test_prod_run_flush(void **state)
+{
+  enum { N = 150 };
+  float x[N];
+  int id = rd__op_kernel_id(RD_OP_PROD, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  assert_non_null(kp);
+  if (!ks || !simd())
+    skip();
+  for (int rep = 0; rep < 6; rep++) {
+    for (size_t i = 0; i < N; i++) {
+      uint64_t r = next();
+      double u = (double)(r >> 11) * 0x1p-53 + 0.5;
+      x[i] = (float)(rep < 2 ? u : ldexp(u, (int)(r % 200) - 100));
+      if (r % 7 == 0)
+        x[i] = -x[i];
+      if (rep >= 4 && r % 50 == 0) {
+        static const float sp[4] = { 0.0f, -INFINITY, NAN, -0.0f };
+        x[i] = sp[(r >> 8) % 4];
+      }
+    }
+    for (int form = 0; form < 2; form++) {
+      int was = rd__opk_avx512_select(form);
+      for (size_t n = 1; n <= N; n += n < 40 ? 1 : 17)
+        for (size_t m = 0; m <= n; m += n < 20 ? 1 : 9) {
+          unsigned char a[sizeof(struct rd__acc_prod)],
+            b[sizeof(struct rd__acc_prod)];
+          assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+          run_split(kp, (const unsigned char *)x, n, m, a);
+          assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+          run_split(ks, (const unsigned char *)x, n, m, b);
+          assert_memory_equal(a, b, sizeof a);
+        }
+      rd__opk_avx512_select(was);
+    }
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -311,6 +355,7 @@ int main(void)
     cmocka_unit_test(test_arg32_helper),
     cmocka_unit_test(test_prod_cols),
     cmocka_unit_test(test_lse_cols),
+    cmocka_unit_test(test_prod_run_flush),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
