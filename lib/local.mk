@@ -4,7 +4,8 @@ lib_libreduce_a_SOURCES = \
 	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h lib/ops.c \
 	lib/finalize.c \
 	lib/f16.h lib/f16.c \
-	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c
+	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
+	lib/kernels_ops.h lib/kernels_ops_avx2.c
 # Kahan steps must round the product before subtracting, on every compiler
 # and -std mode: never contract a*b-c into an FMA.
 lib_libreduce_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
@@ -16,9 +17,9 @@ UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
 
 # The conversion tests compile the module itself, so they build on their own.
 check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels tests/unit/test_golden
+	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels
 UNIT_TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels tests/unit/test_golden
+	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels
 tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
 tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_f16_LDADD = $(CMOCKA_LIBS) -lm
@@ -34,3 +35,6 @@ tests_unit_test_kernels_LDADD = $(UNIT_LIBS)
 tests_unit_test_golden_SOURCES = tests/unit/test_golden.c
 tests_unit_test_golden_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_golden_LDADD = $(UNIT_LIBS)
+tests_unit_test_opkernels_SOURCES = tests/unit/test_opkernels.c
+tests_unit_test_opkernels_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_opkernels_LDADD = $(UNIT_LIBS)

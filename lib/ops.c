@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kernels_impl.h"
+#include "kernels_ops.h"
 
 typedef __int128 i128;
 
@@ -973,9 +974,28 @@ static inline void key32_fold(struct rd__acc_key *a, const unsigned char *x,
 }
 
 /* Folds n float32 elements (indices a->count ...) into an Arg state. */
+#define ARG32_CHUNK ((size_t)1 << 30)
+
 static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
                               size_t n, int is_max, int last)
 {
+  if (rd__kernels_active() == RD__IMPL_AVX2) {
+    /* one pass per chunk of up to 2^30 elements (kernels_ops_avx2.c):
+     * the same partial state as the blocks below, merged the same way */
+    while (n > 0) {
+      size_t m = n < ARG32_CHUNK ? n : ARG32_CHUNK;
+      int32_t b;
+      int64_t bi, ni;
+      rd__opk_arg32(x, m, is_max, last, &b, &bi, &ni);
+      struct rd__acc_arg blk = { 0, bi, (int64_t)m, ni };
+      if (bi >= 0)
+        blk.key = rd__fkey(key32_value(b));
+      arg_merge(a, &blk, is_max, last);
+      x += m * 4;
+      n -= m;
+    }
+    return;
+  }
   while (n > 0) {
     size_t m = n < KBLOCK ? n : KBLOCK;
     int nan;
@@ -991,11 +1011,7 @@ static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
         }
       }
     }
-    if (!isnan(key32_value(b)) && rd__kernels_active() == RD__IMPL_AVX2) {
-      blk.idx = (int64_t)rd__avx2_find32(x, m, b, 1, last);
-      assert(blk.idx < (int64_t)m);
-      blk.key = rd__fkey(key32_value(b));
-    } else if (!isnan(key32_value(b))) {
+    if (!isnan(key32_value(b))) {
       /* the first (last) element with the best key */
       for (size_t i = 0; i < m; i++) {
         size_t j = last ? m - 1 - i : i;
@@ -1229,7 +1245,9 @@ ROWS32S(argminl, 0, 1, 1)
  * becomes x; then lane j % 16 adds expk(x - m).  That is a function of the
  * element sequence alone, so it is split-invariant; a block of 16 where no
  * element is NaN, +inf or above m is the same as 16 lane additions, which
- * is the vector path.  At the end of the segment the lanes combine in the
+ * is the vector path (float32: rd__opk_lse_f32 of kernels_ops_avx2.c over
+ * whole stretches of such blocks; float16/bfloat16: rd__avx2_lse16 per
+ * block).  At the end of the segment the lanes combine in the
  * fixed tree and fold into the output's accumulator (lse_fold). */
 struct lse_lanes {
   struct rd__acc_lse h;
@@ -1283,8 +1301,16 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     lsel_elem(st, k, ldd(dt, x + i * esz));
   for (; i + L <= n; i += L) {
-    int slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
-                   : lsel_block(st, x + i * esz, dt);
+    int slow;
+    if (avx && dt == RD_FLOAT32) { /* whole blocks, lanes in registers */
+      i += L * rd__opk_lse_f32(st->s, x + i * esz, (n - i) / L, st->h.m);
+      if (i + L > n)
+        break;
+      slow = 1; /* the block it stopped before */
+    } else {
+      slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
+                 : lsel_block(st, x + i * esz, dt);
+    }
     if (slow)
       for (size_t l = 0; l < L; l++)
         lsel_elem(st, l, ldd(dt, x + (i + l) * esz));
@@ -1447,14 +1473,19 @@ static void prodl_flush(union rd__lanes *ln, void *acc)
   struct rd__acc_prod a[L];
   if (st->m[0] == 0)
     prodl_reset(st);
-  for (size_t l = 0; l < L; l++) {
-    memset(&a[l], 0, sizeof a[l]);
-    a[l].hi = st->m[l];
-    a[l].e = st->e[l];
+  if (rd__kernels_active() == RD__IMPL_AVX2 &&
+      rd__opk_prod_tree(st->m, st->e, &a[0].hi, &a[0].lo, &a[0].e) == 0) {
+    /* the same tree in vectors (kernels_ops_avx2.c); the flags below */
+  } else {
+    for (size_t l = 0; l < L; l++) {
+      memset(&a[l], 0, sizeof a[l]);
+      a[l].hi = st->m[l];
+      a[l].e = st->e[l];
+    }
+    for (size_t w = L / 2; w >= 1; w /= 2)
+      for (size_t k = 0; k < w; k++)
+        prod_merge(&a[k], &a[k + w]);
   }
-  for (size_t w = L / 2; w >= 1; w /= 2)
-    for (size_t k = 0; k < w; k++)
-      prod_merge(&a[k], &a[k + w]);
   a[0].nan = st->h.nan;
   a[0].inf = st->h.inf;
   a[0].zero = st->h.zero;
@@ -1517,8 +1548,8 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
       const unsigned char *row = x + (r * n + j0) * 4;
       size_t g = 0, j;
       while (g < nv) {
-        g += rd__avx2_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
-                                    neg + 4 * g, row + g * 16, nv - g);
+        g += rd__opk_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                   neg + 4 * g, row + g * 16, nv - g);
         if (g < nv) { /* a group with a special value */
           for (j = 4 * g; j < 4 * g + 4; j++)
             pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j], row + j * 4);
@@ -1599,8 +1630,8 @@ static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
       const unsigned char *row = x + (r * n + j0) * 4;
       size_t g = 0, j;
       while (g < nv) {
-        g += rd__avx2_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
-                                   row + g * 16, nv - g);
+        g += rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
+                                  row + g * 16, nv - g);
         if (g < nv) { /* a group with a NaN or an infinity */
           for (j = 4 * g; j < 4 * g + 4; j++)
             lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);

@@ -1,0 +1,691 @@
+/* kernels_ops_avx2.c - vector helpers of the operator kernels (see
+ * kernels_ops.h): AVX2+FMA+F16C, and AVX-512 forms of the same operations
+ * where the CPU has AVX-512 F/DQ/VL (x86-64 only).
+ *
+ * Every helper performs, lane by lane, exactly the scalar operations of
+ * the portable loop it replaces in ops.c (the library builds with
+ * -ffp-contract=off, and the intrinsics name each multiply and add), so the
+ * 256-bit form, the 512-bit form and the portable loop give the same bits.
+ * The per-call state stays in registers across blocks, which is where these
+ * differ from the one-block helpers of kernels_avx2.c.
+ *
+ * Which form runs is chosen once, before main() and before any thread
+ * exists (a constructor): the AVX-512 one when the CPU has it and
+ * REDUCED_KERNELS is not "avx2" (read as kernels.c reads it: forcing the
+ * AVX2 kernels forces these too; "portable" makes ops.c call none of them).
+ */
+#include "kernels_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT2 __attribute__((target("avx2,fma,f16c")))
+#define TGT5 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,f16c")))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Prefetch distance in bytes (as kernels_avx2.c: the loops are short, so
+ * without it the reorder window limits the lines in flight). */
+#define OPK_PF(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
+
+static int use512;
+
+/* ------------------------------------------------------------------ */
+/* expk() of kernels_impl.h, the same operations on 4 and 8 lanes      */
+/* ------------------------------------------------------------------ */
+
+/* t < EXPK_MIN (and NaN) lanes compute with t = +0 (a safe table index)
+ * and give +0, as expk() returns 0.0 for them. */
+TGT2 ALWAYS_INLINE __m256d opk_expk4(__m256d t)
+{
+  const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
+  __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
+  __m256d z, kd, r, p, sc;
+  __m256i kb;
+  t = _mm256_and_pd(t, ok);
+  z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
+  kd = _mm256_sub_pd(z, shift);
+  r = _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI)));
+  r = _mm256_sub_pd(r, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
+  p = _mm256_set1_pd(expk_c[5]);
+  for (int i = 4; i >= 0; i--)
+    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
+  kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
+                        _mm256_set1_epi64x(0x4338000000000000));
+  sc = _mm256_i64gather_pd(expk_t, _mm256_and_si256(kb, _mm256_set1_epi64x(63)),
+                           8);
+  /* + (k >> 6) << 52: only bits 6..17 of k survive both shifts, so the
+   * logical shift equals expk()'s arithmetic one */
+  sc = _mm256_castsi256_pd(
+    _mm256_add_epi64(_mm256_castpd_si256(sc),
+                     _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
+  return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
+}
+
+/* expk_t[k & 63] on 8 lanes: four 16-entry permutes (index bits 0-3)
+ * blended by bits 4 and 5; the table is loaded once per call. */
+struct opk_tab {
+  __m512d t[8];
+};
+
+TGT5 ALWAYS_INLINE void opk_tab_load(struct opk_tab *tb)
+{
+  for (int i = 0; i < 8; i++)
+    tb->t[i] = _mm512_loadu_pd(expk_t + 8 * i);
+}
+
+TGT5 ALWAYS_INLINE __m512d opk_tab8_(const struct opk_tab *tb, __m512i kb)
+{
+  __m512d r0 = _mm512_permutex2var_pd(tb->t[0], kb, tb->t[1]);
+  __m512d r1 = _mm512_permutex2var_pd(tb->t[2], kb, tb->t[3]);
+  __m512d r2 = _mm512_permutex2var_pd(tb->t[4], kb, tb->t[5]);
+  __m512d r3 = _mm512_permutex2var_pd(tb->t[6], kb, tb->t[7]);
+  __mmask8 b4 = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(16));
+  __mmask8 b5 = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(32));
+  r0 = _mm512_mask_blend_pd(b4, r0, r1);
+  r2 = _mm512_mask_blend_pd(b4, r2, r3);
+  return _mm512_mask_blend_pd(b5, r0, r2);
+}
+
+TGT5 ALWAYS_INLINE __m512d opk_expk8(const struct opk_tab *tb, __m512d t)
+{
+  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
+  __mmask8 ok = _mm512_cmp_pd_mask(t, _mm512_set1_pd(EXPK_MIN), _CMP_GE_OQ);
+  __m512d z, kd, r, p, sc;
+  __m512i kb;
+  t = _mm512_maskz_mov_pd(ok, t);
+  z = _mm512_add_pd(_mm512_mul_pd(t, _mm512_set1_pd(EXPK_INV)), shift);
+  kd = _mm512_sub_pd(z, shift);
+  r = _mm512_sub_pd(t, _mm512_mul_pd(kd, _mm512_set1_pd(EXPK_LN2HI)));
+  r = _mm512_sub_pd(r, _mm512_mul_pd(kd, _mm512_set1_pd(EXPK_LN2LO)));
+  p = _mm512_set1_pd(expk_c[5]);
+  for (int i = 4; i >= 0; i--)
+    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(expk_c[i]));
+  kb = _mm512_sub_epi64(_mm512_castpd_si512(z),
+                        _mm512_set1_epi64(0x4338000000000000));
+  sc = opk_tab8_(tb, kb);
+  sc = _mm512_castsi512_pd(
+    _mm512_add_epi64(_mm512_castpd_si512(sc),
+                     _mm512_slli_epi64(_mm512_srli_epi64(kb, 6), 52)));
+  return _mm512_maskz_mul_pd(ok, p, sc);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 LogSumExp lanes                                             */
+/* ------------------------------------------------------------------ */
+
+TGT2 static size_t lse_f32_avx2(double *s, const unsigned char *x,
+                                size_t nblocks, double m)
+{
+  const __m256d mv = _mm256_set1_pd(m), ninf = _mm256_set1_pd(-INFINITY);
+  __m256d s0 = _mm256_loadu_pd(s), s1 = _mm256_loadu_pd(s + 4);
+  __m256d s2 = _mm256_loadu_pd(s + 8), s3 = _mm256_loadu_pd(s + 12);
+  size_t b = 0;
+  for (; b < nblocks; b++, x += 64) {
+    __m256 f0 = _mm256_loadu_ps((const float *)(const void *)x);
+    __m256 f1 = _mm256_loadu_ps((const float *)(const void *)(x + 32));
+    __m256d v0 = _mm256_cvtps_pd(_mm256_castps256_ps128(f0));
+    __m256d v1 = _mm256_cvtps_pd(_mm256_extractf128_ps(f0, 1));
+    __m256d v2 = _mm256_cvtps_pd(_mm256_castps256_ps128(f1));
+    __m256d v3 = _mm256_cvtps_pd(_mm256_extractf128_ps(f1, 1));
+    /* good: v <= m or v == -inf (else NaN, +inf or a new maximum) */
+#define OPK_GOOD(v)                                                            \
+  _mm256_or_pd(_mm256_cmp_pd(v, mv, _CMP_LE_OQ),                               \
+               _mm256_cmp_pd(v, ninf, _CMP_EQ_OQ))
+    __m256d g = _mm256_and_pd(_mm256_and_pd(OPK_GOOD(v0), OPK_GOOD(v1)),
+                              _mm256_and_pd(OPK_GOOD(v2), OPK_GOOD(v3)));
+#undef OPK_GOOD
+    if (_mm256_movemask_pd(g) != 0xf)
+      break;
+    OPK_PF(x);
+    s0 = _mm256_add_pd(s0, opk_expk4(_mm256_sub_pd(v0, mv)));
+    s1 = _mm256_add_pd(s1, opk_expk4(_mm256_sub_pd(v1, mv)));
+    s2 = _mm256_add_pd(s2, opk_expk4(_mm256_sub_pd(v2, mv)));
+    s3 = _mm256_add_pd(s3, opk_expk4(_mm256_sub_pd(v3, mv)));
+  }
+  _mm256_storeu_pd(s, s0);
+  _mm256_storeu_pd(s + 4, s1);
+  _mm256_storeu_pd(s + 8, s2);
+  _mm256_storeu_pd(s + 12, s3);
+  return b;
+}
+
+TGT5 static size_t lse_f32_avx512(double *s, const unsigned char *x,
+                                  size_t nblocks, double m)
+{
+  const __m512d mv = _mm512_set1_pd(m), ninf = _mm512_set1_pd(-INFINITY);
+  __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
+  struct opk_tab tb;
+  size_t b = 0;
+  opk_tab_load(&tb);
+  for (; b < nblocks; b++, x += 64) {
+    __m512d v0 = _mm512_cvtps_pd(
+      _mm256_loadu_ps((const float *)(const void *)x));
+    __m512d v1 = _mm512_cvtps_pd(
+      _mm256_loadu_ps((const float *)(const void *)(x + 32)));
+    __mmask8 g0 = _mm512_cmp_pd_mask(v0, mv, _CMP_LE_OQ) |
+                  _mm512_cmp_pd_mask(v0, ninf, _CMP_EQ_OQ);
+    __mmask8 g1 = _mm512_cmp_pd_mask(v1, mv, _CMP_LE_OQ) |
+                  _mm512_cmp_pd_mask(v1, ninf, _CMP_EQ_OQ);
+    if ((g0 & g1) != 0xff)
+      break;
+    OPK_PF(x);
+    s0 = _mm512_add_pd(s0, opk_expk8(&tb, _mm512_sub_pd(v0, mv)));
+    s1 = _mm512_add_pd(s1, opk_expk8(&tb, _mm512_sub_pd(v1, mv)));
+  }
+  _mm512_storeu_pd(s, s0);
+  _mm512_storeu_pd(s + 8, s1);
+  return b;
+}
+
+size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
+                       double m)
+{
+  return use512 ? lse_f32_avx512(s, x, nblocks, m)
+                : lse_f32_avx2(s, x, nblocks, m);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 ArgMax/ArgMin of a run: one pass                           */
+/* ------------------------------------------------------------------ */
+
+/* Lane l sees elements l, l + W, ... in order and keeps its best key (-0
+ * as +0, NaN skipped), the index where it first (with `last`: last) held
+ * it, and its first (last) NaN index; the lanes then combine: the best
+ * key, and among the lanes holding it the least (greatest) index, so the
+ * result is the first (last) index of the best key, as ops.c's scalar
+ * loops find it.  Keys never equal the identity (only NaN bit patterns
+ * map to INT32_MIN and INT32_MAX).  The tail is a masked load. */
+/* One step of a lane set: W elements u (masked to `act`) at indices iv. */
+TGT5 ALWAYS_INLINE void arg32_step512(__m512i u, __mmask16 act, __m512i iv,
+                                      int is_max, int last, __m512i none,
+                                      __m512i *b, __m512i *bi, __m512i *ni)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  __mmask16 nan, upd;
+  __m512i k;
+  u = _mm512_mask_mov_epi32(
+    u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32(INT32_MIN)),
+    _mm512_setzero_si512()); /* -0 as +0 */
+  nan = _mm512_mask_cmpgt_epi32_mask(act, _mm512_and_si512(u, absm), inf);
+  k = _mm512_xor_si512(u, _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+  if (is_max)
+    upd = last ? _mm512_cmpge_epi32_mask(k, *b)
+               : _mm512_cmpgt_epi32_mask(k, *b);
+  else
+    upd = last ? _mm512_cmple_epi32_mask(k, *b)
+               : _mm512_cmplt_epi32_mask(k, *b);
+  upd &= act & ~nan;
+  *b = _mm512_mask_mov_epi32(*b, upd, k);
+  *bi = _mm512_mask_mov_epi32(*bi, upd, iv);
+  if (last)
+    *ni = _mm512_mask_mov_epi32(*ni, nan, iv);
+  else
+    *ni = _mm512_mask_mov_epi32(*ni, nan & _mm512_cmpeq_epi32_mask(*ni, none),
+                                iv);
+}
+
+/* Two lane sets (even and odd vectors) for independent chains; they
+ * combine like the lanes of one set. */
+TGT5 ALWAYS_INLINE void arg32_512(const unsigned char *x, size_t n, int is_max,
+                                  int last, int32_t *best, int64_t *bidx,
+                                  int64_t *nidx)
+{
+  const __m512i ident = _mm512_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  const __m512i step = _mm512_set1_epi32(32);
+  const __m512i none = _mm512_set1_epi32(last ? -1 : INT32_MAX);
+  __m512i b0 = ident, bi0 = _mm512_set1_epi32(-1), ni0 = none;
+  __m512i b1 = ident, bi1 = bi0, ni1 = none;
+  __m512i iv0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                  14, 15);
+  __m512i iv1 = _mm512_add_epi32(iv0, _mm512_set1_epi32(16));
+  int32_t bb, ib, in;
+  __mmask16 c0, c1;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    OPK_PF(x + i * 4);
+    arg32_step512(_mm512_loadu_si512(x + i * 4), 0xffff, iv0, is_max, last,
+                  none, &b0, &bi0, &ni0);
+    arg32_step512(_mm512_loadu_si512(x + i * 4 + 64), 0xffff, iv1, is_max, last,
+                  none, &b1, &bi1, &ni1);
+    iv0 = _mm512_add_epi32(iv0, step);
+    iv1 = _mm512_add_epi32(iv1, step);
+  }
+  for (; i < n; i += 16) {
+    __mmask16 act = n - i >= 16 ? (__mmask16)0xffff
+                                : (__mmask16)((1u << (n - i)) - 1);
+    arg32_step512(_mm512_maskz_loadu_epi32(act, x + i * 4), act, iv0, is_max,
+                  last, none, &b0, &bi0, &ni0);
+    iv0 = _mm512_add_epi32(iv0, _mm512_set1_epi32(16));
+  }
+  if (is_max) {
+    int32_t q0 = _mm512_reduce_max_epi32(b0), q1 = _mm512_reduce_max_epi32(b1);
+    bb = q0 > q1 ? q0 : q1;
+  } else {
+    int32_t q0 = _mm512_reduce_min_epi32(b0), q1 = _mm512_reduce_min_epi32(b1);
+    bb = q0 < q1 ? q0 : q1;
+  }
+  c0 = _mm512_cmpeq_epi32_mask(b0, _mm512_set1_epi32(bb)) &
+       _mm512_cmpge_epi32_mask(bi0, _mm512_setzero_si512());
+  c1 = _mm512_cmpeq_epi32_mask(b1, _mm512_set1_epi32(bb)) &
+       _mm512_cmpge_epi32_mask(bi1, _mm512_setzero_si512());
+  if (last) {
+    ib = _mm512_reduce_max_epi32(
+      _mm512_max_epi32(_mm512_mask_mov_epi32(_mm512_set1_epi32(-1), c0, bi0),
+                       _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), c1, bi1)));
+    in = _mm512_reduce_max_epi32(_mm512_max_epi32(ni0, ni1));
+  } else {
+    const __m512i big = _mm512_set1_epi32(INT32_MAX);
+    ib = _mm512_reduce_min_epi32(
+      _mm512_min_epi32(_mm512_mask_mov_epi32(big, c0, bi0),
+                       _mm512_mask_mov_epi32(big, c1, bi1)));
+    in = _mm512_reduce_min_epi32(_mm512_min_epi32(ni0, ni1));
+  }
+  *best = bb;
+  *bidx = (c0 | c1) ? ib : -1;
+  *nidx = in == (last ? -1 : INT32_MAX) ? -1 : in;
+}
+
+TGT2 ALWAYS_INLINE void arg32_256(const unsigned char *x, size_t n, int is_max,
+                                  int last, int32_t *best, int64_t *bidx,
+                                  int64_t *nidx)
+{
+  const __m256i ident = _mm256_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i nz = _mm256_set1_epi32(INT32_MIN);
+  const __m256i step = _mm256_set1_epi32(8);
+  const __m256i none = _mm256_set1_epi32(last ? -1 : INT32_MAX);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i b = ident, bi = _mm256_set1_epi32(-1), ni = none, iv = iota;
+  int32_t lb[8], lbi[8], lni[8], bb, ib = -1, in;
+  for (size_t i = 0; i < n; i += 8, iv = _mm256_add_epi32(iv, step)) {
+    __m256i act = n - i >= 8
+                    ? _mm256_set1_epi32(-1)
+                    : _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(n - i)),
+                                         iota);
+    __m256i u = _mm256_maskload_epi32((const int *)(const void *)(x + i * 4),
+                                      act),
+            k, nan, upd, ok;
+    if (n - i >= 8)
+      OPK_PF(x + i * 4);
+    u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, nz), u);
+    nan = _mm256_and_si256(act,
+                           _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf));
+    k = _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), absm));
+    if (is_max)
+      upd = _mm256_cmpgt_epi32(k, b);
+    else
+      upd = _mm256_cmpgt_epi32(b, k);
+    if (last)
+      upd = _mm256_or_si256(upd, _mm256_cmpeq_epi32(k, b));
+    ok = _mm256_andnot_si256(nan, act);
+    upd = _mm256_and_si256(upd, ok);
+    b = _mm256_blendv_epi8(b, k, upd);
+    bi = _mm256_blendv_epi8(bi, iv, upd);
+    if (last)
+      ni = _mm256_blendv_epi8(ni, iv, nan);
+    else
+      ni = _mm256_blendv_epi8(ni, iv,
+                              _mm256_and_si256(nan,
+                                               _mm256_cmpeq_epi32(ni, none)));
+  }
+  _mm256_storeu_si256((__m256i *)(void *)lb, b);
+  _mm256_storeu_si256((__m256i *)(void *)lbi, bi);
+  _mm256_storeu_si256((__m256i *)(void *)lni, ni);
+  bb = lb[0];
+  in = lni[0];
+  for (int l = 1; l < 8; l++) {
+    bb = is_max ? (lb[l] > bb ? lb[l] : bb) : (lb[l] < bb ? lb[l] : bb);
+    in = last ? (lni[l] > in ? lni[l] : in) : (lni[l] < in ? lni[l] : in);
+  }
+  for (int l = 0; l < 8; l++)
+    if (lb[l] == bb && lbi[l] >= 0 &&
+        (ib < 0 || (last ? lbi[l] > ib : lbi[l] < ib)))
+      ib = lbi[l];
+  *best = bb;
+  *bidx = ib;
+  *nidx = in == (last ? -1 : INT32_MAX) ? -1 : in;
+}
+
+TGT5 static void arg32_avx512(const unsigned char *x, size_t n, int mode,
+                              int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  switch (mode) {
+  case 0: arg32_512(x, n, 0, 0, best, bidx, nidx); break;
+  case 1: arg32_512(x, n, 0, 1, best, bidx, nidx); break;
+  case 2: arg32_512(x, n, 1, 0, best, bidx, nidx); break;
+  default: arg32_512(x, n, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+TGT2 static void arg32_avx2(const unsigned char *x, size_t n, int mode,
+                            int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  switch (mode) {
+  case 0: arg32_256(x, n, 0, 0, best, bidx, nidx); break;
+  case 1: arg32_256(x, n, 0, 1, best, bidx, nidx); break;
+  case 2: arg32_256(x, n, 1, 0, best, bidx, nidx); break;
+  default: arg32_256(x, n, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
+                   int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  int mode = 2 * (is_max != 0) + (last != 0);
+  if (use512)
+    arg32_avx512(x, n, mode, best, bidx, nidx);
+  else
+    arg32_avx2(x, n, mode, best, bidx, nidx);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 Prod columns                                                */
+/* ------------------------------------------------------------------ */
+
+/* kernels_avx2.c's rd__avx2_prod_cols_f32 on 8 columns at a time: the
+ * same operations (ops.c's prod_add for an ordinary x: frexp by bits, the
+ * double-double multiply with its FMA error term, prod_norm), lane by
+ * lane. */
+TGT5 static size_t prod_cols_avx512(double *hi, double *lo, int64_t *e,
+                                    int64_t *neg, const unsigned char *x,
+                                    size_t nvec)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  const __m512i b1022 = _mm512_set1_epi64(1022);
+  const __m512i b1023 = _mm512_set1_epi64(1023);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe);
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  size_t g = 0;
+  for (; g + 2 <= nvec; g += 2) {
+    const size_t j = 4 * g;
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + j * 4));
+    __m256i a = _mm256_sub_epi32(_mm256_and_si256(u, absm), one);
+    __m256i bad = _mm256_or_si256(_mm256_cmpgt_epi32(a, lim),
+                                  _mm256_srai_epi32(a, 31));
+    __m512d h, l, fm, p, er, t, sc;
+    __m512i ab, ex, E, hb;
+    if (!_mm256_testz_si256(bad, bad))
+      break;
+    ab = _mm512_castpd_si512(
+      _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_and_si256(u, absm))));
+    ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(ab, emask), 52),
+                          b1022);
+    fm = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_andnot_si512(emask, ab), ebias));
+    h = _mm512_loadu_pd(hi + j);
+    l = _mm512_loadu_pd(lo + j);
+    E = _mm512_add_epi64(_mm512_loadu_si512(e + j), ex);
+    p = _mm512_mul_pd(h, fm);
+    er = _mm512_fmsub_pd(h, fm, p);
+    er = _mm512_add_pd(er, _mm512_mul_pd(l, fm));
+    t = _mm512_add_pd(p, er);
+    l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+    hb = _mm512_castpd_si512(t);
+    ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(hb, emask), 52),
+                          b1022);
+    h = _mm512_castsi512_pd(
+      _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+    sc = _mm512_castsi512_pd(
+      _mm512_slli_epi64(_mm512_sub_epi64(b1023, ex), 52));
+    l = _mm512_mul_pd(l, sc);
+    E = _mm512_add_epi64(E, ex);
+    _mm512_storeu_pd(hi + j, h);
+    _mm512_storeu_pd(lo + j, l);
+    _mm512_storeu_si512(e + j, E);
+    _mm512_storeu_si512(neg + j, _mm512_xor_si512(_mm512_loadu_si512(neg + j),
+                                                  _mm512_cvtepu32_epi64(
+                                                    _mm256_srli_epi32(u, 31))));
+  }
+  /* the last group, or the pair holding a special value: 4 at a time */
+  return g + rd__avx2_prod_cols_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                    neg + 4 * g, x + 16 * g, nvec - g);
+}
+
+size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                             const unsigned char *x, size_t nvec)
+{
+  if (use512)
+    return prod_cols_avx512(hi, lo, e, neg, x, nvec);
+  return rd__avx2_prod_cols_f32(hi, lo, e, neg, x, nvec);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 LogSumExp columns                                           */
+/* ------------------------------------------------------------------ */
+
+/* kernels_avx2.c's rd__avx2_lse_cols_f32 on 8 columns at a time, the same
+ * operations lane by lane (ops.c's lsek_add for a finite x: rescale when
+ * x > m, then the two-sum of f into (hi, lo)); the rescaled values are
+ * blended in only where x > m, as there. */
+TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
+                                   const unsigned char *x, size_t nvec)
+{
+  const __m512d ninf = _mm512_set1_pd(-INFINITY);
+  const __m512d pinf = _mm512_set1_pd(INFINITY);
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d onev = _mm512_set1_pd(1.0);
+  struct opk_tab tb;
+  size_t g = 0;
+  opk_tab_load(&tb);
+  for (; g + 2 <= nvec; g += 2) {
+    const size_t j = 4 * g;
+    __m512d v = _mm512_cvtps_pd(
+      _mm256_loadu_ps((const float *)(const void *)(x + j * 4)));
+    __m512d mv = _mm512_loadu_pd(m + j);
+    __mmask8 ok = _mm512_cmp_pd_mask(v, ninf, _CMP_GT_OQ) &
+                  _mm512_cmp_pd_mask(v, pinf, _CMP_LT_OQ);
+    __mmask8 up;
+    __m512d ef, h, l, p, e, t, f, sm, bb, er;
+    if (ok != 0xff)
+      break;
+    up = _mm512_cmp_pd_mask(v, mv, _CMP_GT_OQ);
+    ef = opk_expk8(&tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, mv),
+                                             _mm512_sub_pd(mv, v)));
+    h = _mm512_loadu_pd(hi + j);
+    l = _mm512_loadu_pd(lo + j);
+    if (up) { /* rescale the lanes with a new maximum */
+      p = _mm512_mul_pd(h, ef);
+      e = _mm512_fmsub_pd(h, ef, p);
+      e = _mm512_add_pd(e, _mm512_mul_pd(l, ef));
+      t = _mm512_add_pd(p, e);
+      h = _mm512_mask_blend_pd(up, h, t);
+      l = _mm512_mask_blend_pd(up, l, _mm512_sub_pd(e, _mm512_sub_pd(t, p)));
+      _mm512_storeu_pd(m + j, _mm512_mask_blend_pd(up, mv, v));
+    }
+    f = _mm512_mask_blend_pd(up, ef, onev);
+    sm = _mm512_add_pd(h, f);
+    bb = _mm512_sub_pd(sm, h);
+    er = _mm512_add_pd(_mm512_sub_pd(h, _mm512_sub_pd(sm, bb)),
+                       _mm512_sub_pd(f, bb));
+    l = _mm512_add_pd(_mm512_add_pd(l, er), zero);
+    _mm512_storeu_pd(hi + j, sm);
+    _mm512_storeu_pd(lo + j, l);
+  }
+  /* the last group, or the pair holding a NaN or infinity: 4 at a time */
+  return g + rd__avx2_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
+                                   x + 16 * g, nvec - g);
+}
+
+size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
+                            const unsigned char *x, size_t nvec)
+{
+  if (use512)
+    return lse_cols_avx512(m, hi, lo, x, nvec);
+  return rd__avx2_lse_cols_f32(m, hi, lo, x, nvec);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32/16/bfloat16 Prod lanes: the first two levels of the tree     */
+/* ------------------------------------------------------------------ */
+
+/* ops.c's prod_merge(d, s) of the states (hi, lo, e), lane by lane, then
+ * prod_norm: e += e2; p = hi * hi2; er = fma(hi, hi2, -p) + (hi * lo2 +
+ * lo * hi2); fast two-sum (p, er); the exponent of hi moved into e and lo
+ * scaled by the same power of two (bit operations). */
+TGT5 ALWAYS_INLINE void prod_merge8(__m512d *h, __m512d *l, __m512i *e,
+                                    __m512d h2, __m512d l2, __m512i e2)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  const __m512i b1022 = _mm512_set1_epi64(1022);
+  const __m512i b1023 = _mm512_set1_epi64(1023);
+  __m512d p = _mm512_mul_pd(*h, h2), er, t, lo;
+  __m512i hb, ex, E = _mm512_add_epi64(*e, e2);
+  er = _mm512_fmsub_pd(*h, h2, p);
+  er = _mm512_add_pd(er, _mm512_add_pd(_mm512_mul_pd(*h, l2),
+                                       _mm512_mul_pd(*l, h2)));
+  t = _mm512_add_pd(p, er);
+  lo = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  hb = _mm512_castpd_si512(t);
+  ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(hb, emask), 52),
+                        b1022);
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+  *l = _mm512_mul_pd(lo, _mm512_castsi512_pd(
+                           _mm512_slli_epi64(_mm512_sub_epi64(b1023, ex), 52)));
+  *e = _mm512_add_epi64(E, ex);
+}
+
+TGT5 static void prod_tree_avx512(const double *m, const int64_t *e, double *hi,
+                                  double *lo, int64_t *eo)
+{
+  __m512d h = _mm512_loadu_pd(m), l = _mm512_setzero_pd();
+  __m512i E = _mm512_loadu_si512(e);
+  /* level 1: lanes k and k + 8 */
+  prod_merge8(&h, &l, &E, _mm512_loadu_pd(m + 8), _mm512_setzero_pd(),
+              _mm512_loadu_si512(e + 8));
+  /* levels 2-4: lane k with k + 4, then k + 2, then k + 1 (only lane
+   * 0's result is used) */
+  prod_merge8(&h, &l, &E, _mm512_shuffle_f64x2(h, h, 0xee),
+              _mm512_shuffle_f64x2(l, l, 0xee),
+              _mm512_shuffle_i64x2(E, E, 0xee));
+  {
+    const __m512i i2 = _mm512_setr_epi64(2, 3, 2, 3, 6, 7, 6, 7);
+    const __m512i i1 = _mm512_setr_epi64(1, 1, 3, 3, 5, 5, 7, 7);
+    prod_merge8(&h, &l, &E, _mm512_permutexvar_pd(i2, h),
+                _mm512_permutexvar_pd(i2, l), _mm512_permutexvar_epi64(i2, E));
+    prod_merge8(&h, &l, &E, _mm512_permutexvar_pd(i1, h),
+                _mm512_permutexvar_pd(i1, l), _mm512_permutexvar_epi64(i1, E));
+  }
+  *hi = _mm512_cvtsd_f64(h);
+  *lo = _mm512_cvtsd_f64(l);
+  *eo = _mm_cvtsi128_si64(_mm512_castsi512_si128(E));
+}
+
+int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
+                      int64_t *eo)
+{
+  if (!use512)
+    return -1;
+  prod_tree_avx512(m, e, hi, lo, eo);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Selection                                                           */
+/* ------------------------------------------------------------------ */
+
+static int cpu512;
+
+__attribute__((constructor)) static void opk_init(void)
+{
+  const char *env = getenv("REDUCED_KERNELS");
+  __builtin_cpu_init(); /* needed in a constructor */
+  cpu512 = __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  use512 = cpu512 && !(env && strcmp(env, "avx2") == 0);
+}
+
+int rd__opk_avx512(void)
+{
+  return use512;
+}
+
+int rd__opk_avx512_select(int on)
+{
+  int was = use512;
+  use512 = on && cpu512;
+  return was;
+}
+
+#else /* no x86-64 SIMD path in this build: ops.c never calls these */
+
+size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
+                       double m)
+{
+  (void)s;
+  (void)x;
+  (void)nblocks;
+  (void)m;
+  return 0;
+}
+
+void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
+                   int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  (void)x;
+  (void)n;
+  (void)is_max;
+  (void)last;
+  *best = 0;
+  *bidx = -1;
+  *nidx = -1;
+}
+
+size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                             const unsigned char *x, size_t nvec)
+{
+  (void)hi;
+  (void)lo;
+  (void)e;
+  (void)neg;
+  (void)x;
+  (void)nvec;
+  return 0;
+}
+
+size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
+                            const unsigned char *x, size_t nvec)
+{
+  (void)m;
+  (void)hi;
+  (void)lo;
+  (void)x;
+  (void)nvec;
+  return 0;
+}
+
+int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
+                      int64_t *eo)
+{
+  (void)m;
+  (void)e;
+  (void)hi;
+  (void)lo;
+  (void)eo;
+  return -1;
+}
+
+int rd__opk_avx512(void)
+{
+  return 0;
+}
+
+int rd__opk_avx512_select(int on)
+{
+  (void)on;
+  return 0;
+}
+
+#endif

@@ -1,0 +1,361 @@
+/* test_opkernels.c - the vector helpers of the operator kernels
+ * (lib/kernels_ops.h) give the same bits as the scalar operations they
+ * replace, in their 256-bit and (where the CPU has it) 512-bit forms.
+ *
+ * Each helper is called directly at every stopping point (a block holding
+ * a NaN, +inf or a new maximum at each block index and lane) against a
+ * scalar reference written from kernels_impl.h's expk(), and the operator
+ * kernels that call it are run at every split point under the SIMD
+ * implementation, both forms, against the portable implementation
+ * (test_kernels.c checks every operator kernel the same way, in whichever
+ * form is selected).  Where
+ * the CPU or build has no SIMD path the test only checks the reference
+ * against the portable kernel.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels_impl.h"
+#include "kernels_ops.h"
+#include "ops.h"
+#include "reduce.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next(void)
+{
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Uniform in [-scale, scale), with a per-mille chance `rare` of -inf, a
+ * huge negative value (expk gives 0) or a subnormal. */
+static float gen(double scale, unsigned rare)
+{
+  uint64_t r = next();
+  double u = (double)(r >> 11) * 0x1p-52 - 1.0;
+  if ((unsigned)(r % 1000) < rare) {
+    switch ((r >> 20) % 3) {
+    case 0: return -INFINITY;
+    case 1: return -1e30f;
+    default: return 0x1p-140f;
+    }
+  }
+  return (float)(u * scale);
+}
+
+static int simd(void)
+{
+  return rd__kernels_active() == RD__IMPL_AVX2;
+}
+
+#define NB 24 /* blocks */
+
+/* The scalar reference of rd__opk_lse_f32 (ops.c's lsel_block). */
+static size_t ref_lse(double *s, const float *x, size_t nblocks, double m)
+{
+  size_t b = 0;
+  for (; b < nblocks; b++) {
+    for (size_t l = 0; l < L; l++) {
+      double v = x[b * L + l];
+      if (!(v <= m) && v != -INFINITY)
+        return b;
+    }
+    for (size_t l = 0; l < L; l++)
+      s[l] += expk((double)x[b * L + l] - m);
+  }
+  return b;
+}
+
+static void check_lse(const float *x, size_t nblocks, double m)
+{
+  double s0[L], s1[L];
+  size_t b0, b1;
+  for (size_t l = 0; l < L; l++)
+    s0[l] = s1[l] = (double)(l + 1) * 0.37;
+  b0 = ref_lse(s0, x, nblocks, m);
+  b1 = rd__opk_lse_f32(s1, (const unsigned char *)x, nblocks, m);
+  assert_int_equal(b0, b1);
+  assert_memory_equal(s0, s1, sizeof s0);
+}
+
+static void test_lse_f32_helper(void **state)
+{
+  float x[NB * L];
+  (void)state;
+  if (!simd())
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int rep = 0; rep < 20; rep++) {
+      /* elements below m = scale; expk(x - m) spans [0, 1] */
+      double scale = rep % 2 ? 700.0 : 10.0;
+      for (size_t i = 0; i < NB * L; i++)
+        x[i] = gen(scale, rep % 3 ? 20 : 0);
+      check_lse(x, NB, scale);
+      check_lse(x, NB - 1, scale);
+      check_lse(x, 0, scale);
+      /* each stopping point: a NaN, +inf or new maximum at every index */
+      for (size_t i = 0; i < NB * L; i += 7) {
+        const float bad[3] = { NAN, INFINITY, (float)scale * 2 };
+        float keep = x[i];
+        x[i] = bad[i % 3];
+        check_lse(x, NB, scale);
+        x[i] = keep;
+      }
+      /* m = -inf (nothing finite yet): only all -inf blocks go */
+      check_lse(x, NB, -INFINITY);
+    }
+    for (size_t i = 0; i < NB * L; i++)
+      x[i] = -INFINITY;
+    check_lse(x, NB, -INFINITY);
+    check_lse(x, NB, 3.0);
+    rd__opk_avx512_select(was);
+  }
+}
+
+/* The float32 LogSumExp kernel's run() at every split point [0, m) then
+ * [m, n), then flush, under the SIMD implementation (both forms of the
+ * helpers) and the portable one: the same bits. */
+static void run_split(const struct rd__kernel *k, const unsigned char *x,
+                      size_t n, size_t m, unsigned char *out)
+{
+  union rd__lanes ln;
+  memset(&ln, 0, sizeof ln); /* the engine's empty lanes */
+  k->init(&ln, 1);
+  k->init(out, 1);
+  k->run(&ln, x, m, 0);
+  k->run(&ln, x + m * 4, n - m, m);
+  k->flush(&ln, out);
+}
+
+static void test_lse_f32_kernel(void **state)
+{
+  enum { N = 300 };
+  float x[N];
+  int id = rd__op_kernel_id(RD_OP_LOG_SUM_EXP, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  assert_non_null(kp);
+  if (!ks || !simd())
+    skip();
+  for (int rep = 0; rep < 6; rep++) {
+    for (size_t i = 0; i < N; i++)
+      x[i] = gen(rep < 3 ? 10.0 : 700.0, rep % 2 ? 30 : 0);
+    if (rep == 5)
+      x[200] = NAN;
+    for (int form = 0; form < 2; form++) {
+      int was = rd__opk_avx512_select(form);
+      for (size_t m = 0; m <= N; m += (m < 40 ? 1 : 13)) {
+        unsigned char a[sizeof(struct rd__acc_lse)],
+          b[sizeof(struct rd__acc_lse)];
+        /* run() tests the active implementation itself */
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_split(kp, (const unsigned char *)x, N, m, a);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        run_split(ks, (const unsigned char *)x, N, m, b);
+        assert_memory_equal(a, b, sizeof a);
+      }
+      rd__opk_avx512_select(was);
+    }
+  }
+}
+
+/* The scalar reference of rd__opk_arg32 (ops.c's arg32_fold blocks). */
+static int32_t key32(uint32_t u)
+{
+  int32_t k = (int32_t)u;
+  return k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu);
+}
+
+static void ref_arg32(const uint32_t *x, size_t n, int is_max, int last,
+                      int32_t *best, int64_t *bidx, int64_t *nidx)
+{
+  *best = is_max ? INT32_MIN : INT32_MAX;
+  *bidx = -1;
+  *nidx = -1;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = x[i] == 0x80000000u ? 0 : x[i];
+    int32_t k = key32(u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      if (*nidx < 0 || last)
+        *nidx = (int64_t)i;
+      continue;
+    }
+    if (*bidx < 0 || (is_max ? k > *best : k < *best) || (last && k == *best)) {
+      *best = k;
+      *bidx = (int64_t)i;
+    }
+  }
+}
+
+/* Few distinct values (ties), both zeros, NaNs of both signs, infinities,
+ * at a per-mille rate `rare`. */
+static uint32_t gen_bits(unsigned rare)
+{
+  static const uint32_t sp[] = { 0x7fc00000u, 0xffc00001u, 0x7f800000u,
+                                 0xff800000u, 0x80000000u, 0x00000000u,
+                                 0x7f800001u, 0xffffffffu, 0x00000001u };
+  uint64_t r = next();
+  float f;
+  uint32_t u;
+  if ((unsigned)(r % 1000) < rare)
+    return sp[(r >> 16) % (sizeof sp / sizeof sp[0])];
+  f = (float)((int)((r >> 24) % 9) - 4);
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static void test_arg32_helper(void **state)
+{
+  enum { N = 200 };
+  uint32_t x[N + 16];
+  (void)state;
+  if (!simd())
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int rep = 0; rep < 12; rep++) {
+      unsigned rare = rep < 4 ? 0 : rep < 8 ? 100 : 1000;
+      for (size_t i = 0; i < N + 16; i++)
+        x[i] = gen_bits(rare);
+      for (size_t off = 0; off < 3; off++)
+        for (size_t n = 0; n <= N; n += n < 70 ? 1 : 11)
+          for (int mode = 0; mode < 4; mode++) {
+            int32_t b0, b1;
+            int64_t i0, i1, n0, n1;
+            ref_arg32(x + off, n, mode >> 1, mode & 1, &b0, &i0, &n0);
+            rd__opk_arg32((const unsigned char *)(x + off), n, mode >> 1,
+                          mode & 1, &b1, &i1, &n1);
+            assert_int_equal(i0, i1);
+            assert_int_equal(n0, n1);
+            if (i0 >= 0)
+              assert_int_equal(b0, b1);
+          }
+    }
+    rd__opk_avx512_select(was);
+  }
+}
+
+/* cols() of float32 Prod and LogSumExp (tiles calling the helpers) under
+ * the SIMD implementation, both forms, against the portable cols(): the
+ * same accumulators, over column counts around the vector widths and rows
+ * with zeros, infinities and NaNs in some columns. */
+static void cols_both(int op, size_t accsz)
+{
+  enum { NC = 45, NR = 9 };
+  float x[NC * NR];
+  unsigned char a[NC * 64], b[NC * 64];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  assert_non_null(kp);
+  assert_true(accsz <= 64);
+  if (!ks || !simd())
+    skip();
+  for (int rep = 0; rep < 8; rep++) {
+    for (size_t i = 0; i < NC * NR; i++) {
+      uint64_t r = next();
+      double u = (double)(r >> 11) * 0x1p-53 + 0.5; /* [0.5, 1.5) */
+      x[i] = (float)(op == RD_OP_PROD ? u : (u - 1.0) * 50.0);
+      if (rep >= 4 && r % 40 == 0) {
+        static const float sp[4] = { 0.0f, INFINITY, -INFINITY, NAN };
+        x[i] = sp[(r >> 8) % 4];
+      }
+    }
+    for (int form = 0; form < 2; form++) {
+      int was = rd__opk_avx512_select(form);
+      for (size_t nc = 1; nc <= NC; nc++) {
+        memset(a, 0, sizeof a);
+        memset(b, 0, sizeof b);
+        kp->init(a, nc);
+        ks->init(b, nc);
+        /* two calls: a non-empty start for the second */
+        kp->cols(a, (const unsigned char *)x, nc, 3);
+        kp->cols(a, (const unsigned char *)(x + 3 * nc), nc, NR - 3);
+        ks->cols(b, (const unsigned char *)x, nc, 3);
+        ks->cols(b, (const unsigned char *)(x + 3 * nc), nc, NR - 3);
+        assert_memory_equal(a, b, nc * accsz);
+      }
+      rd__opk_avx512_select(was);
+    }
+  }
+}
+
+static void test_prod_cols(void **state)
+{
+  (void)state;
+  cols_both(RD_OP_PROD, sizeof(struct rd__acc_prod));
+}
+
+static void test_lse_cols(void **state)
+{
+  (void)state;
+  cols_both(RD_OP_LOG_SUM_EXP, sizeof(struct rd__acc_lse));
+}
+
+/* float32 Prod run() at every split point and flush() (the lane tree's
+ * first levels in vectors) under the SIMD implementation, both forms,
+ * against the portable one; data near 1, some runs with zeros, infinities
+ * or NaNs, and a wide range of magnitudes. */
+static void test_prod_run_flush(void **state)
+{
+  enum { N = 150 };
+  float x[N];
+  int id = rd__op_kernel_id(RD_OP_PROD, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  assert_non_null(kp);
+  if (!ks || !simd())
+    skip();
+  for (int rep = 0; rep < 6; rep++) {
+    for (size_t i = 0; i < N; i++) {
+      uint64_t r = next();
+      double u = (double)(r >> 11) * 0x1p-53 + 0.5;
+      x[i] = (float)(rep < 2 ? u : ldexp(u, (int)(r % 200) - 100));
+      if (r % 7 == 0)
+        x[i] = -x[i];
+      if (rep >= 4 && r % 50 == 0) {
+        static const float sp[4] = { 0.0f, -INFINITY, NAN, -0.0f };
+        x[i] = sp[(r >> 8) % 4];
+      }
+    }
+    for (int form = 0; form < 2; form++) {
+      int was = rd__opk_avx512_select(form);
+      for (size_t n = 1; n <= N; n += n < 40 ? 1 : 17)
+        for (size_t m = 0; m <= n; m += n < 20 ? 1 : 9) {
+          unsigned char a[sizeof(struct rd__acc_prod)],
+            b[sizeof(struct rd__acc_prod)];
+          assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+          run_split(kp, (const unsigned char *)x, n, m, a);
+          assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+          run_split(ks, (const unsigned char *)x, n, m, b);
+          assert_memory_equal(a, b, sizeof a);
+        }
+      rd__opk_avx512_select(was);
+    }
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_lse_f32_helper),
+    cmocka_unit_test(test_lse_f32_kernel),
+    cmocka_unit_test(test_arg32_helper),
+    cmocka_unit_test(test_prod_cols),
+    cmocka_unit_test(test_lse_cols),
+    cmocka_unit_test(test_prod_run_flush),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
