@@ -1,5 +1,6 @@
 /* kernels_impl.h - pieces shared by the kernel implementations (kernels.c,
- * the portable path, and kernels_avx2.c); private to those files.
+ * the portable path, kernels_avx2.c and kernels_avx512.c); private to those
+ * files.
  *
  * The helpers here define the per-element operations of the summation order
  * documented in kernels.h, so every implementation that uses them for its
@@ -379,6 +380,10 @@ int rd__kernels_avx2_fill(struct rd__kernel *tab);
  * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
  * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k);
+/* The same for kernels_avx512.c: `tab` is a copy of the AVX2 table (its
+ * rows() stay in use for short rows), and the Sum/L1 kernels. */
+int rd__kernels_avx512_fill(struct rd__kernel *tab);
+int rd__kernels_avx512_sum(int dtype, int absval, struct rd__kernel *k);
 /* The best (largest or smallest) 32-bit total-order key of n float32
  * elements, NaNs excluded and reported in *nan; zero_tie maps -0 to +0.
  * Only while the SIMD implementation is active. */

@@ -4,7 +4,8 @@ lib_libreduce_a_SOURCES = \
 	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h lib/ops.c \
 	lib/finalize.c \
 	lib/f16.h lib/f16.c \
-	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c
+	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
+	lib/kernels_avx512.c
 # Kahan steps must round the product before subtracting, on every compiler
 # and -std mode: never contract a*b-c into an FMA.
 lib_libreduce_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
