@@ -38,20 +38,18 @@ static void (*avx2_rows[RD__K_COUNT])(void *acc, const unsigned char *x,
 TGT ALWAYS_INLINE void split16(__m512 f, __m512d *lo, __m512d *hi)
 {
   *lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
-  *hi = _mm512_cvtps_pd(_mm256_castpd_ps(
-    _mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+  *hi = _mm512_cvtps_pd(
+    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
 }
 
-TGT ALWAYS_INLINE void w16_f32(const unsigned char *p, __m512d *lo,
-                               __m512d *hi)
+TGT ALWAYS_INLINE void w16_f32(const unsigned char *p, __m512d *lo, __m512d *hi)
 {
   split16(_mm512_loadu_ps((const void *)p), lo, hi);
 }
 
 /* The conversion is exact for every half, subnormals included; the sign
  * is kept (ld_f16() drops it, which only matters for sums). */
-TGT ALWAYS_INLINE void w16_f16(const unsigned char *p, __m512d *lo,
-                               __m512d *hi)
+TGT ALWAYS_INLINE void w16_f16(const unsigned char *p, __m512d *lo, __m512d *hi)
 {
   split16(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p)),
           lo, hi);
@@ -315,11 +313,10 @@ TGT ALWAYS_INLINE void kahan8(__m512d *s, __m512d *c, __m512d v)
 /* is_mid() on eight |x|: a bit per lane (NaN is not mid). */
 TGT ALWAYS_INLINE __mmask8 mid8(__m512d a)
 {
-  return (__mmask8)((_mm512_cmp_pd_mask(a, _mm512_set1_pd(BLUE_SMALL),
-                                        _CMP_GE_OQ) &
-                     _mm512_cmp_pd_mask(a, _mm512_set1_pd(BLUE_BIG),
-                                        _CMP_LE_OQ)) |
-                    _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ));
+  return (
+    __mmask8)((_mm512_cmp_pd_mask(a, _mm512_set1_pd(BLUE_SMALL), _CMP_GE_OQ) &
+               _mm512_cmp_pd_mask(a, _mm512_set1_pd(BLUE_BIG), _CMP_LE_OQ)) |
+              _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ));
 }
 
 /* The cheap sufficient test of kernels_avx2.c's all_mid_fast() on a sum
@@ -465,6 +462,52 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   }
 }
 
+/* One run of n > L elements from empty lanes into accumulator o, the
+ * lanes in registers while every value is mid-range: then the big, small
+ * and non-finite lanes stay zero and their trees are exactly +0, so only
+ * the mid tree of rd__flush_f64() needs computing.  Returns 0, or -1 (o
+ * untouched) at the first value out of the mid range. */
+TGT static inline int row_f64_mid(struct rd__blue *o, const unsigned char *x,
+                                  size_t n)
+{
+  __m512d s0 = _mm512_setzero_pd(), c0 = s0, s1 = s0, c1 = s0;
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    const double *p = (const double *)(const void *)(x + i * 8);
+    __m512d v0 = _mm512_loadu_pd(p), v1 = _mm512_loadu_pd(p + 8);
+    __m512d a0 = _mm512_abs_pd(v0), a1 = _mm512_abs_pd(v1);
+    PF(p);
+    PF(p + 8);
+    if (!sum_min_ok(_mm512_add_pd(a0, a1), _mm512_min_pd(a0, a1)) &&
+        (mid8(a0) & mid8(a1)) != 0xff)
+      return -1;
+    kahan8(&s0, &c0, v0);
+    kahan8(&s1, &c1, v1);
+  }
+  if (i < n) {
+    double ms[L], mc[L];
+    _mm512_storeu_pd(ms, s0);
+    _mm512_storeu_pd(mc, c0);
+    _mm512_storeu_pd(ms + 8, s1);
+    _mm512_storeu_pd(mc + 8, c1);
+    for (size_t l = 0; i < n; i++, l++) {
+      double v = ld_f64(x + i * 8);
+      if (!is_mid(fabs(v)))
+        return -1;
+      kahan(&ms[l], &mc[l], v * v);
+    }
+    s0 = _mm512_loadu_pd(ms);
+    c0 = _mm512_loadu_pd(mc);
+    s1 = _mm512_loadu_pd(ms + 8);
+    c1 = _mm512_loadu_pd(mc + 8);
+  }
+  kahan(&o->bs, &o->bc, 0.0);
+  kahan(&o->ms, &o->mc, tree2(_mm512_sub_pd(s0, c0), _mm512_sub_pd(s1, c1)));
+  kahan(&o->ss, &o->sc, 0.0);
+  o->sp += 0.0;
+  return 0;
+}
+
 TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
                          size_t nrows)
 {
@@ -475,6 +518,8 @@ TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
   }
   for (size_t r = 0; r < nrows; r++, x += n * 8) {
     union rd__lanes ln;
+    if (row_f64_mid(&o[r], x, n) == 0)
+      continue;
     memset(&ln.b, 0, sizeof ln.b);
     run_f64(&ln, x, n, 0);
     rd__flush_f64(&ln, &o[r]);
@@ -555,8 +600,8 @@ TGT ALWAYS_INLINE void z_cols16_i32(u128 *o, const unsigned char *p, size_t rs,
   __m512i le = _mm512_setzero_si512(), he = le, lo = le, ho = le;
   uint64_t t[32];
   for (size_t q = 0; q < nr; q++)
-    sq16_add(_mm512_loadu_si512((const void *)(p + q * rs)), sgn, &le, &he,
-             &lo, &ho);
+    sq16_add(_mm512_loadu_si512((const void *)(p + q * rs)), sgn, &le, &he, &lo,
+             &ho);
   _mm512_storeu_si512((void *)t, le);
   _mm512_storeu_si512((void *)(t + 8), he);
   _mm512_storeu_si512((void *)(t + 16), lo);
@@ -592,6 +637,43 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
   }
 }
 
+/* The sum of squares of one row: short enough rows (each half sum below
+ * n * 2^32 < 2^64) add their half vectors lane-wise and reduce them with
+ * vector adds; longer ones take run(). */
+#define ROW_I32_MAX ((size_t)1 << 31)
+
+TGT ALWAYS_INLINE u128 z_row_i32(const unsigned char *x, size_t n, int sgn,
+                                 sq32_fn sq)
+{
+  __m512i le = _mm512_setzero_si512(), he = le, lo = le, ho = le;
+  u128 t = 0;
+  size_t i = 0;
+  if (n >= ROW_I32_MAX) {
+    union rd__lanes ln;
+    memset(&ln.w, 0, sizeof ln.w);
+    z_run_i32(&ln, x, n, sgn, sq);
+    return ln.w.lo;
+  }
+  for (; i + 32 <= n; i += 32) {
+    PF(x + i * 4);
+    PF(x + i * 4 + 64);
+    sq16_add(_mm512_loadu_si512((const void *)(x + i * 4)), sgn, &le, &he, &lo,
+             &ho);
+    sq16_add(_mm512_loadu_si512((const void *)(x + i * 4 + 64)), sgn, &le, &he,
+             &lo, &ho);
+  }
+  if (i + 16 <= n) {
+    sq16_add(_mm512_loadu_si512((const void *)(x + i * 4)), sgn, &le, &he, &lo,
+             &ho);
+    i += 16;
+  }
+  for (; i < n; i++)
+    t += sq(x + i * 4);
+  return t + (u128)(uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(le, lo)) +
+         ((u128)(uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(he, ho))
+          << 32);
+}
+
 #define Z_I32(name, id, sgn, sq)                                               \
   TGT static void run_##name(union rd__lanes *ln, const unsigned char *x,      \
                              size_t n, uint64_t pos)                           \
@@ -612,12 +694,8 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
       avx2_rows[id](acc, x, n, nrows);                                         \
       return;                                                                  \
     }                                                                          \
-    for (size_t r = 0; r < nrows; r++, x += n * 4) {                           \
-      union rd__lanes ln;                                                      \
-      memset(&ln.w, 0, sizeof ln.w);                                           \
-      z_run_i32(&ln, x, n, sgn, sq);                                           \
-      o[r] += ln.w.lo;                                                         \
-    }                                                                          \
+    for (size_t r = 0; r < nrows; r++, x += n * 4)                             \
+      o[r] += z_row_i32(x, n, sgn, sq);                                        \
   }
 
 Z_I32(i32, RD__K_I32, 1, sq_i32)

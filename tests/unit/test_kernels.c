@@ -285,14 +285,15 @@ static void test_cols_rows(void **state)
   }
 }
 
-/* 32-bit cols() at the extremes, against closed forms: every element
+/* 32-bit cols() and rows() at the extremes, against closed forms: every element
  * INT32_MIN (square 2^62) or UINT32_MAX (square 2^64 - 2^33 + 1), so the
  * per-column sums exceed 2^64 and every carry path of the blocked 64-bit
- * partial sums is exercised; both implementations. */
+ * partial sums is exercised (rows() too); every implementation. */
 static void test_cols_int32_extremes(void **state)
 {
   static uint32_t x[67 * 37];
   static u128_t acc[37];
+  static u128_t racc[67];
   static const size_t rowcounts[] = { 1, 7, 8, 9, 16, 17, 67 };
   (void)state;
   for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
@@ -315,6 +316,14 @@ static void test_cols_int32_extremes(void **state)
             if (acc[j] != (u128_t)j + sq * nr)
               fail_msg("cols extremes: impl %d u %d n %zu rows %zu col %zu",
                        impl, u, n, nr, j);
+          /* rows(): nr runs of n into nr accumulators (nr <= 67) */
+          for (size_t r = 0; r < nr; r++)
+            racc[r] = (u128_t)r;
+          k->rows(racc, (const unsigned char *)x, n, nr);
+          for (size_t r = 0; r < nr; r++)
+            if (racc[r] != (u128_t)r + sq * n)
+              fail_msg("rows extremes: impl %d u %d n %zu rows %zu row %zu",
+                       impl, u, n, nr, r);
         }
     }
 }
