@@ -32,14 +32,13 @@
  *
  * Implementations: a portable C path (any architecture) and, on x86-64, an
  * AVX2+FMA+F16C path (kernels_avx2.c) and an AVX-512 path (kernels_avx512.c:
- * F, BW, VL and DQ, the 16 lanes in two zmm registers; entries where wider
- * vectors do not help, such as 64-bit integers and rows of n <= 16, are the
- * AVX2 ones).  The widest the CPU and OS support is chosen once at load
- * time.  All follow the order above exactly and give identical bits (FMA
- * only where the product is exact: squares of float32/16/bfloat16 in
- * double).  REDUCED_KERNELS=avx512, avx2 or portable in the environment
- * asks for a path; one the CPU lacks falls back to the best available
- * below it (any other value is ignored).
+ * F, BW, VL and DQ, the 16 lanes in two zmm registers; rows of n <= 16,
+ * where wider vectors do not help, use the AVX2 rows()).  The widest the
+ * CPU and OS support is chosen once at load time.  All follow the order
+ * above exactly and give identical bits (FMA only where the product is
+ * exact: squares of float32/16/bfloat16 in double).  REDUCED_KERNELS=avx512,
+ * avx2 or portable in the environment asks for a path; one the CPU lacks
+ * falls back to the best available below it (any other value is ignored).
  */
 #ifndef KERNELS_H
 #define KERNELS_H

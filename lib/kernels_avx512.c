@@ -10,8 +10,8 @@
  * multiply and subtract separately.
  *
  * The table starts as a copy of the AVX2 table: entries where a wider
- * vector does not help stay AVX2 (64-bit integers, short rows n <= 16,
- * which rows() hands to the AVX2 rows() it was given).
+ * vector does not help stay AVX2 (short rows n <= 16, which rows() hands
+ * to the AVX2 rows() it was given).
  */
 #include "kernels_impl.h"
 
@@ -702,6 +702,174 @@ Z_I32(i32, RD__K_I32, 1, sq_i32)
 Z_I32(u32, RD__K_U32, 0, sq_u32)
 
 /* ------------------------------------------------------------------ */
+/* 64-bit integers: 32-bit partial products, exact 192-bit sums        */
+/* ------------------------------------------------------------------ */
+
+/* a = |x| (int64; |INT64_MIN| = 2^63 read unsigned) = h 2^32 + l, so
+ * a^2 = l^2 + 2 h l 2^32 + h^2 2^64, three 32x32->64 products (vpmuludq),
+ * each split into 32-bit halves summed in 64-bit lanes: p0, p1 the
+ * low/high halves of l^2, p2, p3 of h l, p4, p5 of h^2.  A lane
+ * takes one half (< 2^32) per 8 elements, so blocks of BLOCK32 elements
+ * keep every lane sum, and every sum over lanes, below 2^63. */
+struct h6 {
+  __m512i p0, p1, p2, p3, p4, p5; /* named: GCC keeps arrays on the stack */
+};
+
+TGT ALWAYS_INLINE void h6_zero(struct h6 *h)
+{
+  h->p0 = h->p1 = h->p2 = h->p3 = h->p4 = h->p5 = _mm512_setzero_si512();
+}
+
+TGT ALWAYS_INLINE void sq8_add(struct h6 *h, __m512i v, int sgn)
+{
+  const __m512i m32 = _mm512_set1_epi64(0xffffffff);
+  __m512i hi, q0, q1, q2;
+  if (sgn)
+    v = _mm512_abs_epi64(v);
+  hi = _mm512_srli_epi64(v, 32);
+  q0 = _mm512_mul_epu32(v, v);
+  q1 = _mm512_mul_epu32(hi, v);
+  q2 = _mm512_mul_epu32(hi, hi);
+  h->p0 = _mm512_add_epi64(h->p0, _mm512_and_si512(q0, m32));
+  h->p1 = _mm512_add_epi64(h->p1, _mm512_srli_epi64(q0, 32));
+  h->p2 = _mm512_add_epi64(h->p2, _mm512_and_si512(q1, m32));
+  h->p3 = _mm512_add_epi64(h->p3, _mm512_srli_epi64(q1, 32));
+  h->p4 = _mm512_add_epi64(h->p4, _mm512_and_si512(q2, m32));
+  h->p5 = _mm512_add_epi64(h->p5, _mm512_srli_epi64(q2, 32));
+}
+
+/* Adds sum_k t[k] * 2^(0, 32, 33, 65, 64, 96) to the 192-bit a: the part
+ * below 2^64 units and the part in units of 2^64 as two u128s. */
+static inline void add6(struct rd__u192 *a, const uint64_t t[6])
+{
+  u128 lo = (u128)t[0] + ((u128)t[1] << 32) + ((u128)t[2] << 33);
+  u128 hi = (u128)t[4] + ((u128)t[3] << 1) + ((u128)t[5] << 32);
+  u128 h64 = (u128)(uint64_t)hi << 64;
+  a->lo += lo;
+  a->hi += a->lo < lo;
+  a->lo += h64;
+  a->hi += a->lo < h64;
+  a->hi += (uint64_t)(hi >> 64);
+}
+
+/* The scalar square of one element into a, as kernels.c's add192(). */
+static inline void add_sq64(struct rd__u192 *a, const unsigned char *p, int sgn)
+{
+  uint64_t v;
+  u128 q;
+  memcpy(&v, p, sizeof v);
+  if (sgn && (int64_t)v < 0)
+    v = 0 - v;
+  q = (u128)v * v;
+  a->lo += q;
+  a->hi += a->lo < q;
+}
+
+TGT ALWAYS_INLINE void h6_fold(struct rd__u192 *a, const struct h6 *h)
+{
+  uint64_t t[6] = {
+    (uint64_t)_mm512_reduce_add_epi64(h->p0),
+    (uint64_t)_mm512_reduce_add_epi64(h->p1),
+    (uint64_t)_mm512_reduce_add_epi64(h->p2),
+    (uint64_t)_mm512_reduce_add_epi64(h->p3),
+    (uint64_t)_mm512_reduce_add_epi64(h->p4),
+    (uint64_t)_mm512_reduce_add_epi64(h->p5),
+  };
+  add6(a, t);
+}
+
+TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
+                                 size_t n, int sgn)
+{
+  while (n > 0) {
+    size_t m = n < BLOCK32 ? n : BLOCK32, i = 0;
+    struct h6 h;
+    h6_zero(&h);
+    for (; i + 16 <= m; i += 16) {
+      PF(x + i * 8);
+      PF(x + i * 8 + 64);
+      sq8_add(&h, _mm512_loadu_si512((const void *)(x + i * 8)), sgn);
+      sq8_add(&h, _mm512_loadu_si512((const void *)(x + i * 8 + 64)), sgn);
+    }
+    for (; i < m; i++)
+      add_sq64(a, x + i * 8, sgn);
+    h6_fold(a, &h);
+    x += m * 8;
+    n -= m;
+  }
+}
+
+/* cols(): 8 columns per vector over blocks of COLS_I64_ROWS rows, folded
+ * into the 192-bit accumulators once per column per block. */
+#define COLS_I64_ROWS 16
+
+TGT ALWAYS_INLINE void z_cols_i64(void *acc, const unsigned char *x, size_t n,
+                                  size_t nrows, int sgn)
+{
+  struct rd__u192 *o = acc;
+  const size_t rs = n * 8;
+  size_t r = 0;
+  while (r < nrows) {
+    size_t nr = nrows - r < COLS_I64_ROWS ? nrows - r : COLS_I64_ROWS;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      struct h6 h;
+      uint64_t t[6][8];
+      h6_zero(&h);
+      for (size_t q = 0; q < nr; q++) {
+        PF(x + q * rs + j * 8);
+        sq8_add(&h, _mm512_loadu_si512((const void *)(x + q * rs + j * 8)),
+                sgn);
+      }
+      _mm512_storeu_si512((void *)t[0], h.p0);
+      _mm512_storeu_si512((void *)t[1], h.p1);
+      _mm512_storeu_si512((void *)t[2], h.p2);
+      _mm512_storeu_si512((void *)t[3], h.p3);
+      _mm512_storeu_si512((void *)t[4], h.p4);
+      _mm512_storeu_si512((void *)t[5], h.p5);
+      for (size_t c = 0; c < 8; c++) {
+        uint64_t u[6] = {
+          t[0][c], t[1][c], t[2][c], t[3][c], t[4][c], t[5][c]
+        };
+        add6(&o[j + c], u);
+      }
+    }
+    for (; j < n; j++)
+      for (size_t q = 0; q < nr; q++)
+        add_sq64(&o[j], x + q * rs + j * 8, sgn);
+    r += nr;
+    x += nr * rs;
+  }
+}
+
+#define Z_I64(name, id, sgn)                                                   \
+  TGT static void run_##name(union rd__lanes *ln, const unsigned char *x,      \
+                             size_t n, uint64_t pos)                           \
+  {                                                                            \
+    (void)pos;                                                                 \
+    z_run_i64(&ln->w, x, n, sgn);                                              \
+  }                                                                            \
+  TGT static void cols_##name(void *acc, const unsigned char *x, size_t n,     \
+                              size_t nrows)                                    \
+  {                                                                            \
+    z_cols_i64(acc, x, n, nrows, sgn);                                         \
+  }                                                                            \
+  TGT static void rows_##name(void *acc, const unsigned char *x, size_t n,     \
+                              size_t nrows)                                    \
+  {                                                                            \
+    struct rd__u192 *o = acc;                                                  \
+    if (n <= L) {                                                              \
+      avx2_rows[id](acc, x, n, nrows);                                         \
+      return;                                                                  \
+    }                                                                          \
+    for (size_t r = 0; r < nrows; r++, x += n * 8)                             \
+      z_run_i64(&o[r], x, n, sgn);                                             \
+  }
+
+Z_I64(i64, RD__K_I64, 1)
+Z_I64(u64, RD__K_U64, 0)
+
+/* ------------------------------------------------------------------ */
 /* Tables                                                             */
 /* ------------------------------------------------------------------ */
 
@@ -720,6 +888,8 @@ int rd__kernels_avx512_fill(struct rd__kernel *tab)
   SET(RD__K_F64, f64);
   SET(RD__K_I32, i32);
   SET(RD__K_U32, u32);
+  SET(RD__K_I64, i64);
+  SET(RD__K_U64, u64);
 #undef SET
   return 0;
 }

@@ -106,6 +106,8 @@ static void gen(int dtype, unsigned char *p, unsigned rare)
   }
   default: {
     uint64_t u = next();
+    if (special) /* the largest squares: 2^126, (2^64 - 1)^2 */
+      u = kind < 4 ? (uint64_t)1 << 63 : UINT64_MAX;
     memcpy(p, &u, 8);
     break;
   }
