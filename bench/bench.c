@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "f16.h"
+#include "kernels.h"
 #include "reduce.h"
 
 #define MIB (1024u * 1024u)
@@ -115,6 +116,13 @@ static void fill(void *buf, int dtype, uint64_t count, int positive)
     case RD_FLOAT16: ((uint16_t *)buf)[i] = rd_f64_to_f16(v); break;
     case RD_BFLOAT16: ((uint16_t *)buf)[i] = rd_f64_to_bf16(v); break;
     case RD_INT32: ((int32_t *)buf)[i] = (int32_t)(v * 1000.0); break;
+    case RD_UINT32:
+      ((uint32_t *)buf)[i] = (uint32_t)((v + 10.0) * 1000.0);
+      break;
+    case RD_INT64: ((int64_t *)buf)[i] = (int64_t)(v * 1000.0); break;
+    case RD_UINT64:
+      ((uint64_t *)buf)[i] = (uint64_t)((v + 10.0) * 1000.0);
+      break;
     default: break;
     }
   }
@@ -439,6 +447,8 @@ static void usage(FILE *f)
     "  --threads N   the 'all threads' count (default: CPUs online)\n"
     "  --op NAME     only operator NAME (ReduceSum or Sum, ArgMax, ...)\n"
     "  --case NAME   only cases named NAME (A..F)\n"
+    "  --dtype NAME  the float32 cases A-F in element type NAME instead\n"
+    "                (ReduceL2 and ReduceSumSquare unless --op is given)\n"
     "  --probe ISA   probe variant avx512f, avx2 or baseline (default: the\n"
     "                widest the CPU has)\n",
     RUNS_DEFAULT);
@@ -463,6 +473,7 @@ int main(int argc, char **argv)
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = ncpu > 0 ? (int)ncpu : 1;
   const char *only = NULL, *probe_want = NULL;
+  int only_dtype = -1;
 
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json"))
@@ -473,7 +484,14 @@ int main(int argc, char **argv)
       threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--case") && i + 1 < argc)
       only = argv[++i];
-    else if (!strcmp(argv[i], "--probe") && i + 1 < argc)
+    else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+      enum rd_dtype dt;
+      if (rd_dtype_parse(argv[++i], &dt) != 0) {
+        fprintf(stderr, "bench: --dtype: unknown element type '%s'\n", argv[i]);
+        return 2;
+      }
+      only_dtype = (int)dt;
+    } else if (!strcmp(argv[i], "--probe") && i + 1 < argc)
       probe_want = argv[++i];
     else if (!strcmp(argv[i], "--op") && i + 1 < argc) {
       only_op = parse_op(argv[++i]);
@@ -521,14 +539,17 @@ int main(int argc, char **argv)
   fill(cx.probe_buf, RD_FLOAT32, cap / sizeof(float), 0);
 
   if (json)
-    printf(
-      "{\"probe\":true,\"isa\":\"%s\",\"accumulators\":\"4 x 16 floats\"}\n",
-      probe_isa);
+    printf("{\"probe\":true,\"isa\":\"%s\",\"accumulators\":\"4 x 16 floats\","
+           "\"kernels\":\"%s\"}\n",
+           probe_isa, rd__kernels_name(rd__kernels_active()));
   else {
     printf(
       "# read-bandwidth probe: %s, 4 x 16-float accumulators, run alternately with each "
       "figure's runs over as many bytes on as many threads\n",
       probe_isa);
+    printf("# kernels: %s (REDUCED_KERNELS=avx512|avx2|portable asks for "
+           "another)\n",
+           rd__kernels_name(rd__kernels_active()));
     printf(
       "# ArgMax/ArgMin reduce one axis: the last reduced axis of the case (A: axis 0); "
       "ReduceProd/ReduceLogSum read positive data near 1\n");
@@ -543,8 +564,18 @@ int main(int argc, char **argv)
       continue;
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
       const struct bench_case *bc = &cases[c];
+      struct bench_case alt;
       if (only && strcmp(only, bc->name))
         continue;
+      if (only_dtype >= 0) { /* the float32 cases in another type */
+        if (bc->dtype != RD_FLOAT32 ||
+            (!only_op && op != RD_OP_L2 && op != RD_OP_SUM_SQUARE))
+          continue;
+        alt = *bc;
+        alt.dtype = only_dtype;
+        failed |= bench_row(&cx, op, &alt);
+        continue;
+      }
       /* Other dtypes: ReduceL2 and ReduceSumSquare only. */
       if (bc->dtype != RD_FLOAT32 && op != RD_OP_L2 && op != RD_OP_SUM_SQUARE)
         continue;
@@ -552,9 +583,10 @@ int main(int argc, char **argv)
     }
   }
   if (json)
-    printf(
-      "{\"summary\":true,\"probe_isa\":\"%s\",\"targets\":%d,\"targets_met\":%d}\n",
-      probe_isa, cx.targets, cx.targets_met);
+    printf("{\"summary\":true,\"probe_isa\":\"%s\",\"kernels\":\"%s\","
+           "\"targets\":%d,\"targets_met\":%d}\n",
+           probe_isa, rd__kernels_name(rd__kernels_active()), cx.targets,
+           cx.targets_met);
   else
     printf(
       "target: every float32 case (A-F) at >= 85%% of the probe (ReduceProd, "

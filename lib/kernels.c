@@ -407,8 +407,8 @@ static const struct rd__kernel portable[RD__K_COUNT] = {
 };
 
 /* Filled once before main() (single-threaded), read-only afterwards. */
-static struct rd__kernel simd[RD__K_COUNT];
-static int simd_ok;
+static struct rd__kernel simd[RD__K_COUNT], simd512[RD__K_COUNT];
+static int simd_ok, simd512_ok;
 static int active = RD__IMPL_PORTABLE;
 
 static int cpu_has_avx2(void)
@@ -427,16 +427,56 @@ static int cpu_has_avx2(void)
 #endif
 }
 
+/* AVX-512 F, BW, VL and DQ, and the OS saving the opmask and ZMM state
+ * (XCR0 bits 1, 2, 5, 6, 7).  libgcc and compiler-rt check XCR0 before
+ * reporting "avx512f" too; the explicit XGETBV keeps this honest on any
+ * compiler. */
+static int cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  unsigned a, b, c, d, lo, hi;
+
+  __builtin_cpu_init();
+  if (!__get_cpuid(1, &a, &b, &c, &d) || (c & bit_OSXSAVE) == 0)
+    return 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  return (lo & 0xe6) == 0xe6 && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return 0;
+#endif
+}
+
+/* The best available implementation at or below `want`. */
+static int best_at_most(int want)
+{
+  if (want >= RD__IMPL_AVX512 && simd512_ok)
+    return RD__IMPL_AVX512;
+  if (want >= RD__IMPL_AVX2 && simd_ok)
+    return RD__IMPL_AVX2;
+  return RD__IMPL_PORTABLE;
+}
+
 /* Runs before main() and before any thread exists, so the choice is made
- * exactly once without locking. */
+ * exactly once without locking.  REDUCED_KERNELS names the widest path
+ * allowed (see kernels.h). */
 __attribute__((constructor)) static void kernels_init(void)
 {
   const char *env = getenv("REDUCED_KERNELS");
+  int want = RD__IMPL_AVX512;
   memcpy(simd, portable, sizeof simd);
   simd_ok = cpu_has_avx2() && rd__kernels_avx2_fill(simd) == 0;
-  active = simd_ok && !(env && strcmp(env, "portable") == 0)
-             ? RD__IMPL_AVX2
-             : RD__IMPL_PORTABLE;
+  memcpy(simd512, simd, sizeof simd512);
+  simd512_ok = simd_ok && cpu_has_avx512() &&
+               rd__kernels_avx512_fill(simd512) == 0;
+  if (env && strcmp(env, "portable") == 0)
+    want = RD__IMPL_PORTABLE;
+  else if (env && strcmp(env, "avx2") == 0)
+    want = RD__IMPL_AVX2;
+  active = best_at_most(want);
 }
 
 const struct rd__kernel *rd__kernel_impl(int kernel_id, int impl)
@@ -447,6 +487,8 @@ const struct rd__kernel *rd__kernel_impl(int kernel_id, int impl)
     return &portable[kernel_id];
   if (impl == RD__IMPL_AVX2 && simd_ok)
     return &simd[kernel_id];
+  if (impl == RD__IMPL_AVX512 && simd512_ok)
+    return &simd512[kernel_id];
   return NULL;
 }
 
@@ -460,9 +502,19 @@ int rd__kernels_active(void)
   return active;
 }
 
+const char *rd__kernels_name(int impl)
+{
+  switch (impl) {
+  case RD__IMPL_PORTABLE: return "portable";
+  case RD__IMPL_AVX2: return "avx2";
+  case RD__IMPL_AVX512: return "avx512";
+  default: return "?";
+  }
+}
+
 int rd__kernels_select(int impl)
 {
-  if (impl != RD__IMPL_PORTABLE && !(impl == RD__IMPL_AVX2 && simd_ok))
+  if (impl < 0 || impl >= RD__IMPL_COUNT || best_at_most(impl) != impl)
     return -1;
   active = impl;
   return 0;
@@ -609,7 +661,13 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
     double d[OUT_BLOCK];
     struct rd__blue b[OUT_BLOCK];
   } acc;
-  if (rd__avx2_rows_out(k, out, x, n, nrows, l2) == 0)
+  int id = rd__kernel_id(dtype);
+  /* kernels_avx2.c's vector form does the squares' tree, so only for a SIMD
+   * path's squares kernel (the AVX-512 table's rows() give the same bits). */
+  if (id >= 0 &&
+      (k == rd__kernel_impl(id, RD__IMPL_AVX2) ||
+       k == rd__kernel_impl(id, RD__IMPL_AVX512)) &&
+      rd__avx2_rows_out(dtype, out, x, n, nrows, l2) == 0)
     return;
   while (nrows > 0) {
     size_t m = nrows < OUT_BLOCK ? nrows : OUT_BLOCK;

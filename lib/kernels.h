@@ -31,11 +31,14 @@
  * Integer sums are exact, so their order does not matter.
  *
  * Implementations: a portable C path (any architecture) and, on x86-64, an
- * AVX2+FMA+F16C path chosen once at load time when the CPU has those
- * features.  Both follow the order above exactly and give identical bits
- * (FMA only where the product is exact: squares of float32/16/bfloat16 in
- * double).  REDUCED_KERNELS=portable in the environment forces the portable
- * path.
+ * AVX2+FMA+F16C path (kernels_avx2.c) and an AVX-512 path (kernels_avx512.c:
+ * F, BW, VL and DQ, the 16 lanes in two zmm registers; rows of n <= 16,
+ * where wider vectors do not help, use the AVX2 rows()).  The widest the
+ * CPU and OS support is chosen once at load time.  All follow the order
+ * above exactly and give identical bits (FMA only where the product is
+ * exact: squares of float32/16/bfloat16 in double).  REDUCED_KERNELS=avx512,
+ * avx2 or portable in the environment asks for a path; one the CPU lacks
+ * falls back to the best available below it (any other value is ignored).
  */
 #ifndef KERNELS_H
 #define KERNELS_H
@@ -114,7 +117,14 @@ struct rd__kernel {
   void (*merge)(void *dst, const void *src);
 };
 
-enum rd__impl { RD__IMPL_PORTABLE = 0, RD__IMPL_AVX2 = 1, RD__IMPL_COUNT };
+/* Each implementation implies the CPU features of those below it (the
+ * AVX2 helpers of kernels_impl.h also serve the AVX-512 path). */
+enum rd__impl {
+  RD__IMPL_PORTABLE = 0,
+  RD__IMPL_AVX2 = 1,
+  RD__IMPL_AVX512 = 2,
+  RD__IMPL_COUNT
+};
 
 /* Kernel of the active implementation for a kernel id; NULL if invalid. */
 const struct rd__kernel *rd__kernel_for(int kernel_id);
@@ -131,6 +141,8 @@ int rd__kernel_id(int dtype);
  * when they are created). */
 int rd__kernels_active(void);
 int rd__kernels_select(int impl);
+/* "portable", "avx2" or "avx512" (the REDUCED_KERNELS spelling). */
+const char *rd__kernels_name(int impl);
 
 /* Writes the output element of a float class (dtype float32, float64,
  * float16 or bfloat16) for the final double value v, rounded once to

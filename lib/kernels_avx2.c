@@ -805,22 +805,18 @@ TGT static void rows_out_f64(void *out, const unsigned char *x, size_t n,
     avx_f64_rows_out(out, x, n, nrows, l2, 4);
 }
 
-int rd__avx2_rows_out(const struct rd__kernel *k, void *out,
-                      const unsigned char *x, size_t n, size_t nrows, int l2)
+int rd__avx2_rows_out(int dtype, void *out, const unsigned char *x, size_t n,
+                      size_t nrows, int l2)
 {
   if (n > L)
     return -1;
-  if (k->rows == rows_f32)
-    rows_out_f32(out, x, n, nrows, l2);
-  else if (k->rows == rows_f16)
-    rows_out_f16(out, x, n, nrows, l2);
-  else if (k->rows == rows_bf16)
-    rows_out_bf16(out, x, n, nrows, l2);
-  else if (k->rows == rows_f64)
-    rows_out_f64(out, x, n, nrows, l2);
-  else
-    return -1;
-  return 0;
+  switch (dtype) {
+  case RD_FLOAT32: rows_out_f32(out, x, n, nrows, l2); return 0;
+  case RD_FLOAT16: rows_out_f16(out, x, n, nrows, l2); return 0;
+  case RD_BFLOAT16: rows_out_bf16(out, x, n, nrows, l2); return 0;
+  case RD_FLOAT64: rows_out_f64(out, x, n, nrows, l2); return 0;
+  default: return -1;
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -1706,10 +1702,10 @@ int rd__kernels_avx2_fill(struct rd__kernel *tab)
 
 #else /* no x86-64 SIMD path in this build */
 
-int rd__avx2_rows_out(const struct rd__kernel *k, void *out,
-                      const unsigned char *x, size_t n, size_t nrows, int l2)
+int rd__avx2_rows_out(int dtype, void *out, const unsigned char *x, size_t n,
+                      size_t nrows, int l2)
 {
-  (void)k;
+  (void)dtype;
   (void)out;
   (void)x;
   (void)n;

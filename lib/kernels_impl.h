@@ -1,5 +1,6 @@
 /* kernels_impl.h - pieces shared by the kernel implementations (kernels.c,
- * the portable path, and kernels_avx2.c); private to those files.
+ * the portable path, kernels_avx2.c and kernels_avx512.c); private to those
+ * files.
  *
  * The helpers here define the per-element operations of the summation order
  * documented in kernels.h, so every implementation that uses them for its
@@ -375,16 +376,21 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
  * kernels_avx2.c specialises.  Returns 0, or -1 when the build has no x86-64
  * SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_fill(struct rd__kernel *tab);
-/* rd__rows_out() for a kernel whose rows() is kernels_avx2.c's (float32,
- * float16, bfloat16, float64) and rows of n <= RD__LANES: four rows per
- * vector step, the same bits.  Returns 0, or -1 (nothing written) for any
- * other kernel or n. */
-int rd__avx2_rows_out(const struct rd__kernel *k, void *out,
-                      const unsigned char *x, size_t n, size_t nrows, int l2);
+/* rd__rows_out() of the squares kernels (ReduceL2/SumSquare) of dtype
+ * float32, float16, bfloat16 or float64 for rows of n <= RD__LANES: four
+ * rows per vector step, the same bits.  Returns 0, or -1 (nothing written)
+ * for any other dtype or n.  The caller checks that the kernel is a SIMD
+ * path's squares kernel. */
+int rd__avx2_rows_out(int dtype, void *out, const unsigned char *x, size_t n,
+                      size_t nrows, int l2);
 /* Sets run/cols/rows of `k` to the AVX2 Sum (absval 0) or L1 (1) kernels
  * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
  * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_sum(int dtype, int absval, struct rd__kernel *k);
+/* The same for kernels_avx512.c: `tab` is a copy of the AVX2 table (its
+ * rows() stay in use for short rows), and the Sum/L1 kernels. */
+int rd__kernels_avx512_fill(struct rd__kernel *tab);
+int rd__kernels_avx512_sum(int dtype, int absval, struct rd__kernel *k);
 /* The best (largest or smallest) 32-bit total-order key of n float32
  * elements, NaNs excluded and reported in *nan; zero_tie maps -0 to +0.
  * Only while the SIMD implementation is active. */

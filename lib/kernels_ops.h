@@ -3,12 +3,11 @@
  *
  * Each helper does exactly the operations of a portable loop in ops.c, in
  * the same order, so it gives the same bits; ops.c calls it only while the
- * SIMD implementation is active (rd__kernels_active() == RD__IMPL_AVX2,
- * which implies the CPU has AVX2, FMA and F16C).  Where the CPU also has
- * AVX-512 (F, DQ, VL), a 512-bit form of the same operations is used: it is
- * chosen once before main() and can be switched off with
- * rd__opk_avx512_select(0) (the tests compare both forms); the results are
- * identical, only the speed differs.
+ * SIMD implementations are active (rd__kernels_active() >= RD__IMPL_AVX2,
+ * which implies the CPU has AVX2, FMA and F16C).  While the AVX-512 path is
+ * active (RD__IMPL_AVX512: the CPU has F, BW, DQ and VL), a 512-bit form of
+ * the same operations is used; rd__opk_avx512_select() forces one form (the
+ * tests compare both); the results are identical, only the speed differs.
  */
 #ifndef KERNELS_OPS_H
 #define KERNELS_OPS_H

@@ -33,7 +33,10 @@
  * without it the reorder window limits the lines in flight). */
 #define OPK_PF(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
 
-static int use512;
+/* -1: follow the library's kernel path (AVX-512 forms while
+ * rd__kernels_active() is RD__IMPL_AVX512); 0/1: forced by the tests. */
+static int force512 = -1;
+#define use512 rd__opk_avx512()
 
 /* ------------------------------------------------------------------ */
 /* expk() of kernels_impl.h, the same operations on 4 and 8 lanes      */
@@ -595,27 +598,18 @@ int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 
-static int cpu512;
-
-__attribute__((constructor)) static void opk_init(void)
-{
-  const char *env = getenv("REDUCED_KERNELS");
-  __builtin_cpu_init(); /* needed in a constructor */
-  cpu512 = __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vl");
-  use512 = cpu512 && !(env && strcmp(env, "avx2") == 0);
-}
-
+/* The AVX-512 forms need F, DQ and VL; RD__IMPL_AVX512 is chosen only on a
+ * CPU with those (kernels.c), so following it needs no CPU check here, and
+ * REDUCED_KERNELS=avx2|portable reaches these helpers through it. */
 int rd__opk_avx512(void)
 {
-  return use512;
+  return force512 >= 0 ? force512 : rd__kernels_active() == RD__IMPL_AVX512;
 }
 
 int rd__opk_avx512_select(int on)
 {
-  int was = use512;
-  use512 = on && cpu512;
+  int was = rd__opk_avx512();
+  force512 = on && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512) != NULL;
   return was;
 }
 

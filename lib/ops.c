@@ -912,7 +912,7 @@ static inline int is_nan32(uint32_t u)
 static inline int32_t block_best32(const unsigned char *x, size_t n, int is_max,
                                    int zero_tie, int *nan)
 {
-  if (rd__kernels_active() == RD__IMPL_AVX2)
+  if (rd__kernels_active() >= RD__IMPL_AVX2)
     return rd__avx2_best32(x, n, is_max, zero_tie, nan);
   int32_t best[16];
   uint32_t anynan = 0;
@@ -979,7 +979,7 @@ static inline void key32_fold(struct rd__acc_key *a, const unsigned char *x,
 static inline void arg32_fold(struct rd__acc_arg *a, const unsigned char *x,
                               size_t n, int is_max, int last)
 {
-  if (rd__kernels_active() == RD__IMPL_AVX2) {
+  if (rd__kernels_active() >= RD__IMPL_AVX2) {
     /* one pass per chunk of up to 2^30 elements (kernels_ops_avx2.c):
      * the same partial state as the blocks below, merged the same way */
     while (n > 0) {
@@ -1295,7 +1295,7 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
 {
   struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
   const size_t esz = dt_size(dt);
-  const int avx = rd__kernels_active() == RD__IMPL_AVX2;
+  const int avx = rd__kernels_active() >= RD__IMPL_AVX2;
   const int vdt = dt == RD_FLOAT32 ? 1 : dt == RD_FLOAT16 ? 2 : 3;
   size_t k = (size_t)(pos % L), i = 0;
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
@@ -1432,7 +1432,7 @@ static inline void prodl_run(union rd__lanes *ln, const unsigned char *x,
   struct prod_lanes *st = (struct prod_lanes *)(void *)ln;
   const size_t esz = dt_size(dt);
   size_t k = (size_t)(pos % L), i = 0;
-  const int avx = dt == RD_FLOAT32 && rd__kernels_active() == RD__IMPL_AVX2;
+  const int avx = dt == RD_FLOAT32 && rd__kernels_active() >= RD__IMPL_AVX2;
   if (st->m[0] == 0) /* fresh from the engine's zeroed cursor */
     prodl_reset(st);
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
@@ -1473,7 +1473,7 @@ static void prodl_flush(union rd__lanes *ln, void *acc)
   struct rd__acc_prod a[L];
   if (st->m[0] == 0)
     prodl_reset(st);
-  if (rd__kernels_active() == RD__IMPL_AVX2 &&
+  if (rd__kernels_active() >= RD__IMPL_AVX2 &&
       rd__opk_prod_tree(st->m, st->e, &a[0].hi, &a[0].lo, &a[0].e) == 0) {
     /* the same tree in vectors (kernels_ops_avx2.c); the flags below */
   } else {
@@ -1781,6 +1781,8 @@ _Static_assert(sizeof(struct rd__acc_ilse) <= sizeof(union rd__lanes),
  * by their vector tiles (filled before main(); used only
  * while the SIMD implementation is active, which implies the CPU has it). */
 static struct rd__kernel ktab_simd[NKTAB];
+/* The same with kernels_avx512.c's RD__F_SUMD entries (AVX-512 active). */
+static struct rd__kernel ktab_simd512[NKTAB];
 
 __attribute__((constructor)) static void ops_simd_init(void)
 {
@@ -1811,6 +1813,10 @@ __attribute__((constructor)) static void ops_simd_init(void)
         ktab_simd[i].rows = rows_simd[c].simd;
     if (ktab[i].family == RD__F_SUMD)
       (void)rd__kernels_avx2_sum(ktab[i].dtype, ktab[i].variant, &ktab_simd[i]);
+    ktab_simd512[i] = ktab_simd[i];
+    if (ktab[i].family == RD__F_SUMD)
+      (void)rd__kernels_avx512_sum(ktab[i].dtype, ktab[i].variant,
+                                   &ktab_simd512[i]);
   }
 }
 
@@ -1847,6 +1853,8 @@ const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl)
     return &ktab[i].k;
   if (impl == RD__IMPL_AVX2 && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2))
     return &ktab_simd[i];
+  if (impl == RD__IMPL_AVX512 && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    return &ktab_simd512[i];
   return NULL;
 }
 

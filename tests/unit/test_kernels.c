@@ -1,17 +1,20 @@
 /* test_kernels.c - the SIMD kernels give the same bits as the portable ones.
  *
  * Every entry point of every kernel (run at each lane position and every
- * split point, flush, cols, rows, rd__rows_out) is run on both
- * implementations with odd lengths and misaligned starts, over data mixing
- * ordinary values with zeros, subnormals, infinities, NaNs and (float64)
- * values in each of Blue's ranges, and the results are compared bit for
- * bit (NaN accumulators only need to be NaN in both: payloads depend on the
- * hardware's operand order, and outputs canonicalise them).  Whole plans
- * are then run under both implementations and must give identical bytes.
- * Where the CPU or build has no SIMD path, portable is compared with
- * portable (split points, rows, cols still checked).  The operator families
- * of ops.c are checked the same way at every split point, and whole plans
- * of every operator run under both implementations.
+ * split point, flush, cols, rows, rd__rows_out) is run on each SIMD
+ * implementation (AVX2, then AVX-512: each comparison test runs once per
+ * path) and on the portable one with odd lengths and misaligned starts,
+ * over data mixing ordinary values with zeros, subnormals, infinities, NaNs
+ * and (float64) values in each of Blue's ranges, and the results are
+ * compared bit for bit (NaN accumulators only need to be NaN in both:
+ * payloads depend on the hardware's operand order, and outputs canonicalise
+ * them).  Whole plans are then run under each pair of implementations and
+ * must give identical bytes.  Where the CPU or build has no AVX2 path,
+ * portable is compared with portable (split points, rows, cols still
+ * checked); without AVX-512 its tests are skipped with a note.  The
+ * operator families of ops.c are checked the same way at every split
+ * point, and whole plans of every operator run under each implementation.
+ * test_select checks REDUCED_KERNELS and rd__kernels_select().
  */
 #include <inttypes.h>
 #include <math.h>
@@ -103,6 +106,8 @@ static void gen(int dtype, unsigned char *p, unsigned rare)
   }
   default: {
     uint64_t u = next();
+    if (special) /* the largest squares: 2^126, (2^64 - 1)^2 */
+      u = kind < 4 ? (uint64_t)1 << 63 : UINT64_MAX;
     memcpy(p, &u, 8);
     break;
   }
@@ -149,12 +154,32 @@ static const size_t lens[] = { 0,  1,  2,  3,  5,  7,  8,  9,   15,  16,
                                17, 23, 31, 32, 33, 47, 64, 100, 257, 1001 };
 #define NLENS (sizeof lens / sizeof lens[0])
 
+/* The SIMD implementation a comparison test checks against portable: its
+ * cmocka prestate (each such test runs once for AVX2, once for AVX-512). */
+static const int impl_avx2 = RD__IMPL_AVX2, impl_avx512 = RD__IMPL_AVX512;
+
+static int simd_impl(void **state)
+{
+  return *(const int *)*state;
+}
+
+/* Skips an AVX-512 test, with a note, where the CPU or build lacks it (the
+ * AVX2 tests compare portable with portable instead, see below). */
+static void skip_absent(int impl)
+{
+  if (impl == RD__IMPL_AVX512 && !rd__kernel_impl(RD__K_F32, impl)) {
+    printf("test_kernels: no AVX-512 implementation on this build/CPU; "
+           "skipping its comparisons\n");
+    skip();
+  }
+}
+
 /* The SIMD kernel, or where this build or CPU has none, the portable one
  * again: the comparisons then check portable against portable (which still
  * exercises every split point) instead of being skipped. */
-static const struct rd__kernel *simd_or_portable(int id)
+static const struct rd__kernel *simd_or_portable(int id, int impl)
 {
-  const struct rd__kernel *k = rd__kernel_impl(id, RD__IMPL_AVX2);
+  const struct rd__kernel *k = rd__kernel_impl(id, impl);
   if (!k) {
     static int said;
     if (!said++)
@@ -171,9 +196,10 @@ static const struct rd__kernel *simd_or_portable(int id)
 static void test_run_flush(void **state)
 {
   static unsigned char buf[BUF];
-  (void)state;
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   for (size_t t = 0; t < NTYPES; t++) {
-    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
     const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
                                                   RD__IMPL_PORTABLE);
     size_t esz = types[t].esz;
@@ -215,9 +241,10 @@ static void test_cols_rows(void **state)
   static unsigned char buf[BUF];
   static unsigned char ap[1001 * 64], as[1001 * 64];
   static const size_t rowcounts[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17 };
-  (void)state;
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   for (size_t t = 0; t < NTYPES; t++) {
-    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
     const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
                                                   RD__IMPL_PORTABLE);
     size_t esz = types[t].esz;
@@ -260,14 +287,15 @@ static void test_cols_rows(void **state)
   }
 }
 
-/* 32-bit cols() at the extremes, against closed forms: every element
+/* 32-bit cols() and rows() at the extremes, against closed forms: every element
  * INT32_MIN (square 2^62) or UINT32_MAX (square 2^64 - 2^33 + 1), so the
  * per-column sums exceed 2^64 and every carry path of the blocked 64-bit
- * partial sums is exercised; both implementations. */
+ * partial sums is exercised (rows() too); every implementation. */
 static void test_cols_int32_extremes(void **state)
 {
   static uint32_t x[67 * 37];
   static u128_t acc[37];
+  static u128_t racc[67];
   static const size_t rowcounts[] = { 1, 7, 8, 9, 16, 17, 67 };
   (void)state;
   for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
@@ -290,6 +318,14 @@ static void test_cols_int32_extremes(void **state)
             if (acc[j] != (u128_t)j + sq * nr)
               fail_msg("cols extremes: impl %d u %d n %zu rows %zu col %zu",
                        impl, u, n, nr, j);
+          /* rows(): nr runs of n into nr accumulators (nr <= 67) */
+          for (size_t r = 0; r < nr; r++)
+            racc[r] = (u128_t)r;
+          k->rows(racc, (const unsigned char *)x, n, nr);
+          for (size_t r = 0; r < nr; r++)
+            if (racc[r] != (u128_t)r + sq * n)
+              fail_msg("rows extremes: impl %d u %d n %zu rows %zu row %zu",
+                       impl, u, n, nr, r);
         }
     }
 }
@@ -364,11 +400,10 @@ static void test_plans_both_impls(void **state)
   };
   size_t cap = 1300000 * 8;
   unsigned char *in = malloc(cap), *out[6];
-  (void)state;
-  int other = simd_or_portable(RD__K_F32) ==
-                  rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
-                ? RD__IMPL_PORTABLE
-                : RD__IMPL_AVX2;
+  const int impl = simd_impl(state);
+  int other;
+  skip_absent(impl);
+  other = rd__kernel_impl(RD__K_F32, impl) ? impl : RD__IMPL_PORTABLE;
   assert_non_null(in);
   for (int i = 0; i < 6; i++)
     assert_non_null(out[i] = malloc(600000 * 8));
@@ -752,7 +787,8 @@ static void test_ops_split_points(void **state)
   unsigned char *x = malloc(257 * 8 + 8), *a = malloc(1024), *b = malloc(1024),
                 *c = malloc(2 * 257 * 1024);
   size_t kernels = 0;
-  (void)state;
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   assert_non_null(x);
   assert_non_null(a);
   assert_non_null(b);
@@ -771,8 +807,8 @@ static void test_ops_split_points(void **state)
         assert_true(id >= 0);
         k = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, RD__IMPL_PORTABLE)
                                  : rd__kernel_impl(id, RD__IMPL_PORTABLE);
-        ks = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, RD__IMPL_AVX2)
-                                  : rd__kernel_impl(id, RD__IMPL_AVX2);
+        ks = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, impl)
+                                  : rd__kernel_impl(id, impl);
         if (!ks)
           ks = k; /* no SIMD: portable against portable */
         assert_non_null(k);
@@ -913,11 +949,13 @@ static void test_ops_f32_specials(void **state)
   };
   static const int ops[] = { RD_OP_PROD, RD_OP_MAX, RD_OP_MIN, RD_OP_ARGMAX,
                              RD_OP_ARGMIN };
-  const int saved = rd__kernels_active();
-  int have = rd__kernels_select(RD__IMPL_AVX2) == 0;
+  const int saved = rd__kernels_active(), impl = simd_impl(state);
+  int have = rd__kernels_select(impl) == 0;
   unsigned char x[48 * 4], acc[2][48 * 64];
-  (void)state;
   if (!have) {
+    printf("test_kernels: no %s implementation on this build/CPU; skipping "
+           "the specials test\n",
+           rd__kernels_name(impl));
     rd__kernels_select(saved);
     skip();
   }
@@ -936,8 +974,7 @@ static void test_ops_f32_specials(void **state)
           for (int im = 0; im < 2; im++) {
             const struct rd__kernel *k;
             union rd__lanes ln;
-            assert_int_equal(rd__kernels_select(im ? RD__IMPL_AVX2
-                                                   : RD__IMPL_PORTABLE),
+            assert_int_equal(rd__kernels_select(im ? impl : RD__IMPL_PORTABLE),
                              0);
             k = rd__op_kernel(id);
             assert_non_null(k);
@@ -975,9 +1012,10 @@ static void test_ops_plans_both_impls(void **state)
     { 3, { 3, 5, 7 }, 0, { 0 }, -1 },
   };
   unsigned char *in = malloc(700000 * 8), *out[6];
-  int other = rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2) ? RD__IMPL_AVX2
-                                                        : RD__IMPL_PORTABLE;
-  (void)state;
+  const int impl = simd_impl(state);
+  int other;
+  skip_absent(impl);
+  other = rd__kernel_impl(RD__K_F32, impl) ? impl : RD__IMPL_PORTABLE;
   assert_non_null(in);
   for (int i = 0; i < 6; i++)
     assert_non_null(out[i] = malloc(700000 * 8));
@@ -1027,24 +1065,80 @@ static void test_ops_plans_both_impls(void **state)
   free(in);
 }
 
+/* The implementation chosen at load time (main() records it before any
+ * test switches): REDUCED_KERNELS names the widest path allowed, and one
+ * the CPU lacks falls back to the best available below it. */
+static int initial_impl;
+
+static void test_select(void **state)
+{
+  const char *env = getenv("REDUCED_KERNELS");
+  const int saved = rd__kernels_active();
+  int want = RD__IMPL_AVX512, expect;
+  (void)state;
+  if (env && strcmp(env, "portable") == 0)
+    want = RD__IMPL_PORTABLE;
+  else if (env && strcmp(env, "avx2") == 0)
+    want = RD__IMPL_AVX2;
+  for (expect = want; expect > RD__IMPL_PORTABLE; expect--)
+    if (rd__kernel_impl(RD__K_F32, expect))
+      break;
+  if (initial_impl != expect)
+    fail_msg("REDUCED_KERNELS=%s: active %s at load, expected %s",
+             env ? env : "(unset)", rd__kernels_name(initial_impl),
+             rd__kernels_name(expect));
+  /* portable always exists; AVX-512 implies AVX2 */
+  assert_non_null(rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE));
+  if (rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    assert_non_null(rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2));
+  for (int impl = 0; impl < RD__IMPL_COUNT; impl++) {
+    int have = rd__kernel_impl(RD__K_F32, impl) != NULL;
+    int before = rd__kernels_active();
+    assert_int_equal(rd__kernels_select(impl), have ? 0 : -1);
+    assert_int_equal(rd__kernels_active(), have ? impl : before);
+    if (!have)
+      continue;
+    for (int id = 0; id < RD__K_COUNT; id++) {
+      assert_ptr_equal(rd__kernel_for(id), rd__kernel_impl(id, impl));
+      assert_non_null(rd__kernel_for(id)->run);
+    }
+    /* the operator families follow the same switch */
+    assert_ptr_equal(
+      rd__op_kernel(rd__op_kernel_id(RD_OP_SUM, RD_FLOAT32, 0)),
+      rd__op_kernel_impl(rd__op_kernel_id(RD_OP_SUM, RD_FLOAT32, 0), impl));
+  }
+  assert_int_equal(rd__kernels_select(-1), -1);
+  assert_int_equal(rd__kernels_select(RD__IMPL_COUNT), -1);
+  assert_string_equal(rd__kernels_name(RD__IMPL_PORTABLE), "portable");
+  assert_string_equal(rd__kernels_name(RD__IMPL_AVX2), "avx2");
+  assert_string_equal(rd__kernels_name(RD__IMPL_AVX512), "avx512");
+  assert_int_equal(rd__kernels_select(saved), 0);
+}
+
 int main(void)
 {
+#define BOTH(f)                                                                \
+  cmocka_unit_test_prestate(f, (void *)&impl_avx2),                            \
+    cmocka_unit_test_prestate(f, (void *)&impl_avx512)
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_run_flush),
-    cmocka_unit_test(test_cols_rows),
+    cmocka_unit_test(test_select),
+    BOTH(test_run_flush),
+    BOTH(test_cols_rows),
     cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
-    cmocka_unit_test(test_plans_both_impls),
+    BOTH(test_plans_both_impls),
     cmocka_unit_test(test_short_rows_out),
     cmocka_unit_test(test_short_rows_out_long),
     cmocka_unit_test(test_short_rows_plans),
     cmocka_unit_test(test_short_rows_int_error),
     cmocka_unit_test(test_short_rows_16bit_all),
-    cmocka_unit_test(test_ops_split_points),
-    cmocka_unit_test(test_ops_f32_specials),
-    cmocka_unit_test(test_ops_plans_both_impls),
+    BOTH(test_ops_split_points),
+    BOTH(test_ops_f32_specials),
+    BOTH(test_ops_plans_both_impls),
   };
+#undef BOTH
+  initial_impl = rd__kernels_active();
   printf("test_kernels: active implementation %s\n",
-         rd__kernels_active() == RD__IMPL_AVX2 ? "avx2" : "portable");
+         rd__kernels_name(initial_impl));
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
