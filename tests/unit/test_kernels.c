@@ -466,11 +466,12 @@ static void rows_out_expected(size_t t, unsigned char *e,
  * groups of four with one non-mid row take the scalar path). */
 static void test_short_rows_out(void **state)
 {
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   static const size_t rowcounts[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 63, 257 };
   static const unsigned rares[] = { 0, 20, 300 };
-  (void)state;
   for (size_t t = 0; t < 4; t++) {
-    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
     const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
                                                   RD__IMPL_PORTABLE);
     size_t esz = types[t].esz;
@@ -505,10 +506,11 @@ static void test_short_rows_out(void **state)
  * four, and row lengths 16 and 5. */
 static void test_short_rows_out_long(void **state)
 {
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   const size_t nr = 40003;
   static const size_t rlens[] = { 16, 5 };
-  const struct rd__kernel *ks = simd_or_portable(RD__K_F32);
-  (void)state;
+  const struct rd__kernel *ks = simd_or_portable(RD__K_F32, impl);
   for (size_t li = 0; li < 2; li++) {
     size_t n = rlens[li];
     unsigned char *x = malloc(n * nr * 4), *e = malloc(nr * 4);
@@ -539,15 +541,16 @@ static void test_short_rows_out_long(void **state)
  * boundaries, so the four-row groups start at arbitrary rows. */
 static void test_short_rows_plans(void **state)
 {
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   static const int64_t shapes[][2] = {
     { 300007, 16 }, { 65539, 3 }, { 40001, 9 }, { 7, 16 }, { 1, 1 }
   };
-  int other = simd_or_portable(RD__K_F32) ==
+  int other = simd_or_portable(RD__K_F32, impl) ==
                   rd__kernel_impl(RD__K_F32, RD__IMPL_PORTABLE)
                 ? RD__IMPL_PORTABLE
-                : RD__IMPL_AVX2;
+                : impl;
   unsigned char *in = malloc(300007 * 16 * 8), *out[6];
-  (void)state;
   assert_non_null(in);
   for (int i = 0; i < 6; i++)
     assert_non_null(out[i] = malloc(300007 * 8));
@@ -589,14 +592,15 @@ static void test_short_rows_plans(void **state)
  * rows of 2, 3 and 16, against the portable path. */
 static void test_short_rows_16bit_all(void **state)
 {
+  const int impl = simd_impl(state);
+  skip_absent(impl);
   enum { NP = 65536 };
   uint16_t *x = malloc(NP * 16 * 2);
   unsigned char *op = malloc(NP * 2), *os = malloc(NP * 2);
   static const size_t rl[] = { 1, 2, 3, 16 };
-  (void)state;
   assert_true(x && op && os);
   for (size_t t = 1; t <= 2; t++) {
-    const struct rd__kernel *ks = simd_or_portable(types[t].id);
+    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
     const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
                                                   RD__IMPL_PORTABLE);
     for (size_t li = 0; li < 4; li++) {
@@ -1127,11 +1131,11 @@ int main(void)
     cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
     BOTH(test_plans_both_impls),
-    cmocka_unit_test(test_short_rows_out),
-    cmocka_unit_test(test_short_rows_out_long),
-    cmocka_unit_test(test_short_rows_plans),
+    BOTH(test_short_rows_out),
+    BOTH(test_short_rows_out_long),
+    BOTH(test_short_rows_plans),
     cmocka_unit_test(test_short_rows_int_error),
-    cmocka_unit_test(test_short_rows_16bit_all),
+    BOTH(test_short_rows_16bit_all),
     BOTH(test_ops_split_points),
     BOTH(test_ops_f32_specials),
     BOTH(test_ops_plans_both_impls),
