@@ -63,7 +63,7 @@ static void grace_cb(uv_timer_t *t)
 {
   (void)t;
   LOG_ERROR("%zu request(s) still in flight after --grace %llu s: exiting",
-            server.inflight, (unsigned long long)conf.grace);
+            server_inflight(&server), (unsigned long long)conf.grace);
   _exit(1);
 }
 
@@ -168,6 +168,12 @@ int main(int argc, char **argv)
   else if (conf.grpc_listen != NULL)
     LOG_INFO("gRPC: not built (configured --without-grpc)");
 #endif
+  /* After gRPC registered its metrics routes: the other HTTP threads
+   * count requests from their start. */
+  if (status == 0 && server_start_shards(&server) != 0) {
+    status = 1;
+    close_all();
+  }
 
   uv_run(loop, UV_RUN_DEFAULT);
   /* Every handle is closed by now; finish their close callbacks. */
