@@ -369,10 +369,10 @@ void admit_close(struct admit *a)
 
   if (!a->handles)
     return;
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&g->lock); /* other loops read them (make_ready) */
   a->closing = 1;
+  a->handles = 0;
   pthread_mutex_unlock(&g->lock);
   uv_close((uv_handle_t *)&a->timer, NULL);
   uv_close((uv_handle_t *)&a->wake, NULL);
-  a->handles = 0;
 }

@@ -7,6 +7,7 @@
  */
 #include "config.h" /* autoconf */
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,14 @@ int main(int argc, char **argv)
   }
   log_init(conf.log_level);
   signal(SIGPIPE, SIG_IGN);
+  /* The HTTP threads other than this one allocate from their own malloc
+   * arenas, whose free top glibc gives back only above the trim threshold
+   * (malloc_trim() does not trim it); glibc raises that threshold up to 64
+   * MiB as large blocks are freed, so a shard that served large bodies
+   * would keep tens of MiB.  A fixed threshold (which also fixes the mmap
+   * threshold at its default, 128 KiB) lets the daemon's size return to
+   * idle after large bodies on every thread (tests/integration/t_hostile). */
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
 
   /* libuv reads this once, at the first uv_queue_work. */
   snprintf(threads, sizeof threads, "%llu", (unsigned long long)conf.threads);

@@ -7,9 +7,12 @@
  *
  * Threads: MHD runs in external epoll mode, so MHD_run() - and with it the
  * access handler, the completed callback and the MHD logger - runs only on
- * the loop thread, as do the poll/timer callbacks and the job's done
- * callback.  The pool threads touch only the job inside a request context,
- * never MHD or this file's state.
+ * its shard's loop thread, as do the shard's poll/timer/cmd callbacks and
+ * the job's done callback ("the loop thread" in the comments below).
+ * Other threads reach a shard only through shard_cmd() (bits and its
+ * async handle) and its locked list of new connections (server.h).  The
+ * pool threads touch only the job inside a request context, never MHD or
+ * this file's state.
  */
 #include "config.h" /* autoconf */
 
