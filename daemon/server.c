@@ -287,8 +287,11 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static void shard_cmd(struct server *s, unsigned bits);
 
-/* Any shard's thread: a connection counted by accept_cb() is gone.  At
- * --max-connections shard 0 stopped accepting: wake it. */
+/* Any shard's thread: one count of open_conns is gone (server.h: each
+ * connection counts once from its accept to the return of its
+ * MHD_add_connection(), and once from MHD's start notification to its
+ * close notification).  At --max-connections shard 0 stopped accepting:
+ * wake it. */
 static void conn_gone(struct server *p)
 {
   unsigned was = atomic_fetch_sub(&p->open_conns, 1);
@@ -306,6 +309,7 @@ static void notify_conn_cb(void *cls, struct MHD_Connection *conn,
   struct server *s = cls;
 
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    atomic_fetch_add(&s->primary->open_conns, 1);
     *socket_context = req_conn_open(s, conn);
   } else {
     req_conn_close(*socket_context);
@@ -710,17 +714,16 @@ static void shard_cmd(struct server *s, unsigned bits)
 }
 
 /* The shard's loop thread: gives a connection to MHD (which closes it on
- * failure: the per-address limit, out of memory). */
+ * failure: the per-address limit, out of memory).  The accept's count
+ * ends here; MHD's notifications count the connection from now on. */
 static void conn_add(struct server *s, int fd, const struct sockaddr *sa,
                      socklen_t len)
 {
-  if (s->closed) {
+  if (s->closed)
     close(fd);
-    conn_gone(s->primary);
-    return;
-  }
-  if (MHD_add_connection(s->mhd, fd, sa, len) != MHD_YES)
-    conn_gone(s->primary);
+  else
+    (void)MHD_add_connection(s->mhd, fd, sa, len);
+  conn_gone(s->primary);
 }
 
 /* The shard's loop thread: the connections shard 0 queued for it. */

@@ -94,7 +94,9 @@ struct server {
   int listen_fd;         /* ours; -1 once closed */
   uv_poll_t listen_poll;
   int accepting;          /* listen_poll started */
-  atomic_uint open_conns; /* in every shard (--max-connections) */
+  atomic_uint open_conns; /* in every shard (--max-connections): accepted
+                           * and not yet given to MHD, plus MHD's open
+                           * ones (started, not closed) */
 
   /* Other shards only. */
   uv_loop_t own_loop;
