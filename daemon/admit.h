@@ -17,14 +17,21 @@
  * completion callback may call it unconditionally).  A waiting request
  * whose client went away is taken out with admit_release() too.
  *
- * Threads: the loop thread only (the queue timer is a libuv timer on the
- * loop; callbacks run there, outside the caller's stack of admit_request,
- * admit_release and admit_resize).  Metrics (reduced_requests_waiting,
- * reduced_inflight_bytes, reduced_queue_wait_seconds) are updated here.
+ * Threads: one gate serves every loop thread (the HTTP shards of
+ * --http-threads, and gRPC on the main loop).  admit_init() makes the gate
+ * and its port on the first loop; admit_join() gives each other loop a
+ * port of its own on the same gate.  A ticket is asked for, resized and
+ * released on its port's loop thread only; its callback runs on that loop
+ * too (from the port's async handle or timer, never inside the caller's
+ * admit_request, admit_release or admit_resize), whichever loop's release
+ * made room.  The gate's counts are under its mutex.  Metrics
+ * (reduced_requests_waiting, reduced_inflight_bytes,
+ * reduced_queue_wait_seconds) are updated here.
  */
 #ifndef RD_ADMIT_H
 #define RD_ADMIT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +39,7 @@
 
 struct metrics;
 struct admit_ticket;
+struct admit;
 
 /* How a wait ended. */
 enum admit_outcome {
@@ -66,12 +74,21 @@ struct admit_ticket {
   uint64_t bytes; /* counted in inflight while ADMITTED */
   uint64_t t0_ns; /* CLOCK_MONOTONIC at admit_request */
   admit_cb cb;
-  void *arg; /* the caller's, for `cb` */
-  struct admit_ticket *next, *prev;
+  void *arg;          /* the caller's, for `cb` */
+  struct admit *port; /* the loop it waits on (its callback runs there) */
+  struct admit_ticket *next, *prev; /* the gate's FIFO, or the port's
+                                     * list of callbacks to run */
+  int ready;                        /* in the port's list (under the lock) */
+  enum admit_outcome ready_how;     /* what its callback will be told */
 };
 
+/* A port: one loop's handles on a gate.  The gate's fields are those of
+ * the first port (admit_init); a joined port's are unused. */
 struct admit {
   uv_loop_t *loop;
+  struct admit *gate; /* the first port (itself for the first) */
+  /* The gate (first port only); under `lock` once a port has joined. */
+  pthread_mutex_t lock;
   struct metrics *metrics; /* optional */
   uint64_t max_bytes;      /* --max-inflight-bytes */
   uint64_t max_pending;    /* --max-pending: admitted + waiting */
@@ -79,17 +96,28 @@ struct admit {
   uint64_t inflight_bytes; /* sum of admitted tickets' bytes */
   size_t admitted, waiting;
   struct admit_ticket *head, *tail; /* FIFO of the waiting */
-  uv_timer_t timer;                 /* the head's deadline */
-  uv_idle_t kick;                   /* runs admissions freed by a release */
-  int handles;                      /* timer and kick initialised */
-  int closing;
   uint64_t admitted_total, timeouts_total;
+  /* This port (its loop thread; the list under the gate's lock). */
+  struct admit_ticket *rhead, *rtail; /* callbacks to run on this loop */
+  uv_timer_t timer;                   /* this port's oldest waiter */
+  uv_async_t wake;                    /* runs the callbacks */
+  int handles;                        /* timer and wake initialised */
+  int closing;
 };
 
-/* Sets up `a` on `loop` (two handles: close them with admit_close()).
- * `timeout_s` is --queue-timeout in seconds.  0, or a libuv error. */
+/* Sets up the gate and its first port `a` on `loop` (two handles: close
+ * them with admit_close()).  `timeout_s` is --queue-timeout in seconds.
+ * 0, or a libuv error. */
 int admit_init(struct admit *a, uv_loop_t *loop, struct metrics *m,
                uint64_t max_bytes, uint64_t max_pending, uint64_t timeout_s);
+
+/* Sets up port `a` of `gate` (a port made by admit_init) on `loop`, from
+ * that loop's thread.  0, or a libuv error. */
+int admit_join(struct admit *a, uv_loop_t *loop, struct admit *gate);
+
+/* Admitted plus waiting, and waiting, now (any port; for messages). */
+size_t admit_pending(struct admit *a);
+size_t admit_waiting(struct admit *a);
 
 /* Asks for `bytes` for ticket `t` (state NONE).  ADMIT_NOW: admitted, `t`
  * ADMITTED.  ADMIT_WAIT: `t` WAITING; `cb(t, ...)` runs later with `arg`
@@ -111,7 +139,8 @@ void admit_release(struct admit *a, struct admit_ticket *t);
 /* Seconds `t` waited (or has waited so far), for logs. */
 double admit_waited(const struct admit_ticket *t);
 
-/* Closes the handles (no ticket may be waiting; the loop frees nothing). */
+/* Closes the port's handles (no ticket of it may be waiting; the loop
+ * frees nothing).  Close every joined port before the first. */
 void admit_close(struct admit *a);
 
 #endif /* RD_ADMIT_H */

@@ -38,6 +38,7 @@ struct conf_opt {
 };
 
 static const char *default_threads(void);
+static const char *default_http_threads(void);
 
 #define F(field) offsetof(struct conf, field)
 
@@ -46,6 +47,10 @@ static const struct conf_opt options[] = {
     F(listen), "HOST:PORT", "address to listen on; port 0 picks a free port" },
   { "threads", "REDUCED_THREADS", CT_UINT, 1, 1024, NULL, default_threads,
     F(threads), "N", "worker pool size (default: CPUs online)" },
+  { "http-threads", "REDUCED_HTTP_THREADS", CT_UINT, 1, 64, NULL,
+    default_http_threads, F(http_threads), "N",
+    "HTTP threads, each with its own event loop and connections "
+    "(default: CPUs online, at most 64)" },
   { "max-body", "REDUCED_MAX_BODY", CT_UINT, 1, UINT64_C(1) << 40, "67108864",
     NULL, F(max_body), "BYTES", "largest request body" },
   { "buffer-max", "REDUCED_BUFFER_MAX", CT_UINT, 0, UINT64_C(1) << 40,
@@ -113,6 +118,19 @@ static const char *default_threads(void)
     n = 1;
   if (n > 1024) /* libuv's own ceiling for UV_THREADPOOL_SIZE */
     n = 1024;
+  snprintf(buf, sizeof buf, "%ld", n);
+  return buf;
+}
+
+static const char *default_http_threads(void)
+{
+  static char buf[24];
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+  if (n < 1)
+    n = 1;
+  if (n > 64)
+    n = 64;
   snprintf(buf, sizeof buf, "%ld", n);
   return buf;
 }

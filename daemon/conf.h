@@ -18,6 +18,7 @@ struct conf {
   char host[CONF_HOST_MAX];    /* HOST part, brackets of "[v6]" removed */
   uint64_t port;               /* 0: pick a free port */
   uint64_t threads;            /* worker pool size (UV_THREADPOOL_SIZE) */
+  uint64_t http_threads;       /* HTTP loop threads (server.h shards) */
   uint64_t max_body;           /* largest request body, bytes */
   uint64_t buffer_max;         /* binary bodies above this stream; 0: all */
   uint64_t inline_max;         /* JSON bodies up to this run inline; 0: none */

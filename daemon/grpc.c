@@ -314,7 +314,7 @@ static void admit(struct grpcd *g, struct rcall *c)
     reply_error(c, API_E_OVERLOADED,
                 "%zu requests are already admitted or waiting "
                 "(--max-pending %llu); retry later",
-                s->admit.admitted + s->admit.waiting,
+                admit_pending(&s->admit),
                 (unsigned long long)g->conf->max_pending);
     return;
   case ADMIT_WAIT: return; /* admitted_cb() goes on */

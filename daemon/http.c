@@ -3,6 +3,7 @@
  * handler. */
 #include "config.h" /* autoconf: PACKAGE_VERSION */
 
+#include <pthread.h>
 #include <string.h>
 
 #include "metrics.h"
@@ -79,6 +80,10 @@ static int is_get(const char *method)
          strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
+/* pages.c fills a page's ETag and gzip form at its first use: one HTTP
+ * thread at a time (the page is read-only afterwards). */
+static pthread_mutex_t pages_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A static page (pages.h), not in routes[]: pages are not API routes
  * (api/openapi.yaml does not list them; their metrics route is "none").
  * 304 when If-None-Match has its ETag; gzip when accepted. */
@@ -88,7 +93,7 @@ static enum MHD_Result page_answer(struct req *r, const char *url,
   struct page *p = pages_find(url);
   const char *hint = pages_missing_hint(url), *body;
   size_t len;
-  int gz;
+  int gz, nm;
 
   if (p == NULL)
     return req_respond_error(r, NULL, API_E_NOT_FOUND,
@@ -99,16 +104,19 @@ static enum MHD_Result page_answer(struct req *r, const char *url,
     return refuse_method(r, "GET, HEAD");
   r->page = p;
   r->ctype = p->ctype;
-  if (pages_not_modified(
-        p, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                       MHD_HTTP_HEADER_IF_NONE_MATCH))) {
+  pthread_mutex_lock(&pages_lock);
+  nm = pages_not_modified(
+    p, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                   MHD_HTTP_HEADER_IF_NONE_MATCH));
+  if (!nm)
+    pages_body(p,
+               api_accept_gzip(
+                 MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                             MHD_HTTP_HEADER_ACCEPT_ENCODING)),
+               &body, &len, &gz);
+  pthread_mutex_unlock(&pages_lock);
+  if (nm)
     return req_respond_as(r, MHD_HTTP_NOT_MODIFIED, "", 0, 0, NULL, NULL);
-  }
-  pages_body(p,
-             api_accept_gzip(
-               MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                           MHD_HTTP_HEADER_ACCEPT_ENCODING)),
-             &body, &len, &gz);
   r->encoded = gz;
   return req_respond_as(r, MHD_HTTP_OK, body, len, 0, NULL, NULL);
 }

@@ -243,11 +243,11 @@ static enum MHD_Result admission(struct server *s, struct req *r)
     return req_respond_error(r, NULL, API_E_OVERLOADED,
                              "%zu requests are already admitted or waiting "
                              "(--max-pending %llu); retry later",
-                             s->admit.admitted + s->admit.waiting,
+                             admit_pending(&s->admit),
                              (unsigned long long)c->max_pending);
   case ADMIT_WAIT:
     LOG_DEBUG("request id=%s: waits for %llu bytes (%zu waiting)", r->id,
-              (unsigned long long)bytes, s->admit.waiting);
+              (unsigned long long)bytes, admit_waiting(&s->admit));
     req_set_state(r, REQ_QUEUED);
     /* Suspended at the first call of a body: MHD repeats that call after
      * the resume (server.c skips it, or answers there). */

@@ -7,9 +7,12 @@
  *
  * Threads: MHD runs in external epoll mode, so MHD_run() - and with it the
  * access handler, the completed callback and the MHD logger - runs only on
- * the loop thread, as do the poll/timer callbacks and the job's done
- * callback.  The pool threads touch only the job inside a request context,
- * never MHD or this file's state.
+ * its shard's loop thread, as do the shard's poll/timer/cmd callbacks and
+ * the job's done callback ("the loop thread" in the comments below).
+ * Other threads reach a shard only through shard_cmd() (bits and its
+ * async handle) and its locked list of new connections (server.h).  The
+ * pool threads touch only the job inside a request context, never MHD or
+ * this file's state.
  */
 #include "config.h" /* autoconf */
 
@@ -26,6 +29,8 @@
 #include <sys/random.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,8 +110,10 @@ static void set_request_id(struct server *s, struct req *r)
     snprintf(r->id, sizeof r->id, "%s", id);
     return;
   }
+  /* Shard i numbers i, i + N, i + 2N, ...: distinct across shards. */
   snprintf(r->id, sizeof r->id, "%016llx",
-           (unsigned long long)mix64(s->id_seed + s->id_counter++));
+           (unsigned long long)mix64(
+             s->id_seed + s->id_counter++ * s->primary->nshards + s->index));
 }
 
 /* Chunked, or a Content-Length other than 0. */
@@ -125,6 +132,19 @@ static int has_body(struct MHD_Connection *conn)
 /* The access handler (loop thread, inside MHD_run)                   */
 /* ------------------------------------------------------------------ */
 
+/* The API key check, against shard 0's keys (SIGHUP replaces them there
+ * under the write lock). */
+static int key_allows(struct server *s, const char *url, const char *authz)
+{
+  struct server *p = s->primary;
+  int ok;
+
+  pthread_rwlock_rdlock(&p->auth_lock);
+  ok = auth_allows(&p->auth, url, authz);
+  pthread_rwlock_unlock(&p->auth_lock);
+  return ok;
+}
+
 /* The first call of a request: the context's fields, the API key check,
  * then routing (at once when a body follows).  HEADERS, or ANSWERED. */
 static enum MHD_Result first_call(struct server *s, struct req *r,
@@ -138,15 +158,16 @@ static enum MHD_Result first_call(struct server *s, struct req *r,
   copy_printable(r->method, sizeof r->method, method);
   copy_printable(r->path, sizeof r->path, url);
   set_request_id(s, r);
-  s->inflight++;
+  atomic_fetch_add_explicit(&s->inflight, 1, memory_order_relaxed);
+  s->told_idle = 0;
   metrics_inflight_add(s->metrics, 1);
   req_set_state(r, REQ_HEADERS);
   /* The static pages are public (pages.h); the API calls they make carry
    * the key the user typed. */
   if (pages_find(url) == NULL &&
-      !auth_allows(&s->auth, url,
-                   MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                               MHD_HTTP_HEADER_AUTHORIZATION)))
+      !key_allows(s, url,
+                  MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                              MHD_HTTP_HEADER_AUTHORIZATION)))
     return req_respond_error(r, NULL, API_E_UNAUTHORIZED,
                              "this route needs 'Authorization: Bearer <key>' "
                              "with a valid API key");
@@ -254,7 +275,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
     LOG_DEBUG("request id=%s ended early (MHD reason %d)", r->id, (int)toe);
   admit_release(&s->admit, &r->ticket);
-  s->inflight--;
+  atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_relaxed);
   if (r->state == REQ_RUNNING || job_busy(&r->job)) {
     /* A pool work still uses it (a client gone mid-stream): the job's
      * callback frees it. */
@@ -264,17 +285,36 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
   req_free(r);
 }
 
+static void shard_cmd(struct server *s, unsigned bits);
+
+/* Any shard's thread: one count of open_conns is gone (server.h: each
+ * connection counts once from its accept to the return of its
+ * MHD_add_connection(), and once from MHD's start notification to its
+ * close notification).  At --max-connections shard 0 stopped accepting:
+ * wake it. */
+static void conn_gone(struct server *p)
+{
+  unsigned was = atomic_fetch_sub(&p->open_conns, 1);
+
+  if (was == (unsigned)p->conf->max_connections)
+    shard_cmd(p, SERVER_CMD_ACCEPT);
+}
+
 /* Loop thread (inside MHD_run): a connection starts or closes; its
  * socket is watched for the client's close meanwhile (req.h). */
 static void notify_conn_cb(void *cls, struct MHD_Connection *conn,
                            void **socket_context,
                            enum MHD_ConnectionNotificationCode toe)
 {
+  struct server *s = cls;
+
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-    *socket_context = req_conn_open(cls, conn);
+    atomic_fetch_add(&s->primary->open_conns, 1);
+    *socket_context = req_conn_open(s, conn);
   } else {
     req_conn_close(*socket_context);
     *socket_context = NULL;
+    conn_gone(s->primary);
   }
 }
 
@@ -363,24 +403,12 @@ static int old_run(struct server *s, struct server_old *o)
  * (server.h).  Nothing may touch `s` after the idle callback. */
 void server_run(struct server *s)
 {
-  const union MHD_DaemonInfo *info;
   MHD_UNSIGNED_LONG_LONG ms;
   int have;
 
   if (s->closed)
     return;
   MHD_run(s->mhd);
-  /* At --max-connections MHD stops watching the listen socket, and only
-   * watches it again at the start of a later MHD_run().  When a run freed
-   * a slot, run again at once, or a client waiting in the backlog would
-   * wait for an unrelated event (up to --timeout). */
-  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-  if (info != NULL) {
-    unsigned int now = info->num_connections;
-    if (s->at_limit && now < s->conf->max_connections)
-      MHD_run(s->mhd);
-    s->at_limit = now >= s->conf->max_connections;
-  }
   have = MHD_get_timeout(s->mhd, &ms) == MHD_YES;
   for (struct server_old *o = s->old, *next; o != NULL; o = next) {
     MHD_UNSIGNED_LONG_LONG oms;
@@ -395,11 +423,36 @@ void server_run(struct server *s)
     uv_timer_start(&s->timer, timer_cb, (uint64_t)ms, 0);
   else
     uv_timer_stop(&s->timer);
-  if (s->draining && s->inflight == 0 && s->idle_cb != NULL) {
+  if (!s->draining ||
+      atomic_load_explicit(&s->inflight, memory_order_relaxed) != 0)
+    return;
+  if (s->primary != s) {
+    /* Shard 0 decides when every shard is idle. */
+    if (!s->told_idle) {
+      s->told_idle = 1;
+      shard_cmd(s->primary, SERVER_CMD_IDLE);
+    }
+    return;
+  }
+  for (unsigned i = 0; i < s->nstarted; i++)
+    if (!atomic_load(&s->shards[i].drained) ||
+        atomic_load(&s->shards[i].inflight) != 0)
+      return;
+  if (s->idle_cb != NULL) {
     server_idle_cb cb = s->idle_cb;
     s->idle_cb = NULL;
     cb(s->idle_arg);
   }
+}
+
+size_t server_inflight(struct server *s)
+{
+  struct server *p = s->primary;
+  size_t n = atomic_load(&p->inflight);
+
+  for (unsigned i = 0; i < p->nstarted; i++)
+    n += atomic_load(&p->shards[i].inflight);
+  return n;
 }
 
 static void poll_cb(uv_poll_t *p, int status, int events)
@@ -511,18 +564,50 @@ static int bodies_build(struct server *s)
   return 0;
 }
 
-/* Starts MHD in external epoll mode on conf->host:conf->port, or on
- * `listen_fd` (>= 0: a reload's copy of the listen socket), with the TLS
- * PEM texts `cert`/`key` (NULL: plain HTTP).  NULL after logging why. */
+/* Starts MHD in external epoll mode without a listen socket of its own
+ * (shard 0 accepts and adds the connections), with the TLS PEM texts
+ * `cert`/`key` (NULL: plain HTTP).  NULL after logging why. */
 static struct MHD_Daemon *mhd_open(struct server *s, const struct conf *c,
-                                   const char *cert, const char *key,
-                                   int listen_fd)
+                                   const char *cert, const char *key)
 {
-  struct addrinfo hints, *ai = NULL;
   struct MHD_Daemon *d;
   unsigned int flags;
+
+  flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+          MHD_USE_NO_LISTEN_SOCKET;
+  if (cert != NULL)
+    flags |= MHD_USE_TLS;
+  /* --max-connections is counted across the shards by accept_cb(); MHD's
+   * own limit is the same number, never reached first.  Options that may
+   * be absent go last, ending the list when unused (MHD stops at the
+   * first MHD_OPTION_END). */
+  d = MHD_start_daemon(
+    flags, 0, NULL, NULL, access_cb, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb,
+    s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
+    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,
+    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s, MHD_OPTION_NOTIFY_CONNECTION,
+    notify_conn_cb, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,
+    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,
+    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+    MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+  if (d == NULL)
+    LOG_ERROR("cannot start libmicrohttpd%s", cert != NULL
+                                                ? " (a bad TLS certificate "
+                                                  "or key?)"
+                                                : "");
+  return d;
+}
+
+/* Binds conf->host:conf->port and listens (shard 0).  0 or -1. */
+static int listen_open(struct server *s, const struct conf *c)
+{
+  struct addrinfo hints, *ai = NULL;
+  struct sockaddr_storage sa;
+  socklen_t salen = sizeof sa;
   char portstr[8];
-  int rc;
+  int fd, one = 1, rc;
 
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
@@ -532,52 +617,31 @@ static struct MHD_Daemon *mhd_open(struct server *s, const struct conf *c,
   rc = getaddrinfo(c->host, portstr, &hints, &ai);
   if (rc != 0) {
     LOG_ERROR("--listen %s: %s", c->listen, gai_strerror(rc));
-    return NULL;
+    return -1;
   }
-
-  flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-  if (ai->ai_family == AF_INET6)
-    flags |= MHD_USE_IPv6;
-  if (cert != NULL)
-    flags |= MHD_USE_TLS;
-    /* Options that may be absent go last, each ending the list when unused
-   * (MHD stops at the first MHD_OPTION_END).  A listen socket given
-   * replaces the address. */
-#define SERVER_MHD_OPTIONS                                                     \
-  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,               \
-    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->max_conn_per_ip,      \
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout,                   \
-    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY,            \
-    MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,                              \
-    MHD_OPTION_NOTIFY_CONNECTION, notify_conn_cb, s,                           \
-    MHD_OPTION_URI_LOG_CALLBACK, uri_log_cb, s,                                \
-    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1,                                 \
-    cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,           \
-    MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END
-  if (listen_fd >= 0)
-    d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
-                         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-                         SERVER_MHD_OPTIONS);
-  else
-    d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, access_cb, s,
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
-                         MHD_OPTION_SOCK_ADDR, ai->ai_addr, SERVER_MHD_OPTIONS);
-#undef SERVER_MHD_OPTIONS
+  fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ai->ai_family == AF_INET6)
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  }
+  if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+      listen(fd, SOMAXCONN) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+    LOG_ERROR("cannot listen on %s (address in use or not available?): %s",
+              c->listen, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    freeaddrinfo(ai);
+    return -1;
+  }
   freeaddrinfo(ai);
-  if (d == NULL && listen_fd < 0)
-    LOG_ERROR("cannot listen on %s (address in use or not available%s?)",
-              c->listen,
-              cert != NULL ? ", or a bad TLS certificate "
-                             "or key"
-                           : "");
-  return d;
-}
-
-static int mhd_start(struct server *s, const struct conf *c)
-{
-  s->mhd = mhd_open(s, c, s->auth.tls_cert, s->auth.tls_key, -1);
-  return s->mhd != NULL ? 0 : -1;
+  s->listen_fd = fd;
+  uv_poll_init(s->loop, &s->listen_poll, fd);
+  s->port = ntohs(sa.ss_family == AF_INET6
+                    ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                    : ((struct sockaddr_in *)&sa)->sin_port);
+  return 0;
 }
 
 static int epoll_add(int epfd, int fd)
@@ -590,20 +654,19 @@ static int epoll_add(int epfd, int fd)
   return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* Reads the bound port and watches MHD's epoll fd from the loop.  0; -1
- * before the handles exist (the caller stops MHD); -2 after (the caller
- * runs server_close()). */
+static void cmd_cb(uv_async_t *h);
+
+/* Watches MHD's epoll fd from the shard's loop.  0; -1 before the handles
+ * exist (the caller stops MHD); -2 after (server_close() closes them). */
 static int mhd_watch(struct server *s, uv_loop_t *loop)
 {
   const union MHD_DaemonInfo *info;
   int rc, fd;
 
-  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-  s->port = info != NULL ? info->port : 0;
   info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
   fd = info != NULL ? info->epoll_fd : -1;
-  if (s->port == 0 || fd < 0) {
-    LOG_ERROR("cannot read the bound port or the epoll fd from MHD");
+  if (fd < 0) {
+    LOG_ERROR("cannot read the epoll fd from MHD");
     return -1;
   }
   /* libuv watches an epoll set of our own that holds MHD's epoll fd (and,
@@ -620,6 +683,8 @@ static int mhd_watch(struct server *s, uv_loop_t *loop)
     return -1;
   }
   uv_timer_init(loop, &s->timer);
+  uv_async_init(loop, &s->cmd, cmd_cb);
+  s->cmd.data = s;
   s->handles = 1;
   rc = uv_poll_start(&s->poll, UV_READABLE, poll_cb);
   if (rc != 0) {
@@ -629,14 +694,312 @@ static int mhd_watch(struct server *s, uv_loop_t *loop)
   return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Accepting (shard 0) and handing connections to the shards          */
+/* ------------------------------------------------------------------ */
+
+/* An accepted connection on its way to a shard's MHD daemon. */
+struct server_conn {
+  int fd;
+  socklen_t len;
+  struct sockaddr_storage addr;
+  struct server_conn *next;
+};
+
+/* Any thread: sets command bits of shard `s` and wakes its loop. */
+static void shard_cmd(struct server *s, unsigned bits)
+{
+  atomic_fetch_or(&s->cmds, bits);
+  uv_async_send(&s->cmd);
+}
+
+/* The shard's loop thread: gives a connection to MHD (which closes it on
+ * failure: the per-address limit, out of memory).  The accept's count
+ * ends here; MHD's notifications count the connection from now on. */
+static void conn_add(struct server *s, int fd, const struct sockaddr *sa,
+                     socklen_t len)
+{
+  if (s->closed)
+    close(fd);
+  else
+    (void)MHD_add_connection(s->mhd, fd, sa, len);
+  conn_gone(s->primary);
+}
+
+/* The shard's loop thread: the connections shard 0 queued for it. */
+static void conns_take(struct server *s)
+{
+  struct server_conn *c, *next;
+
+  pthread_mutex_lock(&s->conn_lock);
+  c = s->conns;
+  s->conns = NULL;
+  pthread_mutex_unlock(&s->conn_lock);
+  for (; c != NULL; c = next) {
+    next = c->next;
+    conn_add(s, c->fd, (struct sockaddr *)&c->addr, c->len);
+    free(c);
+  }
+}
+
+/* The shard of a new connection: by client address when MHD counts
+ * connections per address (all of one address on one daemon), else in
+ * turn. */
+static struct server *shard_for(struct server *p,
+                                const struct sockaddr_storage *sa)
+{
+  unsigned i;
+
+  if (p->nstarted == 0)
+    return p;
+  if (p->conf->max_conn_per_ip != 0) {
+    const unsigned char *b;
+    size_t n;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    if (sa->ss_family == AF_INET6) {
+      b = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+      n = 16;
+    } else {
+      b = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
+      n = 4;
+    }
+    for (size_t k = 0; k < n; k++)
+      h = (h ^ b[k]) * UINT64_C(0x100000001b3);
+    i = (unsigned)(h % (p->nstarted + 1));
+  } else {
+    i = p->next_shard++ % (p->nstarted + 1);
+  }
+  return i == 0 ? p : &p->shards[i - 1];
+}
+
+/* Shard 0's loop: hands one accepted connection to its shard. */
+static void conn_dispatch(struct server *p, int fd,
+                          const struct sockaddr_storage *sa, socklen_t len)
+{
+  struct server *t = shard_for(p, sa);
+  struct server_conn *c;
+
+  if (t == p) {
+    conn_add(p, fd, (const struct sockaddr *)sa, len);
+    return;
+  }
+  c = malloc(sizeof *c);
+  if (c == NULL) {
+    close(fd);
+    conn_gone(p);
+    return;
+  }
+  c->fd = fd;
+  c->len = len;
+  memcpy(&c->addr, sa, sizeof c->addr);
+  pthread_mutex_lock(&t->conn_lock);
+  c->next = t->conns;
+  t->conns = c;
+  pthread_mutex_unlock(&t->conn_lock);
+  shard_cmd(t, SERVER_CMD_CONNS);
+}
+
+/* Shard 0's loop: accepts up to `max` connections while below
+ * --max-connections; at the limit stops watching the listen socket (the
+ * clients wait in the backlog) until a close wakes it (conn_gone). */
+static void accept_some(struct server *p, int max)
+{
+  int added = 0;
+
+  for (int i = 0; i < max && p->listen_fd >= 0; i++) {
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    int fd;
+
+    if (atomic_load(&p->open_conns) >= (unsigned)p->conf->max_connections) {
+      if (p->accepting) {
+        uv_poll_stop(&p->listen_poll);
+        p->accepting = 0;
+      }
+      break;
+    }
+    fd = accept4(p->listen_fd, (struct sockaddr *)&sa, &len,
+                 SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+          errno != ECONNABORTED)
+        LOG_WARN("accept: %s", strerror(errno));
+      break;
+    }
+    atomic_fetch_add(&p->open_conns, 1);
+    conn_dispatch(p, fd, &sa, len);
+    added = 1;
+  }
+  if (added)
+    server_run(p);
+}
+
+static void listen_cb(uv_poll_t *h, int status, int events)
+{
+  struct server *p = container_of(h, struct server, listen_poll);
+
+  (void)status;
+  (void)events;
+  accept_some(p, 64);
+}
+
+/* Shard 0's loop: watches the listen socket again below the limit. */
+static void accept_resume(struct server *p)
+{
+  if (p->listen_fd < 0 || p->accepting || p->closed)
+    return;
+  if (atomic_load(&p->open_conns) >= (unsigned)p->conf->max_connections)
+    return;
+  if (uv_poll_start(&p->listen_poll, UV_READABLE, listen_cb) == 0)
+    p->accepting = 1;
+}
+
+/* Shard 0's loop: closes the listen socket (drain, close). */
+static void listen_close(struct server *p)
+{
+  if (p->listen_fd < 0)
+    return;
+  uv_close((uv_handle_t *)&p->listen_poll, NULL);
+  p->accepting = 0;
+  close(p->listen_fd);
+  p->listen_fd = -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Start, drain, close                                                */
+/* ------------------------------------------------------------------ */
+
+static void reload_tls_shard(struct server *s);
+static void shard_close(struct server *s);
+
+/* A shard's loop thread: what other threads asked for (shard_cmd). */
+static void cmd_cb(uv_async_t *h)
+{
+  struct server *s = h->data;
+  unsigned bits = atomic_exchange(&s->cmds, 0);
+
+  if (bits & SERVER_CMD_DRAIN) {
+    s->draining = 1;
+    atomic_store(&s->drained, 1);
+  }
+  if (bits & SERVER_CMD_RELOAD)
+    reload_tls_shard(s);
+  if (bits & SERVER_CMD_CONNS)
+    conns_take(s);
+  if (bits & SERVER_CMD_ACCEPT)
+    accept_resume(s);
+  if (bits & SERVER_CMD_CLOSE) {
+    shard_close(s);
+    return;
+  }
+  server_run(s); /* runs MHD, and reports idle (IDLE: shard 0 checks) */
+}
+
+/* Fields every shard has, from shard 0. */
+static void shard_init(struct server *x, struct server *p, unsigned index)
+{
+  memset(x, 0, sizeof *x);
+  x->conf = p->conf;
+  x->epfd = -1;
+  x->listen_fd = -1;
+  x->primary = p;
+  x->index = index;
+  x->metrics = p->metrics;
+  x->ops_body = p->ops_body;
+  x->ops_len = p->ops_len;
+  x->id_seed = p->id_seed;
+  pthread_mutex_init(&x->conn_lock, NULL);
+}
+
+/* Shard 0's thread, before the shard's own thread: its loop, its admission
+ * port, its MHD daemon and handles.  0 or -1 (after logging why; what was
+ * made is closed). */
+static int shard_open(struct server *x)
+{
+  struct server *p = x->primary;
+  int rc;
+
+  if ((rc = uv_loop_init(&x->own_loop)) != 0) {
+    LOG_ERROR("cannot create a loop for HTTP thread %u: %s", x->index,
+              uv_strerror(rc));
+    return -1;
+  }
+  x->loop = &x->own_loop;
+  if ((rc = admit_join(&x->admit, x->loop, &p->admit)) != 0) {
+    LOG_ERROR("cannot join the admission queue: %s", uv_strerror(rc));
+    goto fail;
+  }
+  x->mhd = mhd_open(x, x->conf, p->auth.tls_cert, p->auth.tls_key);
+  if (x->mhd == NULL)
+    goto fail;
+  rc = mhd_watch(x, x->loop);
+  if (rc == -1) {
+    MHD_stop_daemon(x->mhd);
+    x->mhd = NULL;
+  }
+  if (rc != 0)
+    goto fail;
+  return 0;
+fail:
+  shard_close(x);
+  uv_run(x->loop, UV_RUN_DEFAULT);
+  uv_loop_close(x->loop);
+  return -1;
+}
+
+static void *shard_main(void *arg)
+{
+  struct server *x = arg;
+
+  uv_run(x->loop, UV_RUN_DEFAULT);
+  return NULL;
+}
+
+int server_start_shards(struct server *s)
+{
+  unsigned n = s->nshards;
+
+  if (n <= 1)
+    return 0;
+  s->shards = calloc(n - 1, sizeof *s->shards);
+  if (s->shards == NULL) {
+    LOG_ERROR("cannot allocate %u HTTP threads: out of memory", n);
+    return -1;
+  }
+  for (unsigned i = 1; i < n; i++) {
+    struct server *x = &s->shards[i - 1];
+    int rc;
+    shard_init(x, s, i);
+    if (shard_open(x) != 0)
+      return -1;
+    rc = pthread_create(&x->thread, NULL, shard_main, x);
+    if (rc != 0) {
+      LOG_ERROR("cannot start HTTP thread %u: %s", i, strerror(rc));
+      shard_close(x);
+      uv_run(x->loop, UV_RUN_DEFAULT);
+      uv_loop_close(x->loop);
+      return -1;
+    }
+    s->nstarted++;
+  }
+  LOG_DEBUG("%u HTTP threads", n);
+  return 0;
+}
+
 int server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
 {
   int rc;
 
   memset(s, 0, sizeof *s);
   s->epfd = -1;
+  s->listen_fd = -1;
   s->conf = c;
   s->loop = loop;
+  s->primary = s;
+  s->nshards = c->http_threads > 0 ? (unsigned)c->http_threads : 1;
+  pthread_mutex_init(&s->conn_lock, NULL);
+  pthread_rwlock_init(&s->auth_lock, NULL);
+  s->auth_lock_init = 1;
   seed_ids(s);
 
   if ((rc = secrets_load(s, c)) != 0 || (rc = bodies_build(s)) != 0 ||
@@ -648,8 +1011,13 @@ int server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
     rc = -1;
     goto fail;
   }
-  if ((rc = mhd_start(s, c)) != 0)
+  if ((rc = listen_open(s, c)) != 0)
     goto fail;
+  s->mhd = mhd_open(s, c, s->auth.tls_cert, s->auth.tls_key);
+  if (s->mhd == NULL) {
+    rc = -1;
+    goto fail;
+  }
   rc = mhd_watch(s, loop);
   if (rc == -2)
     return -1; /* the caller runs server_close() */
@@ -658,6 +1026,7 @@ int server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
     s->mhd = NULL;
     goto fail;
   }
+  accept_resume(s);
 
   if (strchr(c->host, ':') != NULL)
     LOG_INFO("listening on [%s]:%u", c->host, (unsigned)s->port);
@@ -669,6 +1038,7 @@ int server_start(struct server *s, uv_loop_t *loop, const struct conf *c)
   return 0;
 
 fail:
+  listen_close(s);
   if (s->epfd >= 0)
     close(s->epfd);
   s->epfd = -1;
@@ -683,11 +1053,11 @@ fail:
 }
 
 /* SIGHUP, --api-key-file: the new keys replace the old ones, or nothing
- * changes. */
+ * changes.  Shard 0, under the write lock while swapping. */
 static void reload_keys(struct server *s, const char *path)
 {
   struct auth na;
-  char *cert = s->auth.tls_cert, *key = s->auth.tls_key;
+  char *cert, *key;
 
   memset(&na, 0, sizeof na);
   if (auth_load_keys(&na, path) != 0) {
@@ -698,27 +1068,78 @@ static void reload_keys(struct server *s, const char *path)
     metrics_reload_failure(s->metrics);
     return;
   }
+  pthread_rwlock_wrlock(&s->auth_lock);
+  cert = s->auth.tls_cert;
+  key = s->auth.tls_key;
   s->auth.tls_cert = s->auth.tls_key = NULL;
   auth_free(&s->auth); /* wipes the old keys */
   s->auth = na;
   s->auth.tls_cert = cert;
   s->auth.tls_key = key;
+  pthread_rwlock_unlock(&s->auth_lock);
   LOG_INFO("reload: %zu API key(s) from %s", na.nkeys, path);
 }
 
-/* SIGHUP, --tls-cert/--tls-key.  libmicrohttpd 0.9.75 cannot change the
- * certificate of a running daemon, so a new daemon is started on a copy
- * of the listen socket with the new PEM texts (which validates them), the
- * old one stops listening and is retired: it serves the connections it
- * has until they close (server_old).  New connections get the new
- * certificate; none is dropped. */
-static void reload_tls(struct server *s, const char *cert, const char *key)
+/* A shard's loop: a new MHD daemon with the PEM texts `cert`/`key` takes
+ * the shard's new connections; the old one is retired (server_old): it
+ * serves the connections it has until they close.  0 or -1. */
+static int swap_daemon(struct server *s, const char *cert, const char *key)
 {
   const union MHD_DaemonInfo *info;
-  struct server_old *o = NULL;
-  struct MHD_Daemon *d = NULL;
+  struct server_old *o;
+  struct MHD_Daemon *d;
+  int efd;
+
+  if ((o = calloc(1, sizeof *o)) == NULL)
+    return -1;
+  d = mhd_open(s, s->conf, cert, key);
+  if (d == NULL) {
+    free(o);
+    return -1;
+  }
+  info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+  efd = info != NULL ? info->epoll_fd : -1;
+  if (efd < 0 || epoll_add(s->epfd, efd) != 0) {
+    LOG_ERROR("reload: cannot watch the new daemon: %s", strerror(errno));
+    MHD_stop_daemon(d);
+    free(o);
+    return -1;
+  }
+  o->mhd = s->mhd;
+  info = MHD_get_daemon_info(o->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+  o->epoll_fd = info != NULL ? info->epoll_fd : -1;
+  o->next = s->old;
+  s->old = o;
+  s->mhd = d;
+  return 0;
+}
+
+/* Another shard's loop (SERVER_CMD_RELOAD): the certificate shard 0 holds
+ * now serves this shard's new connections. */
+static void reload_tls_shard(struct server *s)
+{
+  struct server *p = s->primary;
+  int rc;
+
+  if (s->closed)
+    return;
+  pthread_rwlock_rdlock(&p->auth_lock);
+  rc = p->auth.tls_cert != NULL
+         ? swap_daemon(s, p->auth.tls_cert, p->auth.tls_key)
+         : 0;
+  pthread_rwlock_unlock(&p->auth_lock);
+  if (rc != 0)
+    LOG_ERROR("reload: HTTP thread %u keeps the old certificate", s->index);
+}
+
+/* SIGHUP, --tls-cert/--tls-key.  libmicrohttpd 0.9.75 cannot change the
+ * certificate of a running daemon, so each shard starts a new daemon with
+ * the new PEM texts (shard 0's validates them first) and retires the old
+ * one, which serves the connections it has until they close (server_old).
+ * New connections get the new certificate; none is dropped. */
+static void reload_tls(struct server *s, const char *cert, const char *key)
+{
   struct auth na;
-  int fd = -1, efd, lfd;
 
   memset(&na, 0, sizeof na);
   if (auth_load_tls(&na, cert, key) != 0) {
@@ -727,57 +1148,30 @@ static void reload_tls(struct server *s, const char *cert, const char *key)
               cert, key);
     goto fail;
   }
-  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
-  if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET ||
-      (fd = fcntl(info->listen_fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
-      (o = calloc(1, sizeof *o)) == NULL) {
-    LOG_ERROR("reload: cannot copy the listen socket: %s", strerror(errno));
-    goto fail;
-  }
-  d = mhd_open(s, s->conf, na.tls_cert, na.tls_key, fd);
-  if (d == NULL) {
+  if (swap_daemon(s, na.tls_cert, na.tls_key) != 0) {
     LOG_ERROR("reload: libmicrohttpd refused --tls-cert %s with --tls-key "
               "%s (not a certificate and its key?): keeping the old "
               "certificate",
               cert, key);
     goto fail;
   }
-  fd = -1; /* the new daemon's now */
-  info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
-  efd = info != NULL ? info->epoll_fd : -1;
-  if (efd < 0 || epoll_add(s->epfd, efd) != 0) {
-    LOG_ERROR("reload: cannot watch the new daemon: %s", strerror(errno));
-    MHD_stop_daemon(d); /* closes the copy; the old daemon goes on */
-    goto fail;
-  }
-  /* Retire the old daemon: it stops listening (its listen fd is ours to
-   * close; the new daemon has its own copy). */
-  o->mhd = s->mhd;
-  info = MHD_get_daemon_info(o->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-  o->epoll_fd = info != NULL ? info->epoll_fd : -1;
-  lfd = (int)MHD_quiesce_daemon(o->mhd);
-  if (lfd >= 0)
-    close(lfd);
-  o->next = s->old;
-  s->old = o;
-  s->mhd = d;
-  s->at_limit = 0;
   /* Wipe the old PEM texts (MHD copied them), keep the new ones. */
+  pthread_rwlock_wrlock(&s->auth_lock);
   free(s->auth.tls_cert);
   s->auth.tls_cert = na.tls_cert;
   if (s->auth.tls_key != NULL)
     explicit_bzero(s->auth.tls_key, strlen(s->auth.tls_key));
   free(s->auth.tls_key);
   s->auth.tls_key = na.tls_key;
+  pthread_rwlock_unlock(&s->auth_lock);
+  for (unsigned i = 0; i < s->nstarted; i++)
+    shard_cmd(&s->shards[i], SERVER_CMD_RELOAD);
   LOG_INFO("reload: new certificate from %s; the old one serves its "
            "connections until they close",
            cert);
   return;
 
 fail:
-  if (fd >= 0)
-    close(fd);
-  free(o);
   auth_free(&na);
   metrics_reload_failure(s->metrics);
 }
@@ -799,50 +1193,31 @@ void server_reload(struct server *s)
   server_run(s);
 }
 
-/* Loop thread, at the start of draining: connections the kernel already
- * completed but MHD has not accepted would be reset when the listen socket
- * closes.  Let MHD accept them first; being draining, they are answered 503
- * DRAINING with Retry-After, a clean refusal the client can retry. */
-static void accept_backlog(struct server *s)
-{
-  const union MHD_DaemonInfo *info;
-  struct pollfd p;
-
-  info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_LISTEN_FD);
-  if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET)
-    return;
-  p.fd = info->listen_fd;
-  p.events = POLLIN;
-  /* Bounded: a flood of new connections must not stall the drain. */
-  for (int i = 0; i < 256; i++) {
-    p.revents = 0;
-    if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
-      break;
-    MHD_run(s->mhd);
-  }
-}
-
 void server_drain(struct server *s, server_idle_cb idle_cb, void *arg)
 {
-  int fd;
-
   if (s->closed || s->draining)
     return;
   s->draining = 1;
   s->idle_cb = idle_cb;
   s->idle_arg = arg;
-  accept_backlog(s);
-  /* Stop accepting.  The listen fd is now ours; in external polling mode
-   * no MHD thread can still use it, so close it at once and let new
-   * connections be refused instead of waiting in the backlog. */
-  fd = (int)MHD_quiesce_daemon(s->mhd);
-  if (fd >= 0)
-    close(fd);
-  LOG_INFO("draining: %zu request(s) in flight", s->inflight);
+  /* Every shard drains before it takes the connections below. */
+  for (unsigned i = 0; i < s->nstarted; i++)
+    shard_cmd(&s->shards[i], SERVER_CMD_DRAIN);
+  /* Connections the kernel already completed would be reset when the
+   * listen socket closes: accept them first (bounded: a flood of new
+   * connections must not stall the drain); being draining, they are
+   * answered 503 DRAINING with Retry-After, a clean refusal the client
+   * can retry.  Then stop accepting: new connections are refused instead
+   * of waiting in the backlog. */
+  accept_some(s, 256);
+  listen_close(s);
+  LOG_INFO("draining: %zu request(s) in flight", server_inflight(s));
   server_run(s); /* also reports idle at once if nothing is in flight */
 }
 
-void server_close(struct server *s)
+/* A shard's own loop thread: closes its handles and stops its daemons (no
+ * connection may be suspended: once idle); its uv_run() then returns. */
+static void shard_close(struct server *s)
 {
   if (s->closed)
     return;
@@ -851,8 +1226,10 @@ void server_close(struct server *s)
   if (s->handles) {
     uv_close((uv_handle_t *)&s->poll, NULL);
     uv_close((uv_handle_t *)&s->timer, NULL);
+    uv_close((uv_handle_t *)&s->cmd, NULL);
     s->handles = 0;
   }
+  conns_take(s); /* closed: each is closed and uncounted */
   while (s->old != NULL) {
     struct server_old *o = s->old;
     s->old = o->next;
@@ -868,6 +1245,25 @@ void server_close(struct server *s)
     s->epfd = -1;
   }
   admit_close(&s->admit); /* after MHD_stop_daemon: completions release */
+}
+
+void server_close(struct server *s)
+{
+  if (s->closed)
+    return;
+  /* The other shards first: each closes on its own thread, then ends. */
+  for (unsigned i = 0; i < s->nstarted; i++) {
+    struct server *x = &s->shards[i];
+    shard_cmd(x, SERVER_CMD_CLOSE);
+    pthread_join(x->thread, NULL);
+    uv_loop_close(x->loop);
+    pthread_mutex_destroy(&x->conn_lock);
+  }
+  s->nstarted = 0;
+  free(s->shards);
+  s->shards = NULL;
+  listen_close(s);
+  shard_close(s);
   pages_free();
   free(s->ops_body);
   s->ops_body = NULL;

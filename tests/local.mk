@@ -37,6 +37,7 @@ INTEGRATION_TESTS = \
 	tests/integration/t_queue.sh \
 	tests/integration/t_samebits.sh \
 	tests/integration/t_reload.sh \
+	tests/integration/t_shards.sh \
 	tests/integration/t_hostile.sh
 
 TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)

@@ -78,8 +78,9 @@ ka_get() { # ka_get PATH FD [BODY]
 for s in 1 2 3; do "$JTOOL" gen ReduceSumSquare int64 2800000 "$s" '"keepdims":0,' >"$TMP/b$s.json"; done
 expect_for() { echo '{"op":"ReduceSumSquare","opset":18,"op_version":18,"output":{"dtype":"int64","shape":[],"data":['$(($1 * $1 * 28 * 400000))']}}'; }
 # (--timeout 300: the kept-alive connections idle across the signal must not
-# be closed as idle meanwhile, however slow this machine is)
-if start_daemon --grace 60 --timeout 300; then
+# be closed as idle meanwhile, however slow this machine is; --http-threads
+# 3: every HTTP thread drains and answers what it holds)
+if start_daemon --grace 60 --timeout 300 --http-threads 3; then
   hold_curl h1 "$TMP/b1.json" 3000000
   hold_curl h2 "$TMP/b2.json" 4000000
   hold_raw h3 "$TMP/b3.json" 5000000
