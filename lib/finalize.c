@@ -610,6 +610,17 @@ static struct u192 acc_int(enum rd__acc_class cls, const void *acc)
   return v;
 }
 
+/* The low 32 or 64 bits of an integer output, in the output's width. */
+static void store_low(void *dst, int bits, uint64_t low)
+{
+  if (bits == 32) {
+    uint32_t u = (uint32_t)low;
+    memcpy(dst, &u, sizeof u);
+  } else {
+    memcpy(dst, &low, sizeof low);
+  }
+}
+
 /* The output of ReduceL2 / ReduceSumSquare, exactly as before the operator
  * table (its bits are pinned by tests/unit/test_golden.c). */
 static int sq_final(const struct rd__final *f, const void *acc, void *dst,
@@ -637,12 +648,7 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
     /* The common case in 64 bits: the same value as below. */
     low = l2 ? isqrt_u128(v.w[0]) : v.w[0];
     if (low <= max.w[0]) {
-      if (bits == 32) {
-        uint32_t u = (uint32_t)low;
-        memcpy(dst, &u, sizeof u);
-      } else {
-        memcpy(dst, &low, sizeof low);
-      }
+      store_low(dst, bits, low);
       return 0;
     }
   }
@@ -664,12 +670,7 @@ static int sq_final(const struct rd__final *f, const void *acc, void *dst,
       low = max.w[0];
     /* wrap: the low bits, reinterpreted as two's complement below. */
   }
-  if (bits == 32) {
-    uint32_t u = (uint32_t)low;
-    memcpy(dst, &u, sizeof u);
-  } else {
-    memcpy(dst, &low, sizeof low);
-  }
+  store_low(dst, bits, low);
   return 0;
 }
 
