@@ -178,8 +178,8 @@ TGT ALWAYS_INLINE void z_run(union rd__lanes *ln, const unsigned char *x,
 
 /* Four rows at a time, 16 columns per step: each accumulator is loaded
  * and stored once per four rows and takes its rows in order. */
-TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
-                              size_t nrows, size_t esz, int dt, int mode)
+TGT ALWAYS_INLINE void z_cols4(void *acc, const unsigned char *x, size_t n,
+                               size_t nrows, size_t esz, int dt, int mode)
 {
   double *o = acc;
   const size_t rs = n * esz;
@@ -214,6 +214,110 @@ TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
     }
     r += nr;
     x += nr * rs;
+  }
+}
+
+/* cols() of the double class for short rows: blocks of ZC_R rows; in a
+ * block, tiles of 64 columns keep eight accumulators in registers across
+ * the rows (eight independent chains) while the same columns ZC_R rows
+ * further on (the next block) are prefetched.  Every column still takes
+ * its rows in order, so the tiling is bit-identical. */
+#define ZC_PF 16384 /* most bytes of a block: the prefetch distance */
+#define ZC_R 8
+
+/* 64 columns at p (accumulators o) over nr rows of stride rs, prefetching
+ * pf bytes ahead; the accumulators are named so that they stay in
+ * registers. */
+TGT ALWAYS_INLINE void z_cols64(double *o, const unsigned char *p, size_t rs,
+                                size_t nr, size_t pf, size_t esz, int dt,
+                                int mode)
+{
+  __m512d s0 = _mm512_loadu_pd(o), s1 = _mm512_loadu_pd(o + 8);
+  __m512d s2 = _mm512_loadu_pd(o + 16), s3 = _mm512_loadu_pd(o + 24);
+  __m512d s4 = _mm512_loadu_pd(o + 32), s5 = _mm512_loadu_pd(o + 40);
+  __m512d s6 = _mm512_loadu_pd(o + 48), s7 = _mm512_loadu_pd(o + 56);
+  for (size_t q = 0; q < nr; q++, p += rs) {
+    __m512d v0, v1, v2, v3, v4, v5, v6, v7;
+    _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+    _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
+    if (esz == 4) {
+      _mm_prefetch((const char *)p + pf + 128, _MM_HINT_T0);
+      _mm_prefetch((const char *)p + pf + 192, _MM_HINT_T0);
+    }
+    w16(dt, p, &v0, &v1);
+    w16(dt, p + 16 * esz, &v2, &v3);
+    w16(dt, p + 32 * esz, &v4, &v5);
+    w16(dt, p + 48 * esz, &v6, &v7);
+    s0 = term_add(s0, v0, mode);
+    s1 = term_add(s1, v1, mode);
+    s2 = term_add(s2, v2, mode);
+    s3 = term_add(s3, v3, mode);
+    s4 = term_add(s4, v4, mode);
+    s5 = term_add(s5, v5, mode);
+    s6 = term_add(s6, v6, mode);
+    s7 = term_add(s7, v7, mode);
+  }
+  _mm512_storeu_pd(o, s0);
+  _mm512_storeu_pd(o + 8, s1);
+  _mm512_storeu_pd(o + 16, s2);
+  _mm512_storeu_pd(o + 24, s3);
+  _mm512_storeu_pd(o + 32, s4);
+  _mm512_storeu_pd(o + 40, s5);
+  _mm512_storeu_pd(o + 48, s6);
+  _mm512_storeu_pd(o + 56, s7);
+}
+
+/* w < 64 columns at x (accumulators o) over nr rows: 16, 8, then 1. */
+TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
+                                   size_t nr, size_t w, size_t esz, int dt,
+                                   int mode)
+{
+  size_t j = 0;
+  for (; j + 16 <= w; j += 16) {
+    __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
+    for (size_t q = 0; q < nr; q++) {
+      __m512d v0, v1;
+      PF(x + q * rs + j * esz);
+      w16(dt, x + q * rs + j * esz, &v0, &v1);
+      s0 = term_add(s0, v0, mode);
+      s1 = term_add(s1, v1, mode);
+    }
+    _mm512_storeu_pd(o + j, s0);
+    _mm512_storeu_pd(o + j + 8, s1);
+  }
+  for (; j + 8 <= w; j += 8) {
+    __m512d s = _mm512_loadu_pd(o + j);
+    for (size_t q = 0; q < nr; q++)
+      s = term_add(s, w8(dt, x + q * rs + j * esz), mode);
+    _mm512_storeu_pd(o + j, s);
+  }
+  for (; j < w; j++) {
+    double s = o[j];
+    for (size_t q = 0; q < nr; q++)
+      s += ld1(dt, mode, x + q * rs + j * esz);
+    o[j] = s;
+  }
+}
+
+/* Rows of ZC_R * rs <= ZC_PF bytes: tiles of 64 columns over blocks of
+ * ZC_R rows, prefetching the next block; longer rows: z_cols4(), whose
+ * prefetch 2 KiB ahead in the same row suits them. */
+TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
+                              size_t nrows, size_t esz, int dt, int mode)
+{
+  double *o = acc;
+  const size_t rs = n * esz;
+  if (ZC_R * rs > ZC_PF || nrows < ZC_R) {
+    z_cols4(acc, x, n, nrows, esz, dt, mode);
+    return;
+  }
+  for (size_t r = 0; r < nrows; r += ZC_R) {
+    size_t nr = nrows - r < ZC_R ? nrows - r : ZC_R, j = 0;
+    const unsigned char *xb = x + r * rs;
+    for (; j + 64 <= n; j += 64)
+      z_cols64(o + j, xb + j * esz, rs, nr, ZC_R * rs, esz, dt, mode);
+    if (j < n)
+      z_cols_rest(o + j, xb + j * esz, rs, nr, n - j, esz, dt, mode);
   }
 }
 
