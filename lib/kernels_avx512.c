@@ -486,13 +486,8 @@ static inline double *blue_mid(struct rd__blue *o)
  * written once per block). */
 #define COLS_F64_ROWS 16
 
-/* Columns j..j+7 (accumulators o[0..7]) over nr rows at p, row stride rs:
- * the eight (ms, mc) pairs transposed into s and c, updated row by row
- * speculatively and stored only if every value was mid-range; otherwise
- * the scalar path runs from the untouched accumulators, each column's rows
- * in order. */
-TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
-                                 size_t rs, size_t nr)
+/* The (ms, mc) pairs of o[0..7] transposed into s and c. */
+TGT ALWAYS_INLINE void blue_load8(struct rd__blue *o, __m512d *s, __m512d *c)
 {
   __m512d a = _mm512_castpd256_pd512(
     _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[2])),
@@ -500,8 +495,6 @@ TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
   __m512d b = _mm512_castpd256_pd512(
     _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[3])),
                      _mm_loadu_pd(blue_mid(&o[1]))));
-  __m512d s, c, sum = _mm512_setzero_pd(), mn = _mm512_set1_pd(BLUE_BIG);
-  int ok;
   a = _mm512_insertf64x4(a,
                          _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[6])),
                                           _mm_loadu_pd(blue_mid(&o[4]))),
@@ -510,16 +503,35 @@ TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
                          _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[7])),
                                           _mm_loadu_pd(blue_mid(&o[5]))),
                          1);
-  s = _mm512_unpacklo_pd(a, b);
-  c = _mm512_unpackhi_pd(a, b);
-  for (size_t q = 0; q < nr; q++) {
-    __m512d v = _mm512_loadu_pd((const double *)(const void *)(p + q * rs));
-    __m512d av = _mm512_abs_pd(v);
-    sum = _mm512_add_pd(sum, av);
-    mn = _mm512_min_pd(mn, av);
-    kahan8(&s, &c, v);
-  }
-  ok = sum_min_ok(sum, mn);
+  *s = _mm512_unpacklo_pd(a, b);
+  *c = _mm512_unpackhi_pd(a, b);
+}
+
+/* The inverse of blue_load8(). */
+TGT ALWAYS_INLINE void blue_store8(struct rd__blue *o, __m512d s, __m512d c)
+{
+  __m512d a = _mm512_unpacklo_pd(s, c); /* pairs of o[0], o[2], o[4], o[6] */
+  __m512d b = _mm512_unpackhi_pd(s, c); /* pairs of o[1], o[3], o[5], o[7] */
+  _mm_storeu_pd(blue_mid(&o[0]), _mm512_castpd512_pd128(a));
+  _mm_storeu_pd(blue_mid(&o[2]), _mm512_extractf64x2_pd(a, 1));
+  _mm_storeu_pd(blue_mid(&o[4]), _mm512_extractf64x2_pd(a, 2));
+  _mm_storeu_pd(blue_mid(&o[6]), _mm512_extractf64x2_pd(a, 3));
+  _mm_storeu_pd(blue_mid(&o[1]), _mm512_castpd512_pd128(b));
+  _mm_storeu_pd(blue_mid(&o[3]), _mm512_extractf64x2_pd(b, 1));
+  _mm_storeu_pd(blue_mid(&o[5]), _mm512_extractf64x2_pd(b, 2));
+  _mm_storeu_pd(blue_mid(&o[7]), _mm512_extractf64x2_pd(b, 3));
+}
+
+/* After a speculative block of columns j..j+7 (accumulators o) over nr
+ * rows at p: the new (s, c) are stored if every value was mid-range (sum
+ * and mn of |x| as in sum_min_ok(), else the exact test); otherwise the
+ * scalar path runs from the untouched accumulators, each column's rows in
+ * order. */
+TGT ALWAYS_INLINE void cols8_f64_end(struct rd__blue *o, const unsigned char *p,
+                                     size_t rs, size_t nr, __m512d s, __m512d c,
+                                     __m512d sum, __m512d mn)
+{
+  int ok = sum_min_ok(sum, mn);
   if (!ok) {
     __mmask8 m = 0xff;
     for (size_t q = 0; q < nr; q++)
@@ -528,21 +540,54 @@ TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
     ok = m == 0xff;
   }
   if (ok) {
-    a = _mm512_unpacklo_pd(s, c); /* pairs of o[0], o[2], o[4], o[6] */
-    b = _mm512_unpackhi_pd(s, c); /* pairs of o[1], o[3], o[5], o[7] */
-    _mm_storeu_pd(blue_mid(&o[0]), _mm512_castpd512_pd128(a));
-    _mm_storeu_pd(blue_mid(&o[2]), _mm512_extractf64x2_pd(a, 1));
-    _mm_storeu_pd(blue_mid(&o[4]), _mm512_extractf64x2_pd(a, 2));
-    _mm_storeu_pd(blue_mid(&o[6]), _mm512_extractf64x2_pd(a, 3));
-    _mm_storeu_pd(blue_mid(&o[1]), _mm512_castpd512_pd128(b));
-    _mm_storeu_pd(blue_mid(&o[3]), _mm512_extractf64x2_pd(b, 1));
-    _mm_storeu_pd(blue_mid(&o[5]), _mm512_extractf64x2_pd(b, 2));
-    _mm_storeu_pd(blue_mid(&o[7]), _mm512_extractf64x2_pd(b, 3));
+    blue_store8(o, s, c);
   } else {
     for (size_t jj = 0; jj < 8; jj++)
       for (size_t q = 0; q < nr; q++)
         acc_blue_add(&o[jj], ld_f64(p + q * rs + jj * 8));
   }
+}
+
+/* Columns j..j+7 (accumulators o[0..7]) over nr rows at p, row stride rs:
+ * the eight (ms, mc) pairs transposed into s and c, updated row by row
+ * speculatively (see cols8_f64_end()). */
+TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
+                                 size_t rs, size_t nr)
+{
+  __m512d s, c, sum = _mm512_setzero_pd(), mn = _mm512_set1_pd(BLUE_BIG);
+  blue_load8(o, &s, &c);
+  for (size_t q = 0; q < nr; q++) {
+    __m512d v = _mm512_loadu_pd((const double *)(const void *)(p + q * rs));
+    __m512d av = _mm512_abs_pd(v);
+    sum = _mm512_add_pd(sum, av);
+    mn = _mm512_min_pd(mn, av);
+    kahan8(&s, &c, v);
+  }
+  cols8_f64_end(o, p, rs, nr, s, c, sum, mn);
+}
+
+/* cols8_f64() on columns j..j+15 as two independent groups of eight (two
+ * Kahan chains at once: a chain is latency-bound). */
+TGT static inline void cols16_f64(struct rd__blue *o, const unsigned char *p,
+                                  size_t rs, size_t nr)
+{
+  __m512d s0, c0, sum0 = _mm512_setzero_pd(), mn0 = _mm512_set1_pd(BLUE_BIG);
+  __m512d s1, c1, sum1 = sum0, mn1 = mn0;
+  blue_load8(o, &s0, &c0);
+  blue_load8(o + 8, &s1, &c1);
+  for (size_t q = 0; q < nr; q++) {
+    const double *d = (const double *)(const void *)(p + q * rs);
+    __m512d v0 = _mm512_loadu_pd(d), v1 = _mm512_loadu_pd(d + 8);
+    __m512d av0 = _mm512_abs_pd(v0), av1 = _mm512_abs_pd(v1);
+    sum0 = _mm512_add_pd(sum0, av0);
+    sum1 = _mm512_add_pd(sum1, av1);
+    mn0 = _mm512_min_pd(mn0, av0);
+    mn1 = _mm512_min_pd(mn1, av1);
+    kahan8(&s0, &c0, v0);
+    kahan8(&s1, &c1, v1);
+  }
+  cols8_f64_end(o, p, rs, nr, s0, c0, sum0, mn0);
+  cols8_f64_end(o + 8, p + 64, rs, nr, s1, c1, sum1, mn1);
 }
 
 TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
@@ -553,6 +598,13 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   size_t r = 0;
   while (r < nrows) {
     size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
+    for (; j + 16 <= n; j += 16) {
+      for (size_t q = 0; q < nr; q++) {
+        PF(x + q * rs + j * 8);
+        PF(x + q * rs + j * 8 + 64);
+      }
+      cols16_f64(&o[j], x + j * 8, rs, nr);
+    }
     for (; j + 8 <= n; j += 8) {
       for (size_t q = 0; q < nr; q++)
         PF(x + q * rs + j * 8);
