@@ -745,10 +745,12 @@ TGT ALWAYS_INLINE void z_run_i32(union rd__lanes *ln, const unsigned char *x,
   }
 }
 
-/* cols(): 16 columns per vector over blocks of COLS_I32_ROWS rows (the
- * 64-bit half sums stay < 2^37), folded into the 128-bit accumulators
- * once per column per block. */
+/* cols(): 16 columns per vector over blocks of COLS_I32_ROWS rows, or
+ * COLS_I32_ROWS_SHORT for rows of at most 2 KiB (the 64-bit half sums
+ * stay < 2^38), folded into the 128-bit accumulators once per column per
+ * block. */
 #define COLS_I32_ROWS 16
+#define COLS_I32_ROWS_SHORT 64
 
 TGT ALWAYS_INLINE void z_cols16_i32(u128 *o, const unsigned char *p, size_t rs,
                                     size_t nr, int sgn)
@@ -773,9 +775,10 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
 {
   u128 *o = acc;
   const size_t rs = n * 4;
+  const size_t bl = rs <= 2048 ? COLS_I32_ROWS_SHORT : COLS_I32_ROWS;
   size_t r = 0;
   while (r < nrows) {
-    size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;
+    size_t nr = nrows - r < bl ? nrows - r : bl;
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++)
