@@ -178,8 +178,8 @@ TGT ALWAYS_INLINE void z_run(union rd__lanes *ln, const unsigned char *x,
 
 /* Four rows at a time, 16 columns per step: each accumulator is loaded
  * and stored once per four rows and takes its rows in order. */
-TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
-                              size_t nrows, size_t esz, int dt, int mode)
+TGT ALWAYS_INLINE void z_cols4(void *acc, const unsigned char *x, size_t n,
+                               size_t nrows, size_t esz, int dt, int mode)
 {
   double *o = acc;
   const size_t rs = n * esz;
@@ -214,6 +214,110 @@ TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
     }
     r += nr;
     x += nr * rs;
+  }
+}
+
+/* cols() of the double class for short rows: blocks of ZC_R rows; in a
+ * block, tiles of 64 columns keep eight accumulators in registers across
+ * the rows (eight independent chains) while the same columns ZC_R rows
+ * further on (the next block) are prefetched.  Every column still takes
+ * its rows in order, so the tiling is bit-identical. */
+#define ZC_PF 16384 /* most bytes of a block: the prefetch distance */
+#define ZC_R 8
+
+/* 64 columns at p (accumulators o) over nr rows of stride rs, prefetching
+ * pf bytes ahead; the accumulators are named so that they stay in
+ * registers. */
+TGT ALWAYS_INLINE void z_cols64(double *o, const unsigned char *p, size_t rs,
+                                size_t nr, size_t pf, size_t esz, int dt,
+                                int mode)
+{
+  __m512d s0 = _mm512_loadu_pd(o), s1 = _mm512_loadu_pd(o + 8);
+  __m512d s2 = _mm512_loadu_pd(o + 16), s3 = _mm512_loadu_pd(o + 24);
+  __m512d s4 = _mm512_loadu_pd(o + 32), s5 = _mm512_loadu_pd(o + 40);
+  __m512d s6 = _mm512_loadu_pd(o + 48), s7 = _mm512_loadu_pd(o + 56);
+  for (size_t q = 0; q < nr; q++, p += rs) {
+    __m512d v0, v1, v2, v3, v4, v5, v6, v7;
+    _mm_prefetch((const char *)p + pf, _MM_HINT_T0);
+    _mm_prefetch((const char *)p + pf + 64, _MM_HINT_T0);
+    if (esz == 4) {
+      _mm_prefetch((const char *)p + pf + 128, _MM_HINT_T0);
+      _mm_prefetch((const char *)p + pf + 192, _MM_HINT_T0);
+    }
+    w16(dt, p, &v0, &v1);
+    w16(dt, p + 16 * esz, &v2, &v3);
+    w16(dt, p + 32 * esz, &v4, &v5);
+    w16(dt, p + 48 * esz, &v6, &v7);
+    s0 = term_add(s0, v0, mode);
+    s1 = term_add(s1, v1, mode);
+    s2 = term_add(s2, v2, mode);
+    s3 = term_add(s3, v3, mode);
+    s4 = term_add(s4, v4, mode);
+    s5 = term_add(s5, v5, mode);
+    s6 = term_add(s6, v6, mode);
+    s7 = term_add(s7, v7, mode);
+  }
+  _mm512_storeu_pd(o, s0);
+  _mm512_storeu_pd(o + 8, s1);
+  _mm512_storeu_pd(o + 16, s2);
+  _mm512_storeu_pd(o + 24, s3);
+  _mm512_storeu_pd(o + 32, s4);
+  _mm512_storeu_pd(o + 40, s5);
+  _mm512_storeu_pd(o + 48, s6);
+  _mm512_storeu_pd(o + 56, s7);
+}
+
+/* w < 64 columns at x (accumulators o) over nr rows: 16, 8, then 1. */
+TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
+                                   size_t nr, size_t w, size_t esz, int dt,
+                                   int mode)
+{
+  size_t j = 0;
+  for (; j + 16 <= w; j += 16) {
+    __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
+    for (size_t q = 0; q < nr; q++) {
+      __m512d v0, v1;
+      PF(x + q * rs + j * esz);
+      w16(dt, x + q * rs + j * esz, &v0, &v1);
+      s0 = term_add(s0, v0, mode);
+      s1 = term_add(s1, v1, mode);
+    }
+    _mm512_storeu_pd(o + j, s0);
+    _mm512_storeu_pd(o + j + 8, s1);
+  }
+  for (; j + 8 <= w; j += 8) {
+    __m512d s = _mm512_loadu_pd(o + j);
+    for (size_t q = 0; q < nr; q++)
+      s = term_add(s, w8(dt, x + q * rs + j * esz), mode);
+    _mm512_storeu_pd(o + j, s);
+  }
+  for (; j < w; j++) {
+    double s = o[j];
+    for (size_t q = 0; q < nr; q++)
+      s += ld1(dt, mode, x + q * rs + j * esz);
+    o[j] = s;
+  }
+}
+
+/* Rows of ZC_R * rs <= ZC_PF bytes: tiles of 64 columns over blocks of
+ * ZC_R rows, prefetching the next block; longer rows: z_cols4(), whose
+ * prefetch 2 KiB ahead in the same row suits them. */
+TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
+                              size_t nrows, size_t esz, int dt, int mode)
+{
+  double *o = acc;
+  const size_t rs = n * esz;
+  if (ZC_R * rs > ZC_PF || nrows < ZC_R) {
+    z_cols4(acc, x, n, nrows, esz, dt, mode);
+    return;
+  }
+  for (size_t r = 0; r < nrows; r += ZC_R) {
+    size_t nr = nrows - r < ZC_R ? nrows - r : ZC_R, j = 0;
+    const unsigned char *xb = x + r * rs;
+    for (; j + 64 <= n; j += 64)
+      z_cols64(o + j, xb + j * esz, rs, nr, ZC_R * rs, esz, dt, mode);
+    if (j < n)
+      z_cols_rest(o + j, xb + j * esz, rs, nr, n - j, esz, dt, mode);
   }
 }
 
@@ -382,13 +486,8 @@ static inline double *blue_mid(struct rd__blue *o)
  * written once per block). */
 #define COLS_F64_ROWS 16
 
-/* Columns j..j+7 (accumulators o[0..7]) over nr rows at p, row stride rs:
- * the eight (ms, mc) pairs transposed into s and c, updated row by row
- * speculatively and stored only if every value was mid-range; otherwise
- * the scalar path runs from the untouched accumulators, each column's rows
- * in order. */
-TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
-                                 size_t rs, size_t nr)
+/* The (ms, mc) pairs of o[0..7] transposed into s and c. */
+TGT ALWAYS_INLINE void blue_load8(struct rd__blue *o, __m512d *s, __m512d *c)
 {
   __m512d a = _mm512_castpd256_pd512(
     _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[2])),
@@ -396,8 +495,6 @@ TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
   __m512d b = _mm512_castpd256_pd512(
     _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[3])),
                      _mm_loadu_pd(blue_mid(&o[1]))));
-  __m512d s, c, sum = _mm512_setzero_pd(), mn = _mm512_set1_pd(BLUE_BIG);
-  int ok;
   a = _mm512_insertf64x4(a,
                          _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[6])),
                                           _mm_loadu_pd(blue_mid(&o[4]))),
@@ -406,16 +503,35 @@ TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
                          _mm256_set_m128d(_mm_loadu_pd(blue_mid(&o[7])),
                                           _mm_loadu_pd(blue_mid(&o[5]))),
                          1);
-  s = _mm512_unpacklo_pd(a, b);
-  c = _mm512_unpackhi_pd(a, b);
-  for (size_t q = 0; q < nr; q++) {
-    __m512d v = _mm512_loadu_pd((const double *)(const void *)(p + q * rs));
-    __m512d av = _mm512_abs_pd(v);
-    sum = _mm512_add_pd(sum, av);
-    mn = _mm512_min_pd(mn, av);
-    kahan8(&s, &c, v);
-  }
-  ok = sum_min_ok(sum, mn);
+  *s = _mm512_unpacklo_pd(a, b);
+  *c = _mm512_unpackhi_pd(a, b);
+}
+
+/* The inverse of blue_load8(). */
+TGT ALWAYS_INLINE void blue_store8(struct rd__blue *o, __m512d s, __m512d c)
+{
+  __m512d a = _mm512_unpacklo_pd(s, c); /* pairs of o[0], o[2], o[4], o[6] */
+  __m512d b = _mm512_unpackhi_pd(s, c); /* pairs of o[1], o[3], o[5], o[7] */
+  _mm_storeu_pd(blue_mid(&o[0]), _mm512_castpd512_pd128(a));
+  _mm_storeu_pd(blue_mid(&o[2]), _mm512_extractf64x2_pd(a, 1));
+  _mm_storeu_pd(blue_mid(&o[4]), _mm512_extractf64x2_pd(a, 2));
+  _mm_storeu_pd(blue_mid(&o[6]), _mm512_extractf64x2_pd(a, 3));
+  _mm_storeu_pd(blue_mid(&o[1]), _mm512_castpd512_pd128(b));
+  _mm_storeu_pd(blue_mid(&o[3]), _mm512_extractf64x2_pd(b, 1));
+  _mm_storeu_pd(blue_mid(&o[5]), _mm512_extractf64x2_pd(b, 2));
+  _mm_storeu_pd(blue_mid(&o[7]), _mm512_extractf64x2_pd(b, 3));
+}
+
+/* After a speculative block of columns j..j+7 (accumulators o) over nr
+ * rows at p: the new (s, c) are stored if every value was mid-range (sum
+ * and mn of |x| as in sum_min_ok(), else the exact test); otherwise the
+ * scalar path runs from the untouched accumulators, each column's rows in
+ * order. */
+TGT ALWAYS_INLINE void cols8_f64_end(struct rd__blue *o, const unsigned char *p,
+                                     size_t rs, size_t nr, __m512d s, __m512d c,
+                                     __m512d sum, __m512d mn)
+{
+  int ok = sum_min_ok(sum, mn);
   if (!ok) {
     __mmask8 m = 0xff;
     for (size_t q = 0; q < nr; q++)
@@ -424,21 +540,54 @@ TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
     ok = m == 0xff;
   }
   if (ok) {
-    a = _mm512_unpacklo_pd(s, c); /* pairs of o[0], o[2], o[4], o[6] */
-    b = _mm512_unpackhi_pd(s, c); /* pairs of o[1], o[3], o[5], o[7] */
-    _mm_storeu_pd(blue_mid(&o[0]), _mm512_castpd512_pd128(a));
-    _mm_storeu_pd(blue_mid(&o[2]), _mm512_extractf64x2_pd(a, 1));
-    _mm_storeu_pd(blue_mid(&o[4]), _mm512_extractf64x2_pd(a, 2));
-    _mm_storeu_pd(blue_mid(&o[6]), _mm512_extractf64x2_pd(a, 3));
-    _mm_storeu_pd(blue_mid(&o[1]), _mm512_castpd512_pd128(b));
-    _mm_storeu_pd(blue_mid(&o[3]), _mm512_extractf64x2_pd(b, 1));
-    _mm_storeu_pd(blue_mid(&o[5]), _mm512_extractf64x2_pd(b, 2));
-    _mm_storeu_pd(blue_mid(&o[7]), _mm512_extractf64x2_pd(b, 3));
+    blue_store8(o, s, c);
   } else {
     for (size_t jj = 0; jj < 8; jj++)
       for (size_t q = 0; q < nr; q++)
         acc_blue_add(&o[jj], ld_f64(p + q * rs + jj * 8));
   }
+}
+
+/* Columns j..j+7 (accumulators o[0..7]) over nr rows at p, row stride rs:
+ * the eight (ms, mc) pairs transposed into s and c, updated row by row
+ * speculatively (see cols8_f64_end()). */
+TGT static inline void cols8_f64(struct rd__blue *o, const unsigned char *p,
+                                 size_t rs, size_t nr)
+{
+  __m512d s, c, sum = _mm512_setzero_pd(), mn = _mm512_set1_pd(BLUE_BIG);
+  blue_load8(o, &s, &c);
+  for (size_t q = 0; q < nr; q++) {
+    __m512d v = _mm512_loadu_pd((const double *)(const void *)(p + q * rs));
+    __m512d av = _mm512_abs_pd(v);
+    sum = _mm512_add_pd(sum, av);
+    mn = _mm512_min_pd(mn, av);
+    kahan8(&s, &c, v);
+  }
+  cols8_f64_end(o, p, rs, nr, s, c, sum, mn);
+}
+
+/* cols8_f64() on columns j..j+15 as two independent groups of eight (two
+ * Kahan chains at once: a chain is latency-bound). */
+TGT static inline void cols16_f64(struct rd__blue *o, const unsigned char *p,
+                                  size_t rs, size_t nr)
+{
+  __m512d s0, c0, sum0 = _mm512_setzero_pd(), mn0 = _mm512_set1_pd(BLUE_BIG);
+  __m512d s1, c1, sum1 = sum0, mn1 = mn0;
+  blue_load8(o, &s0, &c0);
+  blue_load8(o + 8, &s1, &c1);
+  for (size_t q = 0; q < nr; q++) {
+    const double *d = (const double *)(const void *)(p + q * rs);
+    __m512d v0 = _mm512_loadu_pd(d), v1 = _mm512_loadu_pd(d + 8);
+    __m512d av0 = _mm512_abs_pd(v0), av1 = _mm512_abs_pd(v1);
+    sum0 = _mm512_add_pd(sum0, av0);
+    sum1 = _mm512_add_pd(sum1, av1);
+    mn0 = _mm512_min_pd(mn0, av0);
+    mn1 = _mm512_min_pd(mn1, av1);
+    kahan8(&s0, &c0, v0);
+    kahan8(&s1, &c1, v1);
+  }
+  cols8_f64_end(o, p, rs, nr, s0, c0, sum0, mn0);
+  cols8_f64_end(o + 8, p + 64, rs, nr, s1, c1, sum1, mn1);
 }
 
 TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
@@ -449,6 +598,13 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   size_t r = 0;
   while (r < nrows) {
     size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
+    for (; j + 16 <= n; j += 16) {
+      for (size_t q = 0; q < nr; q++) {
+        PF(x + q * rs + j * 8);
+        PF(x + q * rs + j * 8 + 64);
+      }
+      cols16_f64(&o[j], x + j * 8, rs, nr);
+    }
     for (; j + 8 <= n; j += 8) {
       for (size_t q = 0; q < nr; q++)
         PF(x + q * rs + j * 8);
@@ -589,10 +745,12 @@ TGT ALWAYS_INLINE void z_run_i32(union rd__lanes *ln, const unsigned char *x,
   }
 }
 
-/* cols(): 16 columns per vector over blocks of COLS_I32_ROWS rows (the
- * 64-bit half sums stay < 2^37), folded into the 128-bit accumulators
- * once per column per block. */
+/* cols(): 16 columns per vector over blocks of COLS_I32_ROWS rows, or
+ * COLS_I32_ROWS_SHORT for rows of at most 2 KiB (the 64-bit half sums
+ * stay < 2^38), folded into the 128-bit accumulators once per column per
+ * block. */
 #define COLS_I32_ROWS 16
+#define COLS_I32_ROWS_SHORT 64
 
 TGT ALWAYS_INLINE void z_cols16_i32(u128 *o, const unsigned char *p, size_t rs,
                                     size_t nr, int sgn)
@@ -617,9 +775,10 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
 {
   u128 *o = acc;
   const size_t rs = n * 4;
+  const size_t bl = rs <= 2048 ? COLS_I32_ROWS_SHORT : COLS_I32_ROWS;
   size_t r = 0;
   while (r < nrows) {
-    size_t nr = nrows - r < COLS_I32_ROWS ? nrows - r : COLS_I32_ROWS;
+    size_t nr = nrows - r < bl ? nrows - r : bl;
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++)
