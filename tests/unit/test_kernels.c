@@ -293,10 +293,13 @@ static void test_cols_rows(void **state)
  * partial sums is exercised (rows() too); every implementation. */
 static void test_cols_int32_extremes(void **state)
 {
-  static uint32_t x[67 * 37];
+  static uint32_t x[130 * 37];
   static u128_t acc[37];
-  static u128_t racc[67];
-  static const size_t rowcounts[] = { 1, 7, 8, 9, 16, 17, 67 };
+  static u128_t racc[130];
+  /* Across the blocks of 8 and 16 rows and the 64-row folds of the AVX-512
+   * cols() for short rows. */
+  static const size_t rowcounts[] = { 1,  7,  8,  9,  16,  17,
+                                      63, 64, 65, 67, 128, 130 };
   (void)state;
   for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
     for (int u = 0; u <= 1; u++) {
@@ -318,7 +321,7 @@ static void test_cols_int32_extremes(void **state)
             if (acc[j] != (u128_t)j + sq * nr)
               fail_msg("cols extremes: impl %d u %d n %zu rows %zu col %zu",
                        impl, u, n, nr, j);
-          /* rows(): nr runs of n into nr accumulators (nr <= 67) */
+          /* rows(): nr runs of n into nr accumulators (nr <= 130) */
           for (size_t r = 0; r < nr; r++)
             racc[r] = (u128_t)r;
           k->rows(racc, (const unsigned char *)x, n, nr);
