@@ -482,6 +482,7 @@ def timeout_checks(url, pid):
     c = Client(url, timeout=1)
     c.health()   # the connection is open before the daemon stops
     os.kill(pid, signal.SIGSTOP)
+    wait_stopped(pid)
     t0 = time.monotonic()
     try:
         c.reduce(np.ones(1000, np.float32))
@@ -499,6 +500,24 @@ def timeout_checks(url, pid):
     run("after SIGCONT the same Client answers again",
         lambda: same(c.reduce(np.array([3, 4], np.float32)),
                      np.array([5], np.float32)))
+
+
+def wait_stopped(pid, limit=5.0):
+    """Waits until every thread of pid is stopped: kill() only queues
+    SIGSTOP, and a thread running on another CPU can still answer a request
+    before it stops (seen with several HTTP threads on a loaded machine)."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            states = []
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            states = []
+        if states and all(st in ("T", "t") for st in states):
+            return
+        time.sleep(0.01)
 
 
 def key_checks(kurl, key):
