@@ -42,6 +42,8 @@ const summary = {
   rows: rows.length,
   targets_met: withTarget.filter((r) => r.target_met).length,
   targets: withTarget.length,
+  other_dtype_targets: others.filter((r) => r.target_pct).length,
+  other_dtype_targets_met: others.filter((r) => r.target_pct && r.target_met).length,
   faster: rows.filter((r) => r.faster).length,
   compared: rows.filter((r) => r.faster !== null).length,
 };
@@ -76,9 +78,15 @@ for (const r of rows) {
 if (others.length) {
   console.log('# other dtypes (libreduce only)');
   for (const r of others) {
+    const tgt = r.target_pct ? `${r.target_pct}% ${r.target_met ? 'met' : 'NOT met'}` : '-';
     console.log(`${r.op.padEnd(15)} ${r.case.padEnd(4)} ${String(r.threads).padStart(3)} `
-      + `${fmt(r.gbs, 7)} ${fmt(r.pct_probe, 5, 0)}% ${r.dtype}`);
+      + `${fmt(r.gbs, 7)} ${fmt(r.pct_probe, 5, 0)}% ${r.dtype.padEnd(9)} ${tgt}`);
   }
+}
+const othersTarget = others.filter((r) => r.target_pct);
+const othersNotMet = othersTarget.filter((r) => !r.target_met);
+if (othersTarget.length) {
+  console.log(`other dtypes, targets met: ${othersTarget.length - othersNotMet.length} of ${othersTarget.length}`);
 }
 const notMet = withTarget.filter((r) => !r.target_met).map((r) => `${r.op}/${r.case}/${r.threads}`);
 const slower = rows.filter((r) => r.faster === false).map((r) => `${r.op}/${r.case}/${r.threads}`);
