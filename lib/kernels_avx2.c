@@ -1181,42 +1181,6 @@ TGT int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
   return r;
 }
 
-/* The first (or, with last, the last) index i < n whose 32-bit key is k
- * (NaNs have no key; zero_tie maps -0 to +0); n if none. */
-TGT size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
-                           int zero_tie, int last)
-{
-  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
-  const __m256i negz = _mm256_set1_epi32((int32_t)0x80000000u);
-  /* the bit pattern with key k (k is not a NaN key: the caller found it) */
-  uint32_t want = (uint32_t)(k ^ (int32_t)((uint32_t)(k >> 31) & 0x7fffffffu));
-  const __m256i wv = _mm256_set1_epi32((int32_t)want);
-  size_t nb = n / 8;
-  (void)absm;
-  for (size_t b = 0; b < nb; b++) {
-    size_t i = last ? (nb - 1 - b) * 8 + (n % 8) : b * 8;
-    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i * 4));
-    int m;
-    if (zero_tie)
-      u = _mm256_andnot_si256(_mm256_cmpeq_epi32(u, negz), u);
-    m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(u, wv)));
-    if (m)
-      return i + (size_t)(last ? 31 - __builtin_clz((unsigned)m)
-                               : __builtin_ctz((unsigned)m));
-  }
-  /* the n % 8 elements not covered: at the end (first) or start (last) */
-  for (size_t t = 0; t < n % 8; t++) {
-    size_t i = last ? n % 8 - 1 - t : nb * 8 + t;
-    uint32_t u;
-    memcpy(&u, x + i * 4, 4);
-    if (zero_tie && u == 0x80000000u)
-      u = 0;
-    if (u == want)
-      return i;
-  }
-  return n;
-}
-
 /* ------------------------------------------------------------------ */
 /* float32 Max/Min/ArgMax/ArgMin columns (ops.c's cols32_tile)         */
 /* ------------------------------------------------------------------ */
@@ -1806,16 +1770,6 @@ void rd__avx2_cols32(const unsigned char *x, size_t stride, size_t ncols,
   (void)best;
   (void)bidx;
   (void)nidx; /* never called */
-}
-
-size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
-                       int zero_tie, int last)
-{
-  (void)x;
-  (void)k;
-  (void)zero_tie;
-  (void)last;
-  return n; /* never called */
 }
 
 #endif

@@ -396,9 +396,6 @@ int rd__kernels_avx512_sum(int dtype, int absval, struct rd__kernel *k);
  * Only while the SIMD implementation is active. */
 int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
                         int zero_tie, int *nan);
-/* The first (last) index of n float32 elements whose key is k; n if none. */
-size_t rd__avx2_find32(const unsigned char *x, size_t n, int32_t k,
-                       int zero_tie, int last);
 /* float32 Max/Min/ArgMax/ArgMin over a tile of columns (ops.c's
  * cols32_tile, which documents the state); ncols a multiple of 8. */
 enum {

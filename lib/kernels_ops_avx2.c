@@ -36,7 +36,6 @@
 /* -1: follow the library's kernel path (AVX-512 forms while
  * rd__kernels_active() is RD__IMPL_AVX512); 0/1: forced by the tests. */
 static int force512 = -1;
-#define use512 rd__opk_avx512()
 
 /* ------------------------------------------------------------------ */
 /* expk() of kernels_impl.h, the same operations on 4 and 8 lanes      */
@@ -189,8 +188,8 @@ TGT5 static size_t lse_f32_avx512(double *s, const unsigned char *x,
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m)
 {
-  return use512 ? lse_f32_avx512(s, x, nblocks, m)
-                : lse_f32_avx2(s, x, nblocks, m);
+  return rd__opk_avx512() ? lse_f32_avx512(s, x, nblocks, m)
+                          : lse_f32_avx2(s, x, nblocks, m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -383,7 +382,7 @@ void rd__opk_arg32(const unsigned char *x, size_t n, int is_max, int last,
                    int32_t *best, int64_t *bidx, int64_t *nidx)
 {
   int mode = 2 * (is_max != 0) + (last != 0);
-  if (use512)
+  if (rd__opk_avx512())
     arg32_avx512(x, n, mode, best, bidx, nidx);
   else
     arg32_avx2(x, n, mode, best, bidx, nidx);
@@ -457,7 +456,7 @@ TGT5 static size_t prod_cols_avx512(double *hi, double *lo, int64_t *e,
 size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
                              const unsigned char *x, size_t nvec)
 {
-  if (use512)
+  if (rd__opk_avx512())
     return prod_cols_avx512(hi, lo, e, neg, x, nvec);
   return rd__avx2_prod_cols_f32(hi, lo, e, neg, x, nvec);
 }
@@ -522,7 +521,7 @@ TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
 size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
                             const unsigned char *x, size_t nvec)
 {
-  if (use512)
+  if (rd__opk_avx512())
     return lse_cols_avx512(m, hi, lo, x, nvec);
   return rd__avx2_lse_cols_f32(m, hi, lo, x, nvec);
 }
@@ -588,7 +587,7 @@ TGT5 static void prod_tree_avx512(const double *m, const int64_t *e, double *hi,
 int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
                       int64_t *eo)
 {
-  if (!use512)
+  if (!rd__opk_avx512())
     return -1;
   prod_tree_avx512(m, e, hi, lo, eo);
   return 0;
