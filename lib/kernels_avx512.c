@@ -176,45 +176,47 @@ TGT ALWAYS_INLINE void z_run(union rd__lanes *ln, const unsigned char *x,
     ln->d[l] += ld1(dt, mode, x + i * esz);
 }
 
-/* Four rows at a time, 16 columns per step: each accumulator is loaded
- * and stored once per four rows and takes its rows in order. */
+/* w columns at x (accumulators o) over nr rows: 16, 8, then 1 at a time. */
+TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
+                                   size_t nr, size_t w, size_t esz, int dt,
+                                   int mode)
+{
+  size_t j = 0;
+  for (; j + 16 <= w; j += 16) {
+    __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
+    for (size_t q = 0; q < nr; q++) {
+      __m512d v0, v1;
+      PF(x + q * rs + j * esz);
+      w16(dt, x + q * rs + j * esz, &v0, &v1);
+      s0 = term_add(s0, v0, mode);
+      s1 = term_add(s1, v1, mode);
+    }
+    _mm512_storeu_pd(o + j, s0);
+    _mm512_storeu_pd(o + j + 8, s1);
+  }
+  for (; j + 8 <= w; j += 8) {
+    __m512d s = _mm512_loadu_pd(o + j);
+    for (size_t q = 0; q < nr; q++)
+      s = term_add(s, w8(dt, x + q * rs + j * esz), mode);
+    _mm512_storeu_pd(o + j, s);
+  }
+  for (; j < w; j++) {
+    double s = o[j];
+    for (size_t q = 0; q < nr; q++)
+      s += ld1(dt, mode, x + q * rs + j * esz);
+    o[j] = s;
+  }
+}
+
+/* Four rows at a time, 16 columns per step (z_cols_rest over the whole
+ * row): each accumulator is loaded and stored once per four rows and takes
+ * its rows in order. */
 TGT ALWAYS_INLINE void z_cols4(void *acc, const unsigned char *x, size_t n,
                                size_t nrows, size_t esz, int dt, int mode)
 {
-  double *o = acc;
   const size_t rs = n * esz;
-  size_t r = 0;
-  while (r < nrows) {
-    size_t nr = nrows - r < 4 ? nrows - r : 4, j = 0;
-    if (nr == 4) {
-      for (; j + 16 <= n; j += 16) {
-        __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
-        for (size_t q = 0; q < 4; q++) {
-          __m512d v0, v1;
-          PF(x + q * rs + j * esz);
-          w16(dt, x + q * rs + j * esz, &v0, &v1);
-          s0 = term_add(s0, v0, mode);
-          s1 = term_add(s1, v1, mode);
-        }
-        _mm512_storeu_pd(o + j, s0);
-        _mm512_storeu_pd(o + j + 8, s1);
-      }
-    }
-    for (; j + 8 <= n; j += 8) {
-      __m512d s = _mm512_loadu_pd(o + j);
-      for (size_t q = 0; q < nr; q++)
-        s = term_add(s, w8(dt, x + q * rs + j * esz), mode);
-      _mm512_storeu_pd(o + j, s);
-    }
-    for (; j < n; j++) {
-      double s = o[j];
-      for (size_t q = 0; q < nr; q++)
-        s += ld1(dt, mode, x + q * rs + j * esz);
-      o[j] = s;
-    }
-    r += nr;
-    x += nr * rs;
-  }
+  for (size_t r = 0; r < nrows; r += 4, x += 4 * rs)
+    z_cols_rest(acc, x, rs, nrows - r < 4 ? nrows - r : 4, n, esz, dt, mode);
 }
 
 /* cols() of the double class for short rows: blocks of ZC_R rows; in a
@@ -265,38 +267,6 @@ TGT ALWAYS_INLINE void z_cols64(double *o, const unsigned char *p, size_t rs,
   _mm512_storeu_pd(o + 40, s5);
   _mm512_storeu_pd(o + 48, s6);
   _mm512_storeu_pd(o + 56, s7);
-}
-
-/* w < 64 columns at x (accumulators o) over nr rows: 16, 8, then 1. */
-TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
-                                   size_t nr, size_t w, size_t esz, int dt,
-                                   int mode)
-{
-  size_t j = 0;
-  for (; j + 16 <= w; j += 16) {
-    __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
-    for (size_t q = 0; q < nr; q++) {
-      __m512d v0, v1;
-      PF(x + q * rs + j * esz);
-      w16(dt, x + q * rs + j * esz, &v0, &v1);
-      s0 = term_add(s0, v0, mode);
-      s1 = term_add(s1, v1, mode);
-    }
-    _mm512_storeu_pd(o + j, s0);
-    _mm512_storeu_pd(o + j + 8, s1);
-  }
-  for (; j + 8 <= w; j += 8) {
-    __m512d s = _mm512_loadu_pd(o + j);
-    for (size_t q = 0; q < nr; q++)
-      s = term_add(s, w8(dt, x + q * rs + j * esz), mode);
-    _mm512_storeu_pd(o + j, s);
-  }
-  for (; j < w; j++) {
-    double s = o[j];
-    for (size_t q = 0; q < nr; q++)
-      s += ld1(dt, mode, x + q * rs + j * esz);
-    o[j] = s;
-  }
 }
 
 /* Rows of ZC_R * rs <= ZC_PF bytes: tiles of 64 columns over blocks of
