@@ -277,8 +277,10 @@ static int set_option(struct conf *c, const struct conf_opt *o, const char *val,
 void conf_usage(FILE *f)
 {
   fprintf(f, "Usage: reduced [options]\n"
-             "HTTP service computing the ONNX operators ReduceL2 and "
-             "ReduceSumSquare.\n\n"
+             "HTTP service computing the ONNX reduction operators (ReduceL2, "
+             "ReduceSumSquare,\nReduceSum, ReduceMean, ReduceMax, ReduceMin, "
+             "ReduceProd, ReduceL1, ReduceLogSum,\nReduceLogSumExp, ArgMax, "
+             "ArgMin; GET /v1/ops lists them).\n\n"
              "Every option can also be set by its environment variable; a flag "
              "beats the\nvariable, the variable beats the default.\n\n");
   for (size_t i = 0; i < NOPTIONS; i++) {
