@@ -715,29 +715,34 @@ TGT ALWAYS_INLINE void z_run_i32(union rd__lanes *ln, const unsigned char *x,
   }
 }
 
-/* cols(): 16 columns per vector over blocks of COLS_I32_ROWS rows, or
- * COLS_I32_ROWS_SHORT for rows of at most 2 KiB (the 64-bit half sums
- * stay < 2^38), folded into the 128-bit accumulators once per column per
- * block. */
-#define COLS_I32_ROWS 16
-#define COLS_I32_ROWS_SHORT 64
+/* cols(): strips of up to COLS_I32_STRIP columns.  A strip's 64-bit half
+ * sums (sq16_add()'s four vectors per 16 columns, 16 KiB) stay in L1 while
+ * the rows stream past four at a time in memory order (a short row is read
+ * whole, a long one in 4 KiB pieces), and are folded into the 128-bit
+ * accumulators once per strip.  A lane takes one half (< 2^32) per row, so
+ * blocks of BLOCK32 rows cannot overflow it.  The last vector of a strip
+ * is a masked load (absent columns read as 0, whose square adds 0).
+ * Integer sums are exact: any grouping gives the same result. */
+#define COLS_I32_STRIP 1024
 
-TGT ALWAYS_INLINE void z_cols16_i32(u128 *o, const unsigned char *p, size_t rs,
-                                    size_t nr, int sgn)
+/* Rows q..q+nq-1 (nq <= 4) of vector v of a strip at p into hs[4v..4v+3];
+ * m masks the columns present.  pf: bytes to the same columns four rows
+ * on (prefetched), or 0. */
+TGT ALWAYS_INLINE void z_strip16_i32(__m512i *hs, const unsigned char *p,
+                                     size_t rs, size_t nq, __mmask16 m,
+                                     size_t pf, int sgn)
 {
-  __m512i le = _mm512_setzero_si512(), he = le, lo = le, ho = le;
-  uint64_t t[32];
-  for (size_t q = 0; q < nr; q++)
-    sq16_add(_mm512_loadu_si512((const void *)(p + q * rs)), sgn, &le, &he, &lo,
-             &ho);
-  _mm512_storeu_si512((void *)t, le);
-  _mm512_storeu_si512((void *)(t + 8), he);
-  _mm512_storeu_si512((void *)(t + 16), lo);
-  _mm512_storeu_si512((void *)(t + 24), ho);
-  for (size_t k = 0; k < 8; k++) {
-    o[2 * k] += ((u128)t[8 + k] << 32) + t[k];
-    o[2 * k + 1] += ((u128)t[24 + k] << 32) + t[16 + k];
+  __m512i le = hs[0], he = hs[1], lo = hs[2], ho = hs[3];
+  for (size_t q = 0; q < nq; q++) {
+    if (pf)
+      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
+    sq16_add(_mm512_maskz_loadu_epi32(m, (const void *)(p + q * rs)), sgn, &le,
+             &he, &lo, &ho);
   }
+  hs[0] = le;
+  hs[1] = he;
+  hs[2] = lo;
+  hs[3] = ho;
 }
 
 TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
@@ -745,24 +750,45 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
 {
   u128 *o = acc;
   const size_t rs = n * 4;
-  const size_t bl = rs <= 2048 ? COLS_I32_ROWS_SHORT : COLS_I32_ROWS;
-  size_t r = 0;
-  while (r < nrows) {
-    size_t nr = nrows - r < bl ? nrows - r : bl;
-    size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      for (size_t q = 0; q < nr; q++)
-        PF(x + q * rs + j * 4);
-      z_cols16_i32(o + j, x + j * 4, rs, nr, sgn);
+  __m512i hs[COLS_I32_STRIP / 16 * 4];
+  (void)sq;
+  for (size_t j0 = 0; j0 < n; j0 += COLS_I32_STRIP) {
+    const size_t w = n - j0 < COLS_I32_STRIP ? n - j0 : COLS_I32_STRIP;
+    const size_t nv = (w + 15) / 16;
+    const __mmask16 mlast = (__mmask16)(0xffffu >> (16 * nv - w));
+    const unsigned char *xs = x + j0 * 4;
+    size_t r = 0;
+    while (r < nrows) {
+      size_t nr = nrows - r < BLOCK32 ? nrows - r : BLOCK32;
+      uint64_t t[32];
+      for (size_t v = 0; v < 4 * nv; v++)
+        hs[v] = _mm512_setzero_si512();
+      for (size_t q = 0; q < nr; q += 4) {
+        const unsigned char *p = xs + (r + q) * rs;
+        size_t nq = nr - q < 4 ? nr - q : 4;
+        /* Prefetch the next four rows unless they are all there is. */
+        size_t pf = q + 4 < nr ? 4 * rs : 0;
+        for (size_t v = 0; v + 1 < nv; v++)
+          z_strip16_i32(hs + 4 * v, p + v * 64, rs, nq, 0xffff, pf, sgn);
+        z_strip16_i32(hs + 4 * (nv - 1), p + (nv - 1) * 64, rs, nq, mlast, pf,
+                      sgn);
+      }
+      for (size_t v = 0; v < nv; v++) {
+        u128 *ov = o + j0 + 16 * v;
+        size_t nc = v + 1 < nv ? 16 : w - 16 * v;
+        _mm512_storeu_si512((void *)t, hs[4 * v]);
+        _mm512_storeu_si512((void *)(t + 8), hs[4 * v + 1]);
+        _mm512_storeu_si512((void *)(t + 16), hs[4 * v + 2]);
+        _mm512_storeu_si512((void *)(t + 24), hs[4 * v + 3]);
+        for (size_t k = 0; k < 8; k++) {
+          if (2 * k < nc)
+            ov[2 * k] += ((u128)t[8 + k] << 32) + t[k];
+          if (2 * k + 1 < nc)
+            ov[2 * k + 1] += ((u128)t[24 + k] << 32) + t[16 + k];
+        }
+      }
+      r += nr;
     }
-    for (; j < n; j++) {
-      u128 s = 0;
-      for (size_t q = 0; q < nr; q++)
-        s += sq(x + q * rs + j * 4);
-      o[j] += s;
-    }
-    r += nr;
-    x += nr * rs;
   }
 }
 
