@@ -455,6 +455,7 @@ static inline double *blue_mid(struct rd__blue *o)
 /* Rows per block of cols_f64 (each accumulator, 64 bytes, is read and
  * written once per block). */
 #define COLS_F64_ROWS 16
+#define COLS_F64_PF 65536
 
 /* The (ms, mc) pairs of o[0..7] transposed into s and c. */
 TGT ALWAYS_INLINE void blue_load8(struct rd__blue *o, __m512d *s, __m512d *c)
@@ -566,18 +567,25 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   struct rd__blue *o = acc;
   const size_t rs = n * 8;
   size_t r = 0;
+  /* The prefetch distance: the same columns one block on when a block is
+   * at most COLS_F64_PF bytes (short rows: a block's rows are read side by
+   * side, so a distance inside the row would miss its first part), else
+   * PF_DIST ahead in the same row. */
+  const size_t pf = COLS_F64_ROWS * rs <= COLS_F64_PF ? COLS_F64_ROWS * rs
+                                                      : PF_DIST;
   while (r < nrows) {
     size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++) {
-        PF(x + q * rs + j * 8);
-        PF(x + q * rs + j * 8 + 64);
+        const char *a = (const char *)(x + q * rs + j * 8) + pf;
+        _mm_prefetch(a, _MM_HINT_T0);
+        _mm_prefetch(a + 64, _MM_HINT_T0);
       }
       cols16_f64(&o[j], x + j * 8, rs, nr);
     }
     for (; j + 8 <= n; j += 8) {
       for (size_t q = 0; q < nr; q++)
-        PF(x + q * rs + j * 8);
+        _mm_prefetch((const char *)(x + q * rs + j * 8) + pf, _MM_HINT_T0);
       cols8_f64(&o[j], x + j * 8, rs, nr);
     }
     for (; j < n; j++)
