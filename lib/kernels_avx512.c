@@ -728,34 +728,56 @@ TGT ALWAYS_INLINE void z_run_i32(union rd__lanes *ln, const unsigned char *x,
   }
 }
 
-/* cols(): strips of up to COLS_I32_STRIP columns.  A strip's 64-bit half
- * sums (sq16_add()'s four vectors per 16 columns, 16 KiB) stay in L1 while
- * the rows stream past four at a time in memory order (a short row is read
- * whole, a long one in 4 KiB pieces), and are folded into the 128-bit
- * accumulators once per strip.  A lane takes one half (< 2^32) per row, so
- * blocks of BLOCK32 rows cannot overflow it.  The last vector of a strip
- * is a masked load (absent columns read as 0, whose square adds 0).
- * Integer sums are exact: any grouping gives the same result. */
+/* cols(): strips of up to COLS_I32_STRIP columns.  A strip's sums and
+ * carry counts (sq16_addc()'s four vectors per 16 columns, 16 KiB) stay in
+ * L1 while the rows stream past COLS_I32_GROUP at a time in memory order
+ * (a short row is read whole, a long one in 4 KiB pieces), the next group
+ * prefetched, and are folded into the 128-bit accumulators once per strip
+ * (blocks of BLOCK32 rows: the counts stay far below 2^64).  The last
+ * vector of a strip is a masked load (absent columns read as 0, whose
+ * square adds 0).  Integer sums are exact: any grouping gives the same
+ * result. */
 #define COLS_I32_STRIP 1024
+#define COLS_I32_GROUP 8
 
-/* Rows q..q+nq-1 (nq <= 4) of vector v of a strip at p into hs[4v..4v+3];
- * m masks the columns present.  pf: bytes to the same columns four rows
- * on (prefetched), or 0. */
+/* Squares of 16 32-bit values (|v| for int32) added into 64-bit lanes with
+ * a count of the carries out of each: se/ce the sums and carries of the
+ * even elements' squares, so/co of the odd ones' (fewer operations than
+ * sq16_add()'s halves: this loop runs at memory speed only if lean). */
+TGT ALWAYS_INLINE void sq16_addc(__m512i v, int sgn, __m512i *se, __m512i *ce,
+                                 __m512i *so, __m512i *co)
+{
+  const __m512i one = _mm512_set1_epi64(1);
+  __m512i e, d;
+  if (sgn)
+    v = _mm512_abs_epi32(v); /* |INT32_MIN| = 0x80000000 read unsigned */
+  e = _mm512_mul_epu32(v, v);
+  d = _mm512_srli_epi64(v, 32);
+  d = _mm512_mul_epu32(d, d);
+  *se = _mm512_add_epi64(*se, e);
+  *ce = _mm512_mask_add_epi64(*ce, _mm512_cmplt_epu64_mask(*se, e), *ce, one);
+  *so = _mm512_add_epi64(*so, d);
+  *co = _mm512_mask_add_epi64(*co, _mm512_cmplt_epu64_mask(*so, d), *co, one);
+}
+
+/* Rows q..q+nq-1 of one 16-column vector of a strip at p into hs[0..3]
+ * (sq16_addc()'s four vectors); m masks the columns present.  pf: bytes
+ * to the same columns one group on (prefetched), or 0. */
 TGT ALWAYS_INLINE void z_strip16_i32(__m512i *hs, const unsigned char *p,
                                      size_t rs, size_t nq, __mmask16 m,
                                      size_t pf, int sgn)
 {
-  __m512i le = hs[0], he = hs[1], lo = hs[2], ho = hs[3];
+  __m512i se = hs[0], ce = hs[1], so = hs[2], co = hs[3];
   for (size_t q = 0; q < nq; q++) {
     if (pf)
       _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
-    sq16_add(_mm512_maskz_loadu_epi32(m, (const void *)(p + q * rs)), sgn, &le,
-             &he, &lo, &ho);
+    sq16_addc(_mm512_maskz_loadu_epi32(m, (const void *)(p + q * rs)), sgn, &se,
+              &ce, &so, &co);
   }
-  hs[0] = le;
-  hs[1] = he;
-  hs[2] = lo;
-  hs[3] = ho;
+  hs[0] = se;
+  hs[1] = ce;
+  hs[2] = so;
+  hs[3] = co;
 }
 
 TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
@@ -776,11 +798,11 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
       uint64_t t[32];
       for (size_t v = 0; v < 4 * nv; v++)
         hs[v] = _mm512_setzero_si512();
-      for (size_t q = 0; q < nr; q += 4) {
+      for (size_t q = 0; q < nr; q += COLS_I32_GROUP) {
         const unsigned char *p = xs + (r + q) * rs;
-        size_t nq = nr - q < 4 ? nr - q : 4;
-        /* Prefetch the next four rows unless they are all there is. */
-        size_t pf = q + 4 < nr ? 4 * rs : 0;
+        size_t nq = nr - q < COLS_I32_GROUP ? nr - q : COLS_I32_GROUP;
+        /* Prefetch the next group unless this is the last. */
+        size_t pf = q + COLS_I32_GROUP < nr ? COLS_I32_GROUP * rs : 0;
         for (size_t v = 0; v + 1 < nv; v++)
           z_strip16_i32(hs + 4 * v, p + v * 64, rs, nq, 0xffff, pf, sgn);
         z_strip16_i32(hs + 4 * (nv - 1), p + (nv - 1) * 64, rs, nq, mlast, pf,
@@ -795,9 +817,9 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
         _mm512_storeu_si512((void *)(t + 24), hs[4 * v + 3]);
         for (size_t k = 0; k < 8; k++) {
           if (2 * k < nc)
-            ov[2 * k] += ((u128)t[8 + k] << 32) + t[k];
+            ov[2 * k] += ((u128)t[8 + k] << 64) + t[k];
           if (2 * k + 1 < nc)
-            ov[2 * k + 1] += ((u128)t[24 + k] << 32) + t[16 + k];
+            ov[2 * k + 1] += ((u128)t[24 + k] << 64) + t[16 + k];
         }
       }
       r += nr;
