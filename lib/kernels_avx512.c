@@ -990,14 +990,20 @@ TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
 }
 
 /* cols(): 8 columns per vector over blocks of COLS_I64_ROWS rows, folded
- * into the 192-bit accumulators once per column per block. */
-#define COLS_I64_ROWS 16
+ * into the 192-bit accumulators once per column per block (32 rows: the
+ * fold is costly; a lane takes 32 halves < 2^32).  Blocks of at most
+ * COLS_I64_PF bytes prefetch the same columns one block on (short rows,
+ * read side by side), longer ones PF_DIST ahead in the row. */
+#define COLS_I64_ROWS 32
+#define COLS_I64_PF 262144
 
 TGT ALWAYS_INLINE void z_cols_i64(void *acc, const unsigned char *x, size_t n,
                                   size_t nrows, int sgn)
 {
   struct rd__u192 *o = acc;
   const size_t rs = n * 8;
+  const size_t pf = COLS_I64_ROWS * rs <= COLS_I64_PF ? COLS_I64_ROWS * rs
+                                                      : PF_DIST;
   size_t r = 0;
   while (r < nrows) {
     size_t nr = nrows - r < COLS_I64_ROWS ? nrows - r : COLS_I64_ROWS;
@@ -1007,7 +1013,7 @@ TGT ALWAYS_INLINE void z_cols_i64(void *acc, const unsigned char *x, size_t n,
       uint64_t t[6][8];
       h6_zero(&h);
       for (size_t q = 0; q < nr; q++) {
-        PF(x + q * rs + j * 8);
+        _mm_prefetch((const char *)(x + q * rs + j * 8) + pf, _MM_HINT_T0);
         sq8_add(&h, _mm512_loadu_si512((const void *)(x + q * rs + j * 8)),
                 sgn);
       }
