@@ -989,52 +989,70 @@ TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
   }
 }
 
-/* cols(): 8 columns per vector over blocks of COLS_I64_ROWS rows, folded
- * into the 192-bit accumulators once per column per block (32 rows: the
- * fold is costly; a lane takes 32 halves < 2^32).  Blocks of at most
- * COLS_I64_PF bytes prefetch the same columns one block on (short rows,
- * read side by side), longer ones PF_DIST ahead in the row. */
-#define COLS_I64_ROWS 32
-#define COLS_I64_PF 262144
+/* cols(): strips of up to COLS_I64_STRIP columns, as z_cols_i32(): a
+ * strip's half sums (struct h6 per 8 columns, 24 KiB) stay in L1 while the
+ * rows stream past COLS_I64_GROUP at a time in memory order, the next
+ * group prefetched, and are folded into the 192-bit accumulators once per
+ * strip (blocks of BLOCK32 rows: a lane takes one half < 2^32 per row).
+ * The last vector of a strip is a masked load (absent columns read as 0). */
+#define COLS_I64_STRIP 512
+#define COLS_I64_GROUP 8
+
+TGT ALWAYS_INLINE void z_strip8_i64(struct h6 *hp, const unsigned char *p,
+                                    size_t rs, size_t nq, __mmask8 m, size_t pf,
+                                    int sgn)
+{
+  struct h6 h = *hp;
+  for (size_t q = 0; q < nq; q++) {
+    if (pf)
+      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
+    sq8_add(&h, _mm512_maskz_loadu_epi64(m, (const void *)(p + q * rs)), sgn);
+  }
+  *hp = h;
+}
 
 TGT ALWAYS_INLINE void z_cols_i64(void *acc, const unsigned char *x, size_t n,
                                   size_t nrows, int sgn)
 {
   struct rd__u192 *o = acc;
   const size_t rs = n * 8;
-  const size_t pf = COLS_I64_ROWS * rs <= COLS_I64_PF ? COLS_I64_ROWS * rs
-                                                      : PF_DIST;
-  size_t r = 0;
-  while (r < nrows) {
-    size_t nr = nrows - r < COLS_I64_ROWS ? nrows - r : COLS_I64_ROWS;
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      struct h6 h;
-      uint64_t t[6][8];
-      h6_zero(&h);
-      for (size_t q = 0; q < nr; q++) {
-        _mm_prefetch((const char *)(x + q * rs + j * 8) + pf, _MM_HINT_T0);
-        sq8_add(&h, _mm512_loadu_si512((const void *)(x + q * rs + j * 8)),
-                sgn);
+  struct h6 hs[COLS_I64_STRIP / 8];
+  for (size_t j0 = 0; j0 < n; j0 += COLS_I64_STRIP) {
+    const size_t w = n - j0 < COLS_I64_STRIP ? n - j0 : COLS_I64_STRIP;
+    const size_t nv = (w + 7) / 8;
+    const __mmask8 mlast = (__mmask8)(0xffu >> (8 * nv - w));
+    const unsigned char *xs = x + j0 * 8;
+    size_t r = 0;
+    while (r < nrows) {
+      size_t nr = nrows - r < BLOCK32 ? nrows - r : BLOCK32;
+      for (size_t v = 0; v < nv; v++)
+        h6_zero(&hs[v]);
+      for (size_t q = 0; q < nr; q += COLS_I64_GROUP) {
+        const unsigned char *p = xs + (r + q) * rs;
+        size_t nq = nr - q < COLS_I64_GROUP ? nr - q : COLS_I64_GROUP;
+        size_t pf = q + COLS_I64_GROUP < nr ? COLS_I64_GROUP * rs : 0;
+        for (size_t v = 0; v + 1 < nv; v++)
+          z_strip8_i64(&hs[v], p + v * 64, rs, nq, 0xff, pf, sgn);
+        z_strip8_i64(&hs[nv - 1], p + (nv - 1) * 64, rs, nq, mlast, pf, sgn);
       }
-      _mm512_storeu_si512((void *)t[0], h.p0);
-      _mm512_storeu_si512((void *)t[1], h.p1);
-      _mm512_storeu_si512((void *)t[2], h.p2);
-      _mm512_storeu_si512((void *)t[3], h.p3);
-      _mm512_storeu_si512((void *)t[4], h.p4);
-      _mm512_storeu_si512((void *)t[5], h.p5);
-      for (size_t c = 0; c < 8; c++) {
-        uint64_t u[6] = {
-          t[0][c], t[1][c], t[2][c], t[3][c], t[4][c], t[5][c]
-        };
-        add6(&o[j + c], u);
+      for (size_t v = 0; v < nv; v++) {
+        uint64_t t[6][8];
+        size_t nc = v + 1 < nv ? 8 : w - 8 * v;
+        _mm512_storeu_si512((void *)t[0], hs[v].p0);
+        _mm512_storeu_si512((void *)t[1], hs[v].p1);
+        _mm512_storeu_si512((void *)t[2], hs[v].p2);
+        _mm512_storeu_si512((void *)t[3], hs[v].p3);
+        _mm512_storeu_si512((void *)t[4], hs[v].p4);
+        _mm512_storeu_si512((void *)t[5], hs[v].p5);
+        for (size_t c = 0; c < nc; c++) {
+          uint64_t u[6] = {
+            t[0][c], t[1][c], t[2][c], t[3][c], t[4][c], t[5][c]
+          };
+          add6(&o[j0 + 8 * v + c], u);
+        }
       }
+      r += nr;
     }
-    for (; j < n; j++)
-      for (size_t q = 0; q < nr; q++)
-        add_sq64(&o[j], x + q * rs + j * 8, sgn);
-    r += nr;
-    x += nr * rs;
   }
 }
 

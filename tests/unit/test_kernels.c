@@ -288,16 +288,16 @@ static void test_cols_rows(void **state)
 }
 
 /* cols() on column counts around the SIMD paths' tile and strip edges
- * (64-column tiles, 1024-column strips, the switch from tiles to whole
- * rows at 16 KiB rows) and row counts around their 4-, 8- and 16-row
- * groups, from
- * a non-empty accumulator and a misaligned start: the same bits as the
- * portable cols().  Negative control: one input element changed must
- * change the accumulators (the comparison can fail). */
+ * (64-column tiles, 512- and 1024-column strips, the switch from tiles to
+ * whole rows at 16 KiB rows) and row counts around their 4-, 8-, 16- and
+ * 32-row groups, from a non-empty accumulator and a misaligned start: the
+ * same bits as the portable cols().  Negative control: one input element
+ * changed must change the accumulators (the comparison can fail). */
 static void test_cols_shapes(void **state)
 {
-  static const size_t ncols[] = { 1,    63,   64,   65,   1023, 1024, 1025,
-                                  2047, 2048, 2049, 4096, 4097, 8193 };
+  static const size_t ncols[] = { 1,    63,   64,   65,   511,  512,
+                                  513,  1023, 1024, 1025, 2047, 2048,
+                                  2049, 4096, 4097, 8193 };
   static const size_t nrows[] = { 1, 3, 4, 5, 8, 9, 17, 33 };
   enum { MAXC = 8193, MAXR = 33 };
   static unsigned char buf[MAXC * MAXR * 8 + 64];
