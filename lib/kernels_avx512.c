@@ -219,13 +219,17 @@ TGT ALWAYS_INLINE void z_cols4(void *acc, const unsigned char *x, size_t n,
     z_cols_rest(acc, x, rs, nrows - r < 4 ? nrows - r : 4, n, esz, dt, mode);
 }
 
-/* cols() of the double class for short rows: blocks of ZC_R rows; in a
+/* cols() of the double class for rows of up to ZC_PF / ZC_R bytes (16 KiB:
+ * float32 up to 4096 columns, float16/bfloat16 up to 8192): blocks of
+ * ZC_R rows; in a
  * block, tiles of 64 columns keep eight accumulators in registers across
  * the rows (eight independent chains) while the same columns ZC_R rows
  * further on (the next block) are prefetched.  Every column still takes
  * its rows in order, so the tiling is bit-identical. */
-#define ZC_PF 16384 /* most bytes of a block: the prefetch distance */
-#define ZC_R 8
+#define ZC_PF 262144 /* most bytes of a block: the prefetch distance */
+#define ZC_R 16
+/* (Measured on case C/D shapes: 16-row blocks beat 8; 2-byte rows of
+ * 16 KiB run faster tiled than in z_cols4(), float32 rows of 32 KiB not.) */
 
 /* 64 columns at p (accumulators o) over nr rows of stride rs, prefetching
  * pf bytes ahead; the accumulators are named so that they stay in
@@ -453,8 +457,10 @@ static inline double *blue_mid(struct rd__blue *o)
 }
 
 /* Rows per block of cols_f64 (each accumulator, 64 bytes, is read and
- * written once per block). */
-#define COLS_F64_ROWS 16
+ * written once per block).  8 rather than 16: fewer rows read side by side
+ * (measured faster on both long and short rows). */
+#define COLS_F64_ROWS 8
+#define COLS_F64_PF 65536
 
 /* The (ms, mc) pairs of o[0..7] transposed into s and c. */
 TGT ALWAYS_INLINE void blue_load8(struct rd__blue *o, __m512d *s, __m512d *c)
@@ -566,18 +572,25 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
   struct rd__blue *o = acc;
   const size_t rs = n * 8;
   size_t r = 0;
+  /* The prefetch distance: the same columns one block on when a block is
+   * at most COLS_F64_PF bytes (short rows: a block's rows are read side by
+   * side, so a distance inside the row would miss its first part), else
+   * PF_DIST ahead in the same row. */
+  const size_t pf = COLS_F64_ROWS * rs <= COLS_F64_PF ? COLS_F64_ROWS * rs
+                                                      : PF_DIST;
   while (r < nrows) {
     size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++) {
-        PF(x + q * rs + j * 8);
-        PF(x + q * rs + j * 8 + 64);
+        const char *a = (const char *)(x + q * rs + j * 8) + pf;
+        _mm_prefetch(a, _MM_HINT_T0);
+        _mm_prefetch(a + 64, _MM_HINT_T0);
       }
       cols16_f64(&o[j], x + j * 8, rs, nr);
     }
     for (; j + 8 <= n; j += 8) {
       for (size_t q = 0; q < nr; q++)
-        PF(x + q * rs + j * 8);
+        _mm_prefetch((const char *)(x + q * rs + j * 8) + pf, _MM_HINT_T0);
       cols8_f64(&o[j], x + j * 8, rs, nr);
     }
     for (; j < n; j++)
@@ -715,29 +728,56 @@ TGT ALWAYS_INLINE void z_run_i32(union rd__lanes *ln, const unsigned char *x,
   }
 }
 
-/* cols(): 16 columns per vector over blocks of COLS_I32_ROWS rows, or
- * COLS_I32_ROWS_SHORT for rows of at most 2 KiB (the 64-bit half sums
- * stay < 2^38), folded into the 128-bit accumulators once per column per
- * block. */
-#define COLS_I32_ROWS 16
-#define COLS_I32_ROWS_SHORT 64
+/* cols(): strips of up to COLS_I32_STRIP columns.  A strip's sums and
+ * carry counts (sq16_addc()'s four vectors per 16 columns, 16 KiB) stay in
+ * L1 while the rows stream past COLS_I32_GROUP at a time in memory order
+ * (a short row is read whole, a long one in 4 KiB pieces), the next group
+ * prefetched, and are folded into the 128-bit accumulators once per strip
+ * (blocks of BLOCK32 rows: the counts stay far below 2^64).  The last
+ * vector of a strip is a masked load (absent columns read as 0, whose
+ * square adds 0).  Integer sums are exact: any grouping gives the same
+ * result. */
+#define COLS_I32_STRIP 1024
+#define COLS_I32_GROUP 8
 
-TGT ALWAYS_INLINE void z_cols16_i32(u128 *o, const unsigned char *p, size_t rs,
-                                    size_t nr, int sgn)
+/* Squares of 16 32-bit values (|v| for int32) added into 64-bit lanes with
+ * a count of the carries out of each: se/ce the sums and carries of the
+ * even elements' squares, so/co of the odd ones' (fewer operations than
+ * sq16_add()'s halves: this loop runs at memory speed only if lean). */
+TGT ALWAYS_INLINE void sq16_addc(__m512i v, int sgn, __m512i *se, __m512i *ce,
+                                 __m512i *so, __m512i *co)
 {
-  __m512i le = _mm512_setzero_si512(), he = le, lo = le, ho = le;
-  uint64_t t[32];
-  for (size_t q = 0; q < nr; q++)
-    sq16_add(_mm512_loadu_si512((const void *)(p + q * rs)), sgn, &le, &he, &lo,
-             &ho);
-  _mm512_storeu_si512((void *)t, le);
-  _mm512_storeu_si512((void *)(t + 8), he);
-  _mm512_storeu_si512((void *)(t + 16), lo);
-  _mm512_storeu_si512((void *)(t + 24), ho);
-  for (size_t k = 0; k < 8; k++) {
-    o[2 * k] += ((u128)t[8 + k] << 32) + t[k];
-    o[2 * k + 1] += ((u128)t[24 + k] << 32) + t[16 + k];
+  const __m512i one = _mm512_set1_epi64(1);
+  __m512i e, d;
+  if (sgn)
+    v = _mm512_abs_epi32(v); /* |INT32_MIN| = 0x80000000 read unsigned */
+  e = _mm512_mul_epu32(v, v);
+  d = _mm512_srli_epi64(v, 32);
+  d = _mm512_mul_epu32(d, d);
+  *se = _mm512_add_epi64(*se, e);
+  *ce = _mm512_mask_add_epi64(*ce, _mm512_cmplt_epu64_mask(*se, e), *ce, one);
+  *so = _mm512_add_epi64(*so, d);
+  *co = _mm512_mask_add_epi64(*co, _mm512_cmplt_epu64_mask(*so, d), *co, one);
+}
+
+/* Rows q..q+nq-1 of one 16-column vector of a strip at p into hs[0..3]
+ * (sq16_addc()'s four vectors); m masks the columns present.  pf: bytes
+ * to the same columns one group on (prefetched), or 0. */
+TGT ALWAYS_INLINE void z_strip16_i32(__m512i *hs, const unsigned char *p,
+                                     size_t rs, size_t nq, __mmask16 m,
+                                     size_t pf, int sgn)
+{
+  __m512i se = hs[0], ce = hs[1], so = hs[2], co = hs[3];
+  for (size_t q = 0; q < nq; q++) {
+    if (pf)
+      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
+    sq16_addc(_mm512_maskz_loadu_epi32(m, (const void *)(p + q * rs)), sgn, &se,
+              &ce, &so, &co);
   }
+  hs[0] = se;
+  hs[1] = ce;
+  hs[2] = so;
+  hs[3] = co;
 }
 
 TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
@@ -745,24 +785,45 @@ TGT ALWAYS_INLINE void z_cols_i32(void *acc, const unsigned char *x, size_t n,
 {
   u128 *o = acc;
   const size_t rs = n * 4;
-  const size_t bl = rs <= 2048 ? COLS_I32_ROWS_SHORT : COLS_I32_ROWS;
-  size_t r = 0;
-  while (r < nrows) {
-    size_t nr = nrows - r < bl ? nrows - r : bl;
-    size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      for (size_t q = 0; q < nr; q++)
-        PF(x + q * rs + j * 4);
-      z_cols16_i32(o + j, x + j * 4, rs, nr, sgn);
+  __m512i hs[COLS_I32_STRIP / 16 * 4];
+  (void)sq;
+  for (size_t j0 = 0; j0 < n; j0 += COLS_I32_STRIP) {
+    const size_t w = n - j0 < COLS_I32_STRIP ? n - j0 : COLS_I32_STRIP;
+    const size_t nv = (w + 15) / 16;
+    const __mmask16 mlast = (__mmask16)(0xffffu >> (16 * nv - w));
+    const unsigned char *xs = x + j0 * 4;
+    size_t r = 0;
+    while (r < nrows) {
+      size_t nr = nrows - r < BLOCK32 ? nrows - r : BLOCK32;
+      uint64_t t[32];
+      for (size_t v = 0; v < 4 * nv; v++)
+        hs[v] = _mm512_setzero_si512();
+      for (size_t q = 0; q < nr; q += COLS_I32_GROUP) {
+        const unsigned char *p = xs + (r + q) * rs;
+        size_t nq = nr - q < COLS_I32_GROUP ? nr - q : COLS_I32_GROUP;
+        /* Prefetch the next group unless this is the last. */
+        size_t pf = q + COLS_I32_GROUP < nr ? COLS_I32_GROUP * rs : 0;
+        for (size_t v = 0; v + 1 < nv; v++)
+          z_strip16_i32(hs + 4 * v, p + v * 64, rs, nq, 0xffff, pf, sgn);
+        z_strip16_i32(hs + 4 * (nv - 1), p + (nv - 1) * 64, rs, nq, mlast, pf,
+                      sgn);
+      }
+      for (size_t v = 0; v < nv; v++) {
+        u128 *ov = o + j0 + 16 * v;
+        size_t nc = v + 1 < nv ? 16 : w - 16 * v;
+        _mm512_storeu_si512((void *)t, hs[4 * v]);
+        _mm512_storeu_si512((void *)(t + 8), hs[4 * v + 1]);
+        _mm512_storeu_si512((void *)(t + 16), hs[4 * v + 2]);
+        _mm512_storeu_si512((void *)(t + 24), hs[4 * v + 3]);
+        for (size_t k = 0; k < 8; k++) {
+          if (2 * k < nc)
+            ov[2 * k] += ((u128)t[8 + k] << 64) + t[k];
+          if (2 * k + 1 < nc)
+            ov[2 * k + 1] += ((u128)t[24 + k] << 64) + t[16 + k];
+        }
+      }
+      r += nr;
     }
-    for (; j < n; j++) {
-      u128 s = 0;
-      for (size_t q = 0; q < nr; q++)
-        s += sq(x + q * rs + j * 4);
-      o[j] += s;
-    }
-    r += nr;
-    x += nr * rs;
   }
 }
 
@@ -928,46 +989,70 @@ TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
   }
 }
 
-/* cols(): 8 columns per vector over blocks of COLS_I64_ROWS rows, folded
- * into the 192-bit accumulators once per column per block. */
-#define COLS_I64_ROWS 16
+/* cols(): strips of up to COLS_I64_STRIP columns, as z_cols_i32(): a
+ * strip's half sums (struct h6 per 8 columns, 24 KiB) stay in L1 while the
+ * rows stream past COLS_I64_GROUP at a time in memory order, the next
+ * group prefetched, and are folded into the 192-bit accumulators once per
+ * strip (blocks of BLOCK32 rows: a lane takes one half < 2^32 per row).
+ * The last vector of a strip is a masked load (absent columns read as 0). */
+#define COLS_I64_STRIP 512
+#define COLS_I64_GROUP 8
+
+TGT ALWAYS_INLINE void z_strip8_i64(struct h6 *hp, const unsigned char *p,
+                                    size_t rs, size_t nq, __mmask8 m, size_t pf,
+                                    int sgn)
+{
+  struct h6 h = *hp;
+  for (size_t q = 0; q < nq; q++) {
+    if (pf)
+      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
+    sq8_add(&h, _mm512_maskz_loadu_epi64(m, (const void *)(p + q * rs)), sgn);
+  }
+  *hp = h;
+}
 
 TGT ALWAYS_INLINE void z_cols_i64(void *acc, const unsigned char *x, size_t n,
                                   size_t nrows, int sgn)
 {
   struct rd__u192 *o = acc;
   const size_t rs = n * 8;
-  size_t r = 0;
-  while (r < nrows) {
-    size_t nr = nrows - r < COLS_I64_ROWS ? nrows - r : COLS_I64_ROWS;
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      struct h6 h;
-      uint64_t t[6][8];
-      h6_zero(&h);
-      for (size_t q = 0; q < nr; q++) {
-        PF(x + q * rs + j * 8);
-        sq8_add(&h, _mm512_loadu_si512((const void *)(x + q * rs + j * 8)),
-                sgn);
+  struct h6 hs[COLS_I64_STRIP / 8];
+  for (size_t j0 = 0; j0 < n; j0 += COLS_I64_STRIP) {
+    const size_t w = n - j0 < COLS_I64_STRIP ? n - j0 : COLS_I64_STRIP;
+    const size_t nv = (w + 7) / 8;
+    const __mmask8 mlast = (__mmask8)(0xffu >> (8 * nv - w));
+    const unsigned char *xs = x + j0 * 8;
+    size_t r = 0;
+    while (r < nrows) {
+      size_t nr = nrows - r < BLOCK32 ? nrows - r : BLOCK32;
+      for (size_t v = 0; v < nv; v++)
+        h6_zero(&hs[v]);
+      for (size_t q = 0; q < nr; q += COLS_I64_GROUP) {
+        const unsigned char *p = xs + (r + q) * rs;
+        size_t nq = nr - q < COLS_I64_GROUP ? nr - q : COLS_I64_GROUP;
+        size_t pf = q + COLS_I64_GROUP < nr ? COLS_I64_GROUP * rs : 0;
+        for (size_t v = 0; v + 1 < nv; v++)
+          z_strip8_i64(&hs[v], p + v * 64, rs, nq, 0xff, pf, sgn);
+        z_strip8_i64(&hs[nv - 1], p + (nv - 1) * 64, rs, nq, mlast, pf, sgn);
       }
-      _mm512_storeu_si512((void *)t[0], h.p0);
-      _mm512_storeu_si512((void *)t[1], h.p1);
-      _mm512_storeu_si512((void *)t[2], h.p2);
-      _mm512_storeu_si512((void *)t[3], h.p3);
-      _mm512_storeu_si512((void *)t[4], h.p4);
-      _mm512_storeu_si512((void *)t[5], h.p5);
-      for (size_t c = 0; c < 8; c++) {
-        uint64_t u[6] = {
-          t[0][c], t[1][c], t[2][c], t[3][c], t[4][c], t[5][c]
-        };
-        add6(&o[j + c], u);
+      for (size_t v = 0; v < nv; v++) {
+        uint64_t t[6][8];
+        size_t nc = v + 1 < nv ? 8 : w - 8 * v;
+        _mm512_storeu_si512((void *)t[0], hs[v].p0);
+        _mm512_storeu_si512((void *)t[1], hs[v].p1);
+        _mm512_storeu_si512((void *)t[2], hs[v].p2);
+        _mm512_storeu_si512((void *)t[3], hs[v].p3);
+        _mm512_storeu_si512((void *)t[4], hs[v].p4);
+        _mm512_storeu_si512((void *)t[5], hs[v].p5);
+        for (size_t c = 0; c < nc; c++) {
+          uint64_t u[6] = {
+            t[0][c], t[1][c], t[2][c], t[3][c], t[4][c], t[5][c]
+          };
+          add6(&o[j0 + 8 * v + c], u);
+        }
       }
+      r += nr;
     }
-    for (; j < n; j++)
-      for (size_t q = 0; q < nr; q++)
-        add_sq64(&o[j], x + q * rs + j * 8, sgn);
-    r += nr;
-    x += nr * rs;
   }
 }
 

@@ -287,6 +287,59 @@ static void test_cols_rows(void **state)
   }
 }
 
+/* cols() on column counts around the SIMD paths' tile and strip edges
+ * (64-column tiles, 512- and 1024-column strips, the switch from tiles to
+ * whole rows at 16 KiB rows) and row counts around their 4-, 8-, 16- and
+ * 32-row groups, from a non-empty accumulator and a misaligned start: the
+ * same bits as the portable cols().  Negative control: one input element
+ * changed must change the accumulators (the comparison can fail). */
+static void test_cols_shapes(void **state)
+{
+  static const size_t ncols[] = { 1,    63,   64,   65,   511,  512,
+                                  513,  1023, 1024, 1025, 2047, 2048,
+                                  2049, 4096, 4097, 8193 };
+  static const size_t nrows[] = { 1, 3, 4, 5, 8, 9, 17, 33 };
+  enum { MAXC = 8193, MAXR = 33 };
+  static unsigned char buf[MAXC * MAXR * 8 + 64];
+  static unsigned char ap[MAXC * 64], as[MAXC * 64], a0[MAXC * 64];
+  const int impl = simd_impl(state);
+  skip_absent(impl);
+  for (size_t t = 0; t < NTYPES; t++) {
+    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    size_t esz = types[t].esz, asz = kp->acc_size;
+    for (size_t ci = 0; ci < sizeof ncols / sizeof ncols[0]; ci++)
+      for (size_t ri = 0; ri < sizeof nrows / sizeof nrows[0]; ri++) {
+        size_t n = ncols[ci], nr = nrows[ri], off = (ci + ri) % 8;
+        unsigned rare = (ci + ri) % 2 ? 50 : 0;
+        unsigned char *x = buf + off;
+        fill(types[t].dtype, esz, x, n, rare);
+        memset(a0, 0, n * asz);
+        kp->cols(a0, x, n, 1);
+        fill(types[t].dtype, esz, x, n * nr, rare);
+        memcpy(ap, a0, n * asz);
+        memcpy(as, a0, n * asz);
+        kp->cols(ap, x, n, nr);
+        ks->cols(as, x, n, nr);
+        if (!same_accs(kp->acc_class, ap, as, n, asz))
+          fail_msg("cols shapes: dtype %d impl %d n %zu rows %zu",
+                   types[t].dtype, impl, n, nr);
+        if (rare == 0 && ri >= 6) {
+          /* The last column of the middle row set to another value (no
+           * specials, so no NaN or inf column hides the change). */
+          unsigned char *e = x + ((nr / 2) * n + n - 1) * esz;
+          memcpy(as, a0, n * asz);
+          memset(e, 0, esz);
+          e[esz - 1] = 0x3c; /* a normal, non-zero value of every type */
+          e[0] = 0x11;
+          ks->cols(as, x, n, nr);
+          assert_false(same_accs(kp->acc_class, ap, as, n, asz));
+        }
+      }
+  }
+}
+
 /* 32-bit cols() and rows() at the extremes, against closed forms: every element
  * INT32_MIN (square 2^62) or UINT32_MAX (square 2^64 - 2^33 + 1), so the
  * per-column sums exceed 2^64 and every carry path of the blocked 64-bit
@@ -1131,6 +1184,7 @@ int main(void)
     cmocka_unit_test(test_select),
     BOTH(test_run_flush),
     BOTH(test_cols_rows),
+    BOTH(test_cols_shapes),
     cmocka_unit_test(test_cols_int32_extremes),
     cmocka_unit_test(test_rows_out_definition),
     BOTH(test_plans_both_impls),
