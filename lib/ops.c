@@ -1862,3 +1862,71 @@ const struct rd__kernel *rd__op_kernel(int kernel_id)
 {
   return rd__op_kernel_impl(kernel_id, rd__kernels_active());
 }
+
+/* ------------------------------------------------------------------ */
+/* Direct output: float Prod and LogSumExp, one whole run per output   */
+/* ------------------------------------------------------------------ */
+
+int rd__ops_direct(int op, int dtype)
+{
+  const struct rd__op *row = rd__op_row(op);
+  int fam;
+  if (!row || !dt_float(dtype))
+    return 0;
+  fam = dtype == RD_FLOAT64 ? row->f64_family : row->float_family;
+  return fam == RD__F_PROD || fam == RD__F_LSE;
+}
+
+/* Rows per block of dout_rows(): the accumulators stay in L1. */
+#define DOUT_BLOCK 64
+/* Rows per call of the vector helpers (their redo flags on the stack). */
+#define DOUT_BATCH 512
+
+/* The accumulator path itself, a block at a time: init, rows(), and each
+ * accumulator finalised (prod_out/lse_out: no error, err unused). */
+static void dout_rows(const struct rd__kernel *k, const struct rd__final *f,
+                      unsigned char *out, const unsigned char *x, size_t n,
+                      size_t nrows)
+{
+  union {
+    struct rd__acc_prod p[DOUT_BLOCK];
+    struct rd__acc_lse l[DOUT_BLOCK];
+  } a;
+  const size_t esz = dt_size(f->dtype), osz = dt_size(f->out_dtype);
+  assert(k->acc_size * DOUT_BLOCK <= sizeof a);
+  while (nrows > 0) {
+    size_t m = nrows < DOUT_BLOCK ? nrows : DOUT_BLOCK;
+    k->init(&a, m);
+    k->rows(&a, x, n, m);
+    for (size_t r = 0; r < m; r++)
+      (void)rd__finalize(f, (const unsigned char *)&a + r * k->acc_size,
+                         out + r * osz, r, NULL);
+    out += m * osz;
+    x += m * n * esz;
+    nrows -= m;
+  }
+}
+
+void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
+                      void *out, const unsigned char *x, size_t n, size_t nrows)
+{
+  unsigned char *o = out;
+  if (f->dtype == RD_FLOAT32 && f->family == RD__F_PROD && n >= 1 && n <= L &&
+      rd__kernels_active() >= RD__IMPL_AVX2) {
+    /* several rows per vector (kernels_ops_avx2.c); the rows it leaves
+     * (zeros, infinities, NaNs, the last few) by the accumulator path */
+    unsigned char redo[DOUT_BATCH];
+    while (nrows > 0) {
+      size_t m = nrows < DOUT_BATCH ? nrows : DOUT_BATCH;
+      rd__opk_prod_rows_f32(o, redo, x, n, m);
+      for (size_t r = 0; r < m; r++)
+        if (redo[r])
+          dout_rows(k, f, o + r * 4, x + r * n * 4, n, 1);
+      o += m * 4;
+      x += m * n * 4;
+      nrows -= m;
+    }
+    return;
+  }
+  dout_rows(k, f, o, x, n, nrows);
+}

@@ -347,6 +347,152 @@ static void test_prod_run_flush(void **state)
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Direct output of short rows (ops.c's rd__ops_rows_out)              */
+/* ------------------------------------------------------------------ */
+
+static struct rd__final final_of(int op, int dtype)
+{
+  struct rd__final f;
+  int id = rd__op_kernel_id(op, dtype, 0);
+  memset(&f, 0, sizeof f);
+  f.op = op;
+  f.dtype = dtype;
+  f.out_dtype = dtype;
+  f.row = rd__op_row(op);
+  f.family = dtype == RD_FLOAT64 ? f.row->f64_family : f.row->float_family;
+  f.acc_class = rd__op_kernel_impl(id, RD__IMPL_PORTABLE)->acc_class;
+  return f;
+}
+
+/* The accumulator path (what the engine wrote before the direct mode):
+ * per row the empty state, rows() and rd__finalize(), portable. */
+static void ref_rows_out(int op, const float *x, size_t n, size_t nrows,
+                         float *out)
+{
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  const struct rd__kernel *k = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  struct rd__final f = final_of(op, RD_FLOAT32);
+  assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+  for (size_t r = 0; r < nrows; r++) {
+    unsigned char acc[sizeof(struct rd__acc_prod) + sizeof(struct rd__acc_lse)];
+    k->init(acc, 1);
+    k->rows(acc, (const unsigned char *)(x + r * n), n, 1);
+    assert_int_equal(rd__finalize(&f, acc, out + r, r, NULL), 0);
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
+/* rd__ops_rows_out of every implementation the machine has (both forms of
+ * the helpers), and the engine (rd_execute, and a stream fed in pieces of
+ * 29 bytes, which splits rows and elements) on shape [nrows, n], axis 1:
+ * the bits of ref_rows_out. */
+static void check_rows_out(int op, const float *x, size_t n, size_t nrows)
+{
+  enum { MAXR = 160 };
+  float a[MAXR], b[MAXR];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  struct rd__final f = final_of(op, RD_FLOAT32);
+  assert_true(nrows <= MAXR);
+  ref_rows_out(op, x, n, nrows, a);
+  for (int impl = RD__IMPL_PORTABLE; impl < RD__IMPL_COUNT; impl++) {
+    const struct rd__kernel *k = rd__op_kernel_impl(id, impl);
+    if (!k || rd__kernels_select(impl) != 0)
+      continue;
+    for (int form = 0; form < 2; form++) {
+      int w = rd__opk_avx512_select(form);
+      memset(b, 0x5a, sizeof b);
+      rd__ops_rows_out(k, &f, b, (const unsigned char *)x, n, nrows);
+      assert_memory_equal(a, b, nrows * sizeof a[0]);
+      rd__opk_avx512_select(w);
+    }
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+  {
+    struct rd_params p;
+    struct rd_plan pl;
+    struct rd_stream *s;
+    int64_t shape[2] = { (int64_t)nrows, (int64_t)n }, axes[1] = { 1 };
+    size_t bytes = nrows * n * 4;
+    rd_params_init(&p);
+    p.op = op;
+    p.dtype = RD_FLOAT32;
+    p.rank = 2;
+    p.shape = shape;
+    p.axes = axes;
+    p.naxes = 1;
+    assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
+    memset(b, 0x5a, sizeof b);
+    assert_int_equal(rd_execute(&pl, x, b, NULL), 0);
+    assert_memory_equal(a, b, nrows * sizeof a[0]);
+    memset(b, 0x5a, sizeof b);
+    assert_int_equal(rd_stream_create(&pl, &s), 0);
+    for (size_t at = 0; at < bytes; at += 29)
+      assert_int_equal(rd_stream_feed(s, (const unsigned char *)x + at,
+                                      bytes - at < 29 ? bytes - at : 29, NULL),
+                       0);
+    assert_int_equal(rd_stream_finish(s, b, NULL), 0);
+    rd_stream_destroy(s);
+    assert_memory_equal(a, b, nrows * sizeof a[0]);
+  }
+}
+
+/* Prod data: mode 0 near 1 (the benchmark's), 1 magnitudes 2^-20 .. 2^20
+ * per element, 2 every element of a row near 2^b for a row exponent b
+ * (products near and beyond the float32 range, the result's exponent
+ * around the vector path's clamp), 3 the same with zeros, -0, infinities,
+ * NaNs and subnormals. */
+static void gen_prod(float *x, size_t n, size_t nrows, int mode)
+{
+  static const int base[] = {
+    -20, -19, -10, -9, -8, -1, 0, 1, 8, 9, 10, 19, 20
+  };
+  static const float sp[] = { 0.0f, -0.0f,     INFINITY,  -INFINITY,
+                              NAN,  0x1p-140f, -0x1p-149f };
+  for (size_t r = 0; r < nrows; r++) {
+    int b = base[next() % (sizeof base / sizeof base[0])];
+    for (size_t i = 0; i < n; i++) {
+      uint64_t q = next();
+      double u = (double)(q >> 11) * 0x1p-53 + 0.5; /* [0.5, 1.5) */
+      if (mode == 1)
+        u = ldexp(u, (int)(q % 41) - 20);
+      else if (mode >= 2)
+        u = ldexp(u, b);
+      if (q % 3 == 0)
+        u = -u;
+      x[r * n + i] = (float)u;
+      if (mode == 3 && q % 61 == 0)
+        x[r * n + i] = sp[(q >> 8) % (sizeof sp / sizeof sp[0])];
+    }
+  }
+}
+
+static void test_prod_rows_out(void **state)
+{
+  enum { NR = 75 };
+  float x[NR * 40], a[NR], c[NR];
+  (void)state;
+  for (int mode = 0; mode < 4; mode++)
+    for (size_t n = 1; n <= 40; n += n < 18 ? 1 : 11) {
+      gen_prod(x, n, NR, mode);
+      check_rows_out(RD_OP_PROD, x, n, NR);
+      check_rows_out(RD_OP_PROD, x, n, 8);
+      check_rows_out(RD_OP_PROD, x, n, 3);
+    }
+  /* negative control: one element one ulp up changes some row's bits, so
+   * the comparison above sees single-ulp differences */
+  gen_prod(x, 16, NR, 0);
+  ref_rows_out(RD_OP_PROD, x, 16, NR, a);
+  for (size_t r = 0; r < NR; r++) {
+    uint32_t u;
+    memcpy(&u, &x[r * 16 + 5], 4);
+    u++;
+    memcpy(&x[r * 16 + 5], &u, 4);
+  }
+  ref_rows_out(RD_OP_PROD, x, 16, NR, c);
+  assert_true(memcmp(a, c, sizeof a) != 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -356,6 +502,7 @@ int main(void)
     cmocka_unit_test(test_prod_cols),
     cmocka_unit_test(test_lse_cols),
     cmocka_unit_test(test_prod_run_flush),
+    cmocka_unit_test(test_prod_rows_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
