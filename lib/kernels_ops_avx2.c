@@ -880,6 +880,294 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 LogSumExp of short rows                                     */
+/* ------------------------------------------------------------------ */
+
+/* A vector lane is a row.  Element j (one per lane sum, n <= 16) does what
+ * lsel_elem() does: if x > m, every lane sum is multiplied by
+ * expk(m - x), m becomes x and lane j adds expk(x - x) = expk(+0) = E0;
+ * else lane j adds expk(x - m).  Lane j is +0 before element j, and +0
+ * times a factor in [0, 1] is +0, so only lanes below j are rescaled and
+ * lane j becomes E0 or expk(x - m); one expk per element serves both
+ * cases (the argument m - x where x > m, else x - m).  Lanes at or beyond
+ * n stay +0, which the tree adds exactly.  The first element starts every
+ * row: m = x, lane 0 = E0 (lsel_elem from m = -inf scales +0 lanes by 0).
+ *
+ * The output m + log1p(y), y = sum - 1 (lse_out, with lo = +0 as
+ * lse_fold_e leaves it from the empty state), uses a vector log1p L with
+ * a relative error below 2^-44 (1 + y = uh + ul exactly, uh = 2^k f with f
+ * in [sqrt(1/2), sqrt(2)), log f = 2 atanh(s), s = (f - 1)/(f + 1), by its
+ * series to s^15, |s| < 0.1716, whose remainder is below 2^-44; the
+ * roundings add a few 2^-53).  m + (L -+ d) with d = |L| 2^-40, far beyond
+ * that error and libm's (a few ulp), bound m + log1p(y) in double, and
+ * both rounding is monotonic: when the two ends give the same float32, so
+ * does libm's result, and it is written; else the row is redone by the
+ * accumulator path, with libm. */
+#define LSE_D 0x1p-40
+
+static const double lse_c[8] = {
+  2.0,       2.0 / 3.0,  2.0 / 5.0,  2.0 / 7.0,
+  2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0, 2.0 / 15.0,
+};
+
+#define LSE_SQRT2 0x1.6a09e667f3bcdp+0
+#define LSE_LN2 0x1.62e42fefa39efp-1
+
+TGT5 ALWAYS_INLINE __m512d lse_log1p8(__m512d y)
+{
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512i mmask = _mm512_set1_epi64(((int64_t)1 << 52) - 1);
+  __m512d uh = _mm512_add_pd(one, y), bb = _mm512_sub_pd(uh, one);
+  __m512d ul = _mm512_add_pd(_mm512_sub_pd(one, _mm512_sub_pd(uh, bb)),
+                             _mm512_sub_pd(y, bb));
+  __m512i b = _mm512_castpd_si512(uh);
+  __m512i k = _mm512_sub_epi64(_mm512_srli_epi64(b, 52),
+                               _mm512_set1_epi64(1023));
+  __m512d f = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_and_si512(b, mmask),
+                    _mm512_set1_epi64((int64_t)1023 << 52)));
+  __mmask8 big = _mm512_cmp_pd_mask(f, _mm512_set1_pd(LSE_SQRT2), _CMP_GT_OQ);
+  __m512d s, z, p;
+  f = _mm512_mask_mul_pd(f, big, f, _mm512_set1_pd(0.5));
+  k = _mm512_mask_add_epi64(k, big, k, _mm512_set1_epi64(1));
+  s = _mm512_div_pd(_mm512_sub_pd(f, one), _mm512_add_pd(f, one));
+  z = _mm512_mul_pd(s, s);
+  p = _mm512_set1_pd(lse_c[7]);
+  for (int i = 6; i >= 0; i--)
+    p = _mm512_add_pd(_mm512_mul_pd(p, z), _mm512_set1_pd(lse_c[i]));
+  return _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi64_pd(k),
+                                     _mm512_set1_pd(LSE_LN2)),
+                       _mm512_add_pd(_mm512_mul_pd(s, p),
+                                     _mm512_div_pd(ul, uh)));
+}
+
+/* The 8 x 8 transpose: c[j] = (r[0][j], ..., r[7][j]). */
+TGT5 ALWAYS_INLINE void lse_tr8(const __m512d *r, __m512d *c)
+{
+  const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i ib = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  __m512d t[8], u[8];
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; h++) { /* rows 0-3, 4-7 */
+    u[4 * h] = _mm512_permutex2var_pd(t[4 * h], ia, t[4 * h + 2]);
+    u[4 * h + 1] = _mm512_permutex2var_pd(t[4 * h], ib, t[4 * h + 2]);
+    u[4 * h + 2] = _mm512_permutex2var_pd(t[4 * h + 1], ia, t[4 * h + 3]);
+    u[4 * h + 3] = _mm512_permutex2var_pd(t[4 * h + 1], ib, t[4 * h + 3]);
+  }
+  c[0] = _mm512_shuffle_f64x2(u[0], u[4], 0x44);
+  c[4] = _mm512_shuffle_f64x2(u[0], u[4], 0xee);
+  c[2] = _mm512_shuffle_f64x2(u[1], u[5], 0x44);
+  c[6] = _mm512_shuffle_f64x2(u[1], u[5], 0xee);
+  c[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x44);
+  c[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xee);
+  c[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x44);
+  c[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xee);
+}
+
+/* Rows are loaded padded with -inf to 16 elements: a -inf element is not
+ * above m and adds expk(-inf) = +0 to a +0 lane, so it changes nothing
+ * (lsel_elem skips it). */
+TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
+                                 const unsigned char *x, size_t n, size_t nrows)
+{
+  const __mmask16 lm = (__mmask16)((1u << n) - 1);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  const __m512d e0 = _mm512_set1_pd(expk(0.0));
+  struct opk_tab tb;
+  size_t r0 = 0;
+  opk_tab_load(&tb);
+  for (; r0 + 8 <= nrows; r0 += 8) {
+    __m512d c[L], s[L], m, y, lg, d, lo, hi;
+    __m256 flo, fhi;
+    __mmask8 bad = 0;
+    {
+      __m512d rl[8], rh[8];
+      for (int i = 0; i < 8; i++) {
+        const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
+        __m512 v = _mm512_mask_loadu_ps(ninf, lm, p);
+        OPK_PF(p);
+        bad |= (__mmask8)((_mm512_mask_fpclass_ps_mask(lm, v, 0x99) != 0)
+                          << i); /* NaN, +-inf */
+        rl[i] = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        rh[i] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+      }
+      lse_tr8(rl, c);
+      lse_tr8(rh, c + 8);
+    }
+    m = c[0];
+    s[0] = e0;
+#pragma GCC unroll 16
+    for (int j = 1; j < L; j++) {
+      __mmask8 up = _mm512_cmp_pd_mask(c[j], m, _CMP_GT_OQ);
+      __m512d ef = opk_expk8(&tb, _mm512_mask_sub_pd(_mm512_sub_pd(c[j], m), up,
+                                                     m, c[j]));
+#pragma GCC unroll 16
+      for (int l = 0; l < j; l++)
+        s[l] = _mm512_mask_mul_pd(s[l], up, s[l], ef);
+      s[j] = _mm512_mask_mov_pd(ef, up, e0);
+      m = _mm512_mask_mov_pd(m, up, c[j]);
+    }
+#pragma GCC unroll 8
+    for (int w = L / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
+      for (int k = 0; k < w; k++)
+        s[k] = _mm512_add_pd(s[k], s[k + w]);
+    y = _mm512_add_pd(_mm512_sub_pd(s[0], _mm512_set1_pd(1.0)),
+                      _mm512_setzero_pd());
+    lg = lse_log1p8(y);
+    d = _mm512_mul_pd(_mm512_abs_pd(lg), _mm512_set1_pd(LSE_D));
+    lo = _mm512_add_pd(m, _mm512_sub_pd(lg, d));
+    hi = _mm512_add_pd(m, _mm512_add_pd(lg, d));
+    flo = _mm512_cvtpd_ps(lo);
+    fhi = _mm512_cvtpd_ps(hi);
+    bad |= (__mmask8)~_mm256_cmpeq_epi32_mask(_mm256_castps_si256(flo),
+                                              _mm256_castps_si256(fhi));
+    _mm256_storeu_ps((float *)(void *)(out + r0 * 4), flo);
+    for (int i = 0; i < 8; i++)
+      redo[r0 + (size_t)i] = (unsigned char)((bad >> i) & 1);
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+TGT2 ALWAYS_INLINE __m256d lse_log1p4(__m256d y)
+{
+  const __m256d one = _mm256_set1_pd(1.0);
+  const __m256i mmask = _mm256_set1_epi64x(((int64_t)1 << 52) - 1);
+  __m256d uh = _mm256_add_pd(one, y), bb = _mm256_sub_pd(uh, one);
+  __m256d ul = _mm256_add_pd(_mm256_sub_pd(one, _mm256_sub_pd(uh, bb)),
+                             _mm256_sub_pd(y, bb));
+  __m256i b = _mm256_castpd_si256(uh);
+  /* k + 1023, the biased exponent (uh > 0), as a double by the 2^52 trick;
+   * both subtractions are exact */
+  __m256d kd =
+    _mm256_sub_pd(_mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(
+                                  _mm256_srli_epi64(b, 52),
+                                  _mm256_castpd_si256(_mm256_set1_pd(0x1p52)))),
+                                _mm256_set1_pd(0x1p52)),
+                  _mm256_set1_pd(1023.0));
+  __m256d f = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_and_si256(b, mmask),
+                    _mm256_set1_epi64x((int64_t)1023 << 52)));
+  __m256d big = _mm256_cmp_pd(f, _mm256_set1_pd(LSE_SQRT2), _CMP_GT_OQ);
+  __m256d s, z, p;
+  f = _mm256_blendv_pd(f, _mm256_mul_pd(f, _mm256_set1_pd(0.5)), big);
+  kd = _mm256_add_pd(kd, _mm256_and_pd(big, one));
+  s = _mm256_div_pd(_mm256_sub_pd(f, one), _mm256_add_pd(f, one));
+  z = _mm256_mul_pd(s, s);
+  p = _mm256_set1_pd(lse_c[7]);
+  for (int i = 6; i >= 0; i--)
+    p = _mm256_add_pd(_mm256_mul_pd(p, z), _mm256_set1_pd(lse_c[i]));
+  return _mm256_add_pd(_mm256_mul_pd(kd, _mm256_set1_pd(LSE_LN2)),
+                       _mm256_add_pd(_mm256_mul_pd(s, p),
+                                     _mm256_div_pd(ul, uh)));
+}
+
+/* The 4 x 4 transpose: c[j] = (r[0][j], ..., r[3][j]). */
+TGT2 ALWAYS_INLINE void lse_tr4(__m256d r0, __m256d r1, __m256d r2, __m256d r3,
+                                __m256d *c)
+{
+  __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  c[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+  c[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+  c[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+  c[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+TGT2 static void lse_rows_avx2(unsigned char *out, unsigned char *redo,
+                               const unsigned char *x, size_t n, size_t nrows)
+{
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+  const __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n - 8), lane);
+  const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  const __m256i emask = _mm256_set1_epi32(0x7f800000);
+  const __m256d e0 = _mm256_set1_pd(expk(0.0));
+  size_t r0 = 0;
+  for (; r0 + 4 <= nrows; r0 += 4) {
+    __m256d c[L], s[L], m, y, lg, d, lo, hi;
+    __m128 flo, fhi;
+    __m128i ne;
+    int bad = 0;
+    {
+      __m256d q[4][4];
+      for (int i = 0; i < 4; i++) {
+        const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
+        const float *pf = (const float *)(const void *)p;
+        __m256 v0 = _mm256_maskload_ps(pf, mk0),
+               v1 = _mm256_maskload_ps(pf + 8, mk1);
+        /* NaN, +-inf among the elements (masked-off lanes load +0) */
+        __m256i nf = _mm256_or_si256(
+          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v0), emask),
+                             emask),
+          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v1), emask),
+                             emask));
+        OPK_PF(p);
+        bad |= (!_mm256_testz_si256(nf, nf)) << i;
+        v0 = _mm256_blendv_ps(ninf, v0, _mm256_castsi256_ps(mk0));
+        v1 = _mm256_blendv_ps(ninf, v1, _mm256_castsi256_ps(mk1));
+        q[0][i] = _mm256_cvtps_pd(_mm256_castps256_ps128(v0));
+        q[1][i] = _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1));
+        q[2][i] = _mm256_cvtps_pd(_mm256_castps256_ps128(v1));
+        q[3][i] = _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1));
+      }
+      for (int g = 0; g < 4; g++)
+        lse_tr4(q[g][0], q[g][1], q[g][2], q[g][3], c + 4 * g);
+    }
+    m = c[0];
+    s[0] = e0;
+#pragma GCC unroll 16
+    for (int j = 1; j < L; j++) {
+      __m256d up = _mm256_cmp_pd(c[j], m, _CMP_GT_OQ);
+      __m256d ef = opk_expk4(
+        _mm256_blendv_pd(_mm256_sub_pd(c[j], m), _mm256_sub_pd(m, c[j]), up));
+#pragma GCC unroll 16
+      for (int l = 0; l < j; l++)
+        s[l] = _mm256_blendv_pd(s[l], _mm256_mul_pd(s[l], ef), up);
+      s[j] = _mm256_blendv_pd(ef, e0, up);
+      m = _mm256_blendv_pd(m, c[j], up);
+    }
+#pragma GCC unroll 8
+    for (int w = L / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
+      for (int k = 0; k < w; k++)
+        s[k] = _mm256_add_pd(s[k], s[k + w]);
+    y = _mm256_add_pd(_mm256_sub_pd(s[0], _mm256_set1_pd(1.0)),
+                      _mm256_setzero_pd());
+    lg = lse_log1p4(y);
+    d = _mm256_mul_pd(_mm256_and_pd(lg, _mm256_castsi256_pd(
+                                          _mm256_set1_epi64x(INT64_MAX))),
+                      _mm256_set1_pd(LSE_D));
+    lo = _mm256_add_pd(m, _mm256_sub_pd(lg, d));
+    hi = _mm256_add_pd(m, _mm256_add_pd(lg, d));
+    flo = _mm256_cvtpd_ps(lo);
+    fhi = _mm256_cvtpd_ps(hi);
+    ne = _mm_xor_si128(_mm_cmpeq_epi32(_mm_castps_si128(flo),
+                                       _mm_castps_si128(fhi)),
+                       _mm_set1_epi32(-1));
+    bad |= _mm_movemask_ps(_mm_castsi128_ps(ne));
+    _mm_storeu_ps((float *)(void *)(out + r0 * 4), flo);
+    for (int i = 0; i < 4; i++)
+      redo[r0 + (size_t)i] = (unsigned char)((bad >> i) & 1);
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows)
+{
+  if (rd__opk_avx512())
+    lse_rows_avx512(out, redo, x, n, nrows);
+  else
+    lse_rows_avx2(out, redo, x, n, nrows);
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 

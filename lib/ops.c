@@ -1911,14 +1911,20 @@ void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
                       void *out, const unsigned char *x, size_t n, size_t nrows)
 {
   unsigned char *o = out;
-  if (f->dtype == RD_FLOAT32 && f->family == RD__F_PROD && n >= 1 && n <= L &&
-      rd__kernels_active() >= RD__IMPL_AVX2) {
+  const int prod = f->family == RD__F_PROD;
+  if (f->dtype == RD_FLOAT32 && (prod || f->family == RD__F_LSE) && n >= 1 &&
+      n <= L && rd__kernels_active() >= RD__IMPL_AVX2) {
     /* several rows per vector (kernels_ops_avx2.c); the rows it leaves
-     * (zeros, infinities, NaNs, the last few) by the accumulator path */
+     * (Prod: zeros, infinities, NaNs; LogSumExp: NaNs, infinities, a
+     * float32 rounding its log1p bound does not pin; the last few) by the
+     * accumulator path */
     unsigned char redo[DOUT_BATCH];
     while (nrows > 0) {
       size_t m = nrows < DOUT_BATCH ? nrows : DOUT_BATCH;
-      rd__opk_prod_rows_f32(o, redo, x, n, m);
+      if (prod)
+        rd__opk_prod_rows_f32(o, redo, x, n, m);
+      else
+        rd__opk_lse_rows_f32(o, redo, x, n, m);
       for (size_t r = 0; r < m; r++)
         if (redo[r])
           dout_rows(k, f, o + r * 4, x + r * n * 4, n, 1);

@@ -493,6 +493,82 @@ static void test_prod_rows_out(void **state)
   assert_true(memcmp(a, c, sizeof a) != 0);
 }
 
+/* LogSumExp data: mode 0 uniform in [-10, 10) (the benchmark's), 1 in
+ * [-700, 700) with some elements 1000 below the rest (expk's argument
+ * below -708), 2 the same as 0 with NaNs, infinities of both signs, -0,
+ * subnormals and some rows all -inf. */
+static void gen_lse(float *x, size_t n, size_t nrows, int mode)
+{
+  static const float sp[] = { NAN, INFINITY, -INFINITY, -0.0f, 0x1p-149f };
+  for (size_t r = 0; r < nrows; r++) {
+    int allninf = mode == 2 && next() % 9 == 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t q = next();
+      double u = (double)(q >> 11) * 0x1p-52 - 1.0; /* [-1, 1) */
+      x[r * n + i] = (float)(u * (mode == 1 ? 700.0 : 10.0));
+      if (mode == 1 && q % 5 == 0)
+        x[r * n + i] -= 1000.0f;
+      if (mode == 2 && q % 29 == 0)
+        x[r * n + i] = sp[(q >> 8) % (sizeof sp / sizeof sp[0])];
+      if (allninf)
+        x[r * n + i] = -INFINITY;
+    }
+  }
+}
+
+static void test_lse_rows_out(void **state)
+{
+  enum { NR = 75 };
+  float x[NR * 40];
+  (void)state;
+  for (int mode = 0; mode < 3; mode++)
+    for (int rep = 0; rep < 3; rep++)
+      for (size_t n = 1; n <= 40; n += n < 18 ? 1 : 11) {
+        gen_lse(x, n, NR, mode);
+        check_rows_out(RD_OP_LOG_SUM_EXP, x, n, NR);
+        check_rows_out(RD_OP_LOG_SUM_EXP, x, n, 9);
+      }
+}
+
+/* Ties: rows of few distinct values (the maximum repeated, equal to m
+ * exactly: no rescaling), all-equal rows, and rows whose result is near 0
+ * (every element -log(n) rounded to float32: m + log1p(sum - 1) cancels,
+ * so the vector bound cannot pin the float32 and libm's log1p decides):
+ * the same bits, and (negative control) the vector helper does leave the
+ * cancelling rows to the accumulator path while it keeps ordinary rows. */
+static void test_lse_rows_out_ties(void **state)
+{
+  enum { NR = 64 };
+  float x[NR * 16], out[NR];
+  unsigned char redo[NR];
+  (void)state;
+  for (size_t n = 1; n <= 16; n++) {
+    for (size_t i = 0; i < NR * n; i++)
+      x[i] = (float)((int)(next() % 5) - 2) * 0.75f;
+    check_rows_out(RD_OP_LOG_SUM_EXP, x, n, NR);
+    for (size_t r = 0; r < NR; r++)
+      for (size_t i = 0; i < n; i++)
+        x[r * n + i] = r % 2 ? (float)-log((double)n) : (float)r - 30.0f;
+    check_rows_out(RD_OP_LOG_SUM_EXP, x, n, NR);
+  }
+  if (!rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2))
+    return;
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    size_t nredo[2] = { 0, 0 };
+    for (size_t r = 0; r < NR; r++)
+      for (size_t i = 0; i < 16; i++)
+        x[r * 16 + i] = r % 2 ? (float)-log(16.0)
+                              : (float)((double)(next() >> 11) * 0x1p-50 - 4.0);
+    rd__opk_lse_rows_f32(out, redo, (const unsigned char *)x, 16, NR);
+    for (size_t r = 0; r < NR; r++)
+      nredo[r % 2] += redo[r];
+    assert_int_equal(nredo[1], NR / 2);
+    assert_true(nredo[0] <= 2);
+    rd__opk_avx512_select(was);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -503,6 +579,8 @@ int main(void)
     cmocka_unit_test(test_lse_cols),
     cmocka_unit_test(test_prod_run_flush),
     cmocka_unit_test(test_prod_rows_out),
+    cmocka_unit_test(test_lse_rows_out),
+    cmocka_unit_test(test_lse_rows_out_ties),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
