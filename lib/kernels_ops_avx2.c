@@ -1168,6 +1168,176 @@ void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 Prod columns, four rows at a time                           */
+/* ------------------------------------------------------------------ */
+
+/* One element of rd__avx2_prod_cols_f32 (ops.c's prod_add of an ordinary
+ * x) on the state in registers. */
+TGT2 ALWAYS_INLINE void pc4_step(__m256d *h, __m256d *l, __m256i *E, __m256i *N,
+                                 __m128i u)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  const __m256i b1022 = _mm256_set1_epi64x(1022);
+  __m256i ab = _mm256_castpd_si256(_mm256_cvtps_pd(
+    _mm_castsi128_ps(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)))));
+  __m256i ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask),
+                                                  52),
+                                b1022);
+  __m256d fm = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
+  __m256d p, er, t;
+  __m256i hb;
+  *E = _mm256_add_epi64(*E, ex);
+  p = _mm256_mul_pd(*h, fm);
+  er = _mm256_fmsub_pd(*h, fm, p);
+  er = _mm256_add_pd(er, _mm256_mul_pd(*l, fm));
+  t = _mm256_add_pd(p, er);
+  *l = _mm256_sub_pd(er, _mm256_sub_pd(t, p));
+  hb = _mm256_castpd_si256(t);
+  ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
+                        b1022);
+  *h = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+  *l = _mm256_mul_pd(*l,
+                     _mm256_castsi256_pd(_mm256_slli_epi64(
+                       _mm256_sub_epi64(_mm256_set1_epi64x(1023), ex), 52)));
+  *E = _mm256_add_epi64(*E, ex);
+  *N = _mm256_xor_si256(*N, _mm256_cvtepu32_epi64(_mm_srli_epi32(u, 31)));
+}
+
+/* A zero, inf or NaN among the 4 lanes of u. */
+TGT2 ALWAYS_INLINE __m128i pc4_bad(__m128i u)
+{
+  __m128i a = _mm_sub_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)),
+                            _mm_set1_epi32(1));
+  return _mm_or_si128(_mm_cmpgt_epi32(a, _mm_set1_epi32(0x7f7ffffe)),
+                      _mm_srai_epi32(a, 31));
+}
+
+TGT2 static size_t prod_cols4_avx2(double *hi, double *lo, int64_t *e,
+                                   int64_t *neg, const unsigned char *x,
+                                   size_t stride, size_t nvec)
+{
+  size_t g = 0;
+  for (; g < nvec; g++) {
+    const unsigned char *p = x + g * 16;
+    __m128i u[4], bad;
+    __m256d h, l;
+    __m256i E, N;
+    for (int k = 0; k < 4; k++)
+      u[k] = _mm_loadu_si128(
+        (const __m128i *)(const void *)(p + (size_t)k * stride));
+    bad = _mm_or_si128(_mm_or_si128(pc4_bad(u[0]), pc4_bad(u[1])),
+                       _mm_or_si128(pc4_bad(u[2]), pc4_bad(u[3])));
+    if (!_mm_testz_si128(bad, bad))
+      break;
+    if (g % 4 == 0) /* as prod_cols4_avx512 */
+      for (int k = 4; k < 8; k++)
+        _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
+    h = _mm256_loadu_pd(hi + 4 * g);
+    l = _mm256_loadu_pd(lo + 4 * g);
+    E = _mm256_loadu_si256((const __m256i *)(const void *)(e + 4 * g));
+    N = _mm256_loadu_si256((const __m256i *)(const void *)(neg + 4 * g));
+    for (int k = 0; k < 4; k++)
+      pc4_step(&h, &l, &E, &N, u[k]);
+    _mm256_storeu_pd(hi + 4 * g, h);
+    _mm256_storeu_pd(lo + 4 * g, l);
+    _mm256_storeu_si256((__m256i *)(void *)(e + 4 * g), E);
+    _mm256_storeu_si256((__m256i *)(void *)(neg + 4 * g), N);
+  }
+  return g;
+}
+
+/* pc4_step on 8 columns, without the sign: |x| and t are positive, so
+ * their exponent fields are the bits above 52 (no mask). */
+TGT5 ALWAYS_INLINE void pc8_step(__m512d *h, __m512d *l, __m512i *E, __m256i u)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  const __m512i b1022 = _mm512_set1_epi64(1022);
+  __m512i ab = _mm512_castpd_si512(_mm512_cvtps_pd(
+    _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)))));
+  __m512i ex = _mm512_sub_epi64(_mm512_srli_epi64(ab, 52), b1022);
+  __m512d fm = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, ab), ebias));
+  __m512d p, er, t;
+  __m512i hb;
+  *E = _mm512_add_epi64(*E, ex);
+  p = _mm512_mul_pd(*h, fm);
+  er = _mm512_fmsub_pd(*h, fm, p);
+  er = _mm512_add_pd(er, _mm512_mul_pd(*l, fm));
+  t = _mm512_add_pd(p, er);
+  *l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  hb = _mm512_castpd_si512(t);
+  ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), b1022);
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+  *l = _mm512_mul_pd(*l, _mm512_castsi512_pd(_mm512_slli_epi64(
+                           _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
+  *E = _mm512_add_epi64(*E, ex);
+}
+
+TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
+                                     int64_t *neg, const unsigned char *x,
+                                     size_t stride, size_t nvec)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe);
+  size_t g = 0;
+  for (; g + 2 <= nvec; g += 2) {
+    const unsigned char *p = x + g * 16;
+    __m256i u[4], bad = _mm256_setzero_si256();
+    __m512d h, l;
+    __m512i E, N;
+    for (int k = 0; k < 4; k++) {
+      __m256i a;
+      u[k] = _mm256_loadu_si256(
+        (const __m256i *)(const void *)(p + (size_t)k * stride));
+      a = _mm256_sub_epi32(_mm256_and_si256(u[k], absm), one);
+      bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi32(a, lim),
+                                                 _mm256_srai_epi32(a, 31)));
+    }
+    if (!_mm256_testz_si256(bad, bad))
+      break;
+    /* the next four rows at these columns: the caller's tiles read short
+     * pieces of rows far apart, which the hardware prefetchers do not
+     * follow (once per 64-byte line) */
+    if (g % 4 == 0)
+      for (int k = 4; k < 8; k++)
+        _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
+    h = _mm512_loadu_pd(hi + 4 * g);
+    l = _mm512_loadu_pd(lo + 4 * g);
+    E = _mm512_loadu_si512(e + 4 * g);
+    N = _mm512_loadu_si512(neg + 4 * g);
+    for (int k = 0; k < 4; k++)
+      pc8_step(&h, &l, &E, u[k]);
+    /* the sign parity of the four rows at once */
+    N = _mm512_xor_si512(N, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
+                              _mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),
+                                               _mm256_xor_si256(u[2], u[3])),
+                              31)));
+    _mm512_storeu_pd(hi + 4 * g, h);
+    _mm512_storeu_pd(lo + 4 * g, l);
+    _mm512_storeu_si512(e + 4 * g, E);
+    _mm512_storeu_si512(neg + 4 * g, N);
+  }
+  /* the last group, or the pair holding a special value: 4 at a time */
+  return g + prod_cols4_avx2(hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g,
+                             x + 16 * g, stride, nvec - g);
+}
+
+size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                              const unsigned char *x, size_t stride,
+                              size_t nvec)
+{
+  if (rd__opk_avx512())
+    return prod_cols4_avx512(hi, lo, e, neg, x, stride, nvec);
+  return prod_cols4_avx2(hi, lo, e, neg, x, stride, nvec);
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 

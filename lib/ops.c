@@ -1544,7 +1544,30 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
       e[j] = a[j].e;
       neg[j] = a[j].neg;
     }
-    for (size_t r = 0; r < nrows; r++) {
+    size_t r = 0;
+    /* four rows at a time: each column's state stays in registers across
+     * them (rows in order); a group with a special value in any of the
+     * four goes element by element, row by row */
+    for (; r + 4 <= nrows; r += 4) {
+      const unsigned char *row = x + (r * n + j0) * 4;
+      size_t g = 0, j;
+      while (g < nv) {
+        g += rd__opk_prod_cols4_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                    neg + 4 * g, row + g * 16, n * 4, nv - g);
+        if (g < nv) {
+          for (size_t k = 0; k < 4; k++)
+            for (j = 4 * g; j < 4 * g + 4; j++)
+              pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j],
+                         row + (k * n + j) * 4);
+          g++;
+        }
+      }
+      for (size_t k = 0; k < 4; k++)
+        for (j = 4 * nv; j < nc; j++)
+          pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j],
+                     row + (k * n + j) * 4);
+    }
+    for (; r < nrows; r++) {
       const unsigned char *row = x + (r * n + j0) * 4;
       size_t g = 0, j;
       while (g < nv) {

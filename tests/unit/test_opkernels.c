@@ -569,6 +569,90 @@ static void test_lse_rows_out_ties(void **state)
   }
 }
 
+/* rd__opk_prod_cols4_f32 against four rows of rd__opk_prod_cols_f32 up to
+ * the first group with a special value in any of the four rows (a zero,
+ * -0, inf or NaN at every position in turn), both forms; then the float32
+ * Prod cols() of the SIMD implementation (four rows at a time, then row by
+ * row) against the portable one over row counts 1-13 and column counts
+ * around the vector widths and across a tile. */
+static void prod_cols_data(float *x, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    uint64_t r = next();
+    double u = (double)(r >> 11) * 0x1p-53 + 0.5;
+    x[i] = (float)(r % 3 ? u : -ldexp(u, (int)(r % 60) - 30));
+  }
+}
+
+static void test_prod_cols4(void **state)
+{
+  enum { NV = 11, NC = 4 * NV, BIG = 1100 };
+  static float x[13 * BIG];
+  static unsigned char a[BIG * sizeof(struct rd__acc_prod)],
+    b[BIG * sizeof(struct rd__acc_prod)];
+  static const float sp[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN };
+  int id = rd__op_kernel_id(RD_OP_PROD, RD_FLOAT32, 0), was;
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  if (!ks)
+    skip();
+  for (int form = 0; form < 2; form++) {
+    was = rd__opk_avx512_select(form);
+    for (size_t at = 0; at <= 4 * NC; at += 3) {
+      double h0[NC], l0[NC], h1[NC], l1[NC];
+      int64_t e0[NC], n0[NC], e1[NC], n1[NC];
+      size_t stop = NV, g0, g1;
+      prod_cols_data(x, 4 * NC);
+      if (at < 4 * NC)
+        x[at] = sp[at % 5];
+      for (size_t j = 0; j < NC; j++) {
+        h0[j] = h1[j] = 0.5 + (double)j / 128;
+        l0[j] = l1[j] = (double)j * 0x1p-60;
+        e0[j] = e1[j] = (int64_t)j - 20;
+        n0[j] = n1[j] = (int64_t)(j & 1);
+      }
+      if (at < 4 * NC)
+        stop = (at % NC) / 4;
+      for (size_t k = 0; k < 4; k++)
+        assert_int_equal(
+          rd__opk_prod_cols_f32(h0, l0, e0, n0,
+                                (const unsigned char *)(x + k * NC), stop),
+          stop);
+      g0 = stop;
+      g1 = rd__opk_prod_cols4_f32(h1, l1, e1, n1, (const unsigned char *)x,
+                                  NC * 4, NV);
+      assert_int_equal(g0, g1);
+      assert_memory_equal(h0, h1, sizeof h0);
+      assert_memory_equal(l0, l1, sizeof l0);
+      assert_memory_equal(e0, e1, sizeof e0);
+      assert_memory_equal(n0, n1, sizeof n0);
+    }
+    rd__opk_avx512_select(was);
+  }
+  was = rd__kernels_active();
+  for (int form = 0; form < 2; form++) {
+    int w = rd__opk_avx512_select(form);
+    for (size_t nc = 1; nc <= BIG; nc += nc < 45 ? 1 : 1055)
+      for (size_t nr = 1; nr <= 13; nr += nc < 45 ? 1 : 4) {
+        prod_cols_data(x, nr * nc);
+        if (nc % 3 == 0)
+          x[(nr * nc) / 2] = sp[nc % 5];
+        memset(a, 0, nc * sizeof(struct rd__acc_prod));
+        memset(b, 0, nc * sizeof(struct rd__acc_prod));
+        kp->init(a, nc);
+        ks->init(b, nc);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        kp->cols(a, (const unsigned char *)x, nc, nr);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        ks->cols(b, (const unsigned char *)x, nc, nr);
+        assert_memory_equal(a, b, nc * sizeof(struct rd__acc_prod));
+      }
+    rd__opk_avx512_select(w);
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -581,6 +665,7 @@ int main(void)
     cmocka_unit_test(test_prod_rows_out),
     cmocka_unit_test(test_lse_rows_out),
     cmocka_unit_test(test_lse_rows_out_ties),
+    cmocka_unit_test(test_prod_cols4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
