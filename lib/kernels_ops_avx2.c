@@ -612,94 +612,117 @@ int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
  * inside the range the scaling by 2^e is exact, as ldexp's. */
 #define PROD_ECLAMP 300
 
-TGT5 ALWAYS_INLINE void frexp8(__m256 a, __m512d *m, __m512i *e)
+/* prod_merge8 where both lo are +0 (the second tree level): the products
+ * with them are +0 and er + +0 is er (er, an exact FMA residual, is never
+ * -0), and the positive t needs no sign mask: the same bits, fewer
+ * operations. */
+TGT5 ALWAYS_INLINE void prod_merge8_l0(__m512d *h, __m512d *l, __m512i *e,
+                                       __m512d h2, __m512i e2)
 {
   const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
-  __m512i ab = _mm512_castpd_si512(_mm512_cvtps_pd(a));
-  *e = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(ab, emask), 52),
-                        _mm512_set1_epi64(1022));
-  *m = _mm512_castsi512_pd(
-    _mm512_or_si512(_mm512_andnot_si512(emask, ab),
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  __m512d p = _mm512_mul_pd(*h, h2), er, t, lo;
+  __m512i hb, ex, E = _mm512_add_epi64(*e, e2);
+  er = _mm512_fmsub_pd(*h, h2, p);
+  t = _mm512_add_pd(p, er);
+  lo = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  hb = _mm512_castpd_si512(t);
+  ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), _mm512_set1_epi64(1022));
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+  *l = _mm512_mul_pd(lo, _mm512_castsi512_pd(_mm512_slli_epi64(
+                           _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
+  *e = _mm512_add_epi64(E, ex);
+}
+
+/* The first level from the elements: lanes k and k + 8 hold frexp(|x|)
+ * of two float32 values, whose mantissas have at most 24 significant bits,
+ * so prod_merge8's product is exact, its FMA residual +0, t the product
+ * and the new lo +0.  That product is |x_k| |x_k+8| scaled by a power of
+ * two, itself exact and a normal double (>= 2^-298), so its mantissa and
+ * exponent are taken from |x_k| |x_k+8| directly: e = (e_k - 1022 +
+ * e_k+8 - 1022) + the product's exponent, the same sum.  Bit for bit the
+ * state frexp, prod_merge8 gives, with lo +0. */
+TGT5 ALWAYS_INLINE void prod_lvl1_8(__m512 a, __m512d *h, __m512i *e)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  __m512i hb = _mm512_castpd_si512(
+    _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                  _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
+  *e = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), _mm512_set1_epi64(1022));
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb),
                     _mm512_set1_epi64((int64_t)1022 << 52)));
 }
 
-TGT5 static void prod_rows_avx512(unsigned char *out, unsigned char *redo,
-                                  const unsigned char *x, size_t n,
-                                  size_t nrows)
+/* G groups of 8 rows (G constant: 2 in the loop, 1 for the rest), their
+ * tree levels interleaved so that the short last levels of one group
+ * overlap the other's. */
+TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
+                                   unsigned char *redo, const unsigned char *x,
+                                   size_t n, __mmask16 lm)
 {
-  const __mmask16 lm = (__mmask16)((1u << n) - 1);
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512i absm = _mm512_set1_epi32(0x7fffffff);
   const __m512i onei = _mm512_set1_epi32(1);
   const __m512i lim = _mm512_set1_epi32(0x7f7ffffe);
-  const __m512d zero = _mm512_setzero_pd();
   const __m512i i3a = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
   const __m512i i3b = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
   const __m512i i4a = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
   const __m512i i4b = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
-  size_t r0 = 0;
-  for (; r0 + 8 <= nrows; r0 += 8) {
-    __m512d h[8], l[8], dh, dl, s, v;
-    __m512i E[8], de, ec;
-    unsigned bad = 0, neg = 0;
-    for (int i = 0; i < 8; i++) {
-      const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
-      __m512i u = _mm512_castps_si512(_mm512_mask_loadu_ps(one, lm, p));
-      __m512 a = _mm512_castsi512_ps(_mm512_and_si512(u, absm));
-      __m512d m1;
-      __m512i x1;
-      OPK_PF(p);
-      bad |= (unsigned)(_mm512_cmpgt_epu32_mask(
-                          _mm512_sub_epi32(_mm512_castps_si512(a), onei),
-                          lim) != 0)
-             << i;
-      neg |= (unsigned)(__builtin_popcount(_mm512_movepi32_mask(u)) & 1) << i;
-      frexp8(_mm512_castps512_ps256(a), &h[i], &E[i]);
-      frexp8(_mm512_extractf32x8_ps(a, 1), &m1, &x1);
-      l[i] = zero;
-      prod_merge8(&h[i], &l[i], &E[i], m1, zero, x1); /* (k, k + 8) */
-    }
-    /* (k, k + 4): lanes 0-3 of rows 2i and 2i + 1 in one vector */
-    for (int i = 0; i < 4; i++) {
-      __m512d ha = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0x44);
-      __m512d hb = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0xee);
-      __m512d la = _mm512_shuffle_f64x2(l[2 * i], l[2 * i + 1], 0x44);
-      __m512d lb = _mm512_shuffle_f64x2(l[2 * i], l[2 * i + 1], 0xee);
-      __m512i ea = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0x44);
-      __m512i eb = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0xee);
-      prod_merge8(&ha, &la, &ea, hb, lb, eb);
-      h[i] = ha;
-      l[i] = la;
-      E[i] = ea;
-    }
-    /* (k, k + 2): lanes 0-1 of rows 4i .. 4i + 3 */
-    for (int i = 0; i < 2; i++) {
-      __m512d ha = _mm512_permutex2var_pd(h[2 * i], i3a, h[2 * i + 1]);
-      __m512d hb = _mm512_permutex2var_pd(h[2 * i], i3b, h[2 * i + 1]);
-      __m512d la = _mm512_permutex2var_pd(l[2 * i], i3a, l[2 * i + 1]);
-      __m512d lb = _mm512_permutex2var_pd(l[2 * i], i3b, l[2 * i + 1]);
-      __m512i ea = _mm512_permutex2var_epi64(E[2 * i], i3a, E[2 * i + 1]);
-      __m512i eb = _mm512_permutex2var_epi64(E[2 * i], i3b, E[2 * i + 1]);
-      prod_merge8(&ha, &la, &ea, hb, lb, eb);
-      h[i] = ha;
-      l[i] = la;
-      E[i] = ea;
-    }
+  __m512d h[16], l[8];
+  __m512i E[16];
+  unsigned bad = 0, neg = 0;
+  for (int i = 0; i < 8 * G; i++) {
+    const unsigned char *p = x + (size_t)i * n * 4;
+    __m512i u = _mm512_castps_si512(_mm512_mask_loadu_ps(one, lm, p));
+    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(u, absm));
+    _mm_prefetch((const char *)p + 6144, _MM_HINT_T0);
+    bad |= (unsigned)(_mm512_cmpgt_epu32_mask(
+                        _mm512_sub_epi32(_mm512_castps_si512(a), onei), lim) !=
+                      0)
+           << i;
+    neg |= (unsigned)(__builtin_popcount(_mm512_movepi32_mask(u)) & 1) << i;
+    prod_lvl1_8(a, &h[i], &E[i]); /* (k, k + 8); lo stays +0 */
+  }
+  /* (k, k + 4): lanes 0-3 of rows 2i and 2i + 1 in one vector */
+  for (int i = 0; i < 4 * G; i++) {
+    __m512d ha = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0x44);
+    __m512d hb = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0xee);
+    __m512i ea = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0x44);
+    __m512i eb = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0xee);
+    __m512d la;
+    prod_merge8_l0(&ha, &la, &ea, hb, eb); /* both lo are +0 */
+    h[i] = ha;
+    l[i] = la;
+    E[i] = ea;
+  }
+  /* (k, k + 2): lanes 0-1 of rows 4i .. 4i + 3 */
+  for (int i = 0; i < 2 * G; i++) {
+    __m512d ha = _mm512_permutex2var_pd(h[2 * i], i3a, h[2 * i + 1]);
+    __m512d hb = _mm512_permutex2var_pd(h[2 * i], i3b, h[2 * i + 1]);
+    __m512d la = _mm512_permutex2var_pd(l[2 * i], i3a, l[2 * i + 1]);
+    __m512d lb = _mm512_permutex2var_pd(l[2 * i], i3b, l[2 * i + 1]);
+    __m512i ea = _mm512_permutex2var_epi64(E[2 * i], i3a, E[2 * i + 1]);
+    __m512i eb = _mm512_permutex2var_epi64(E[2 * i], i3b, E[2 * i + 1]);
+    prod_merge8(&ha, &la, &ea, hb, lb, eb);
+    h[i] = ha;
+    l[i] = la;
+    E[i] = ea;
+  }
+  for (int g = 0; g < G; g++) {
     /* (k, k + 1): lane 0 of the 8 rows, in row order */
-    {
-      __m512d ha = _mm512_permutex2var_pd(h[0], i4a, h[1]);
-      __m512d hb = _mm512_permutex2var_pd(h[0], i4b, h[1]);
-      __m512d la = _mm512_permutex2var_pd(l[0], i4a, l[1]);
-      __m512d lb = _mm512_permutex2var_pd(l[0], i4b, l[1]);
-      __m512i ea = _mm512_permutex2var_epi64(E[0], i4a, E[1]);
-      __m512i eb = _mm512_permutex2var_epi64(E[0], i4b, E[1]);
-      prod_merge8(&ha, &la, &ea, hb, lb, eb);
-      /* prodl_flush's prod_merge into the empty accumulator (0.5, 0, 1) */
-      dh = _mm512_set1_pd(0.5);
-      dl = zero;
-      de = _mm512_set1_epi64(1);
-      prod_merge8(&dh, &dl, &de, ha, la, ea);
-    }
+    __m512d ha = _mm512_permutex2var_pd(h[2 * g], i4a, h[2 * g + 1]);
+    __m512d hb = _mm512_permutex2var_pd(h[2 * g], i4b, h[2 * g + 1]);
+    __m512d la = _mm512_permutex2var_pd(l[2 * g], i4a, l[2 * g + 1]);
+    __m512d lb = _mm512_permutex2var_pd(l[2 * g], i4b, l[2 * g + 1]);
+    __m512i ea = _mm512_permutex2var_epi64(E[2 * g], i4a, E[2 * g + 1]);
+    __m512i eb = _mm512_permutex2var_epi64(E[2 * g], i4b, E[2 * g + 1]);
+    __m512d dh = _mm512_set1_pd(0.5), dl = _mm512_setzero_pd(), s, v;
+    __m512i de = _mm512_set1_epi64(1), ec;
+    prod_merge8(&ha, &la, &ea, hb, lb, eb);
+    /* prodl_flush's prod_merge into the empty accumulator (0.5, 0, 1) */
+    prod_merge8(&dh, &dl, &de, ha, la, ea);
     s = _mm512_add_pd(dh, dl);
     ec = _mm512_min_epi64(_mm512_max_epi64(de, _mm512_set1_epi64(-PROD_ECLAMP)),
                           _mm512_set1_epi64(PROD_ECLAMP));
@@ -707,11 +730,26 @@ TGT5 static void prod_rows_avx512(unsigned char *out, unsigned char *redo,
                            _mm512_add_epi64(ec, _mm512_set1_epi64(1023)), 52)));
     v = _mm512_castsi512_pd(
       _mm512_xor_si512(_mm512_castpd_si512(v),
-                       _mm512_maskz_mov_epi64((__mmask8)neg,
+                       _mm512_maskz_mov_epi64((__mmask8)(neg >> (8 * g)),
                                               _mm512_set1_epi64(INT64_MIN))));
-    _mm256_storeu_ps((float *)(void *)(out + r0 * 4), _mm512_cvtpd_ps(v));
-    for (int i = 0; i < 8; i++)
-      redo[r0 + (size_t)i] = (unsigned char)((bad >> i) & 1);
+    _mm256_storeu_ps((float *)(void *)(out + (size_t)g * 32),
+                     _mm512_cvtpd_ps(v));
+  }
+  for (int i = 0; i < 8 * G; i++)
+    redo[i] = (unsigned char)((bad >> i) & 1);
+}
+
+TGT5 static void prod_rows_avx512(unsigned char *out, unsigned char *redo,
+                                  const unsigned char *x, size_t n,
+                                  size_t nrows)
+{
+  const __mmask16 lm = (__mmask16)((1u << n) - 1);
+  size_t r0 = 0;
+  for (; r0 + 16 <= nrows; r0 += 16)
+    prod_rows8(2, out + r0 * 4, redo + r0, x + r0 * n * 4, n, lm);
+  if (r0 + 8 <= nrows) {
+    prod_rows8(1, out + r0 * 4, redo + r0, x + r0 * n * 4, n, lm);
+    r0 += 8;
   }
   for (; r0 < nrows; r0++)
     redo[r0] = 1;
