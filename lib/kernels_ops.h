@@ -52,6 +52,38 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
 int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
                       int64_t *eo);
 
+/* float32 Prod of short rows (ops.c's rd__ops_rows_out): for each of the
+ * nrows rows of n (1..16) elements at x, out[r] = the float32 output of
+ * prodl_rows() into a prod_init() state, then finalize.c's prod_out(): the
+ * lanes of the row (one element each) merged in prodl_flush's tree, the
+ * merge into the empty state and the scaling, lane by lane the same
+ * operations, several rows per vector.  redo[r] = 1 (out[r] unspecified)
+ * for a row holding a zero, an infinity or a NaN, and for the last
+ * nrows % 8 rows; the caller computes those. */
+void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
+                           const unsigned char *x, size_t n, size_t nrows);
+
+/* float32 LogSumExp of short rows (ops.c's rd__ops_rows_out): for each row
+ * of n (1..16) finite elements, the lane sums of lsel_run() (element j
+ * rescales the lanes and m when above m, then adds expk(x - m) to lane j),
+ * the lane tree of lsel_flush(), and finalize.c's m + log1p(sum - 1) with
+ * a vector log1p whose error is far below the bound used: out[r] is
+ * written only when both ends of that bound round to the same float32
+ * (then libm's log1p gives it too); redo[r] = 1 otherwise, for a row
+ * holding a NaN or an infinity, and for the last nrows % 8 rows. */
+void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows);
+
+/* float32 Prod columns, four rows at a time (ops.c's cols32s_prod): the
+ * groups of rd__opk_prod_cols_f32 over rows x, x + stride, x + 2 stride,
+ * x + 3 stride (stride in bytes), each column's state kept in registers
+ * across the four rows, which are applied in row order; stops before a
+ * group holding a zero, inf or NaN in any of the four rows.  Returns the
+ * groups done. */
+size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                              const unsigned char *x, size_t stride,
+                              size_t nvec);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

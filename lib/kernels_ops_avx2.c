@@ -594,6 +594,788 @@ int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 Prod of short rows                                          */
+/* ------------------------------------------------------------------ */
+
+/* The rows' lanes in vectors: lane l of a row holds element l, whose state
+ * from prodl_reset() and prodl_mul() is frexp(|x|) by bits (0.5 |x| is
+ * exact, so it has |x|'s mantissa), and lanes beyond n keep the reset state
+ * (0.5, 1), which is frexp(1): rows are loaded padded with 1.0f.  The tree
+ * (k, k + 8), (k, k + 4), (k, k + 2), (k, k + 1) is prod_merge lane by lane:
+ * level 1 and 2 inside a row's vectors, levels 3 and 4 (and, AVX-512,
+ * level 2) on vectors packing the surviving lanes of several rows, so every
+ * merge vector is full. */
+
+/* prod_out() of ordinary states: ldexp(hi + lo, e) with the sign, rounded
+ * to float32.  e is clamped to [-300, 300]: hi + lo is in [0.5, 1], so a
+ * larger e gives +-inf and a smaller one +-0 in float32 either way, and
+ * inside the range the scaling by 2^e is exact, as ldexp's. */
+#define PROD_ECLAMP 300
+
+/* prod_merge8 where both lo are +0 (the second tree level): the products
+ * with them are +0 and er + +0 is er (er, an exact FMA residual, is never
+ * -0), and the positive t needs no sign mask: the same bits, fewer
+ * operations. */
+TGT5 ALWAYS_INLINE void prod_merge8_l0(__m512d *h, __m512d *l, __m512i *e,
+                                       __m512d h2, __m512i e2)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  __m512d p = _mm512_mul_pd(*h, h2), er, t, lo;
+  __m512i hb, ex, E = _mm512_add_epi64(*e, e2);
+  er = _mm512_fmsub_pd(*h, h2, p);
+  t = _mm512_add_pd(p, er);
+  lo = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  hb = _mm512_castpd_si512(t);
+  ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), _mm512_set1_epi64(1022));
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+  *l = _mm512_mul_pd(lo, _mm512_castsi512_pd(_mm512_slli_epi64(
+                           _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
+  *e = _mm512_add_epi64(E, ex);
+}
+
+/* The first level from the elements: lanes k and k + 8 hold frexp(|x|)
+ * of two float32 values, whose mantissas have at most 24 significant bits,
+ * so prod_merge8's product is exact, its FMA residual +0, t the product
+ * and the new lo +0.  That product is |x_k| |x_k+8| scaled by a power of
+ * two, itself exact and a normal double (>= 2^-298), so its mantissa and
+ * exponent are taken from |x_k| |x_k+8| directly: e = (e_k - 1022 +
+ * e_k+8 - 1022) + the product's exponent, the same sum.  Bit for bit the
+ * state frexp, prod_merge8 gives, with lo +0. */
+TGT5 ALWAYS_INLINE void prod_lvl1_8(__m512 a, __m512d *h, __m512i *e)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  __m512i hb = _mm512_castpd_si512(
+    _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                  _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
+  *e = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), _mm512_set1_epi64(1022));
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb),
+                    _mm512_set1_epi64((int64_t)1022 << 52)));
+}
+
+/* G groups of 8 rows (G constant: 2 in the loop, 1 for the rest), their
+ * tree levels interleaved so that the short last levels of one group
+ * overlap the other's. */
+TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
+                                   unsigned char *redo, const unsigned char *x,
+                                   size_t n, __mmask16 lm)
+{
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i onei = _mm512_set1_epi32(1);
+  const __m512i lim = _mm512_set1_epi32(0x7f7ffffe);
+  const __m512i i3a = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+  const __m512i i3b = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+  const __m512i i4a = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i i4b = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  __m512d h[16], l[8];
+  __m512i E[16];
+  unsigned bad = 0, neg = 0;
+  for (int i = 0; i < 8 * G; i++) {
+    const unsigned char *p = x + (size_t)i * n * 4;
+    __m512i u = _mm512_castps_si512(_mm512_mask_loadu_ps(one, lm, p));
+    __m512 a = _mm512_castsi512_ps(_mm512_and_si512(u, absm));
+    _mm_prefetch((const char *)p + 6144, _MM_HINT_T0);
+    bad |= (unsigned)(_mm512_cmpgt_epu32_mask(
+                        _mm512_sub_epi32(_mm512_castps_si512(a), onei), lim) !=
+                      0)
+           << i;
+    neg |= (unsigned)(__builtin_popcount(_mm512_movepi32_mask(u)) & 1) << i;
+    prod_lvl1_8(a, &h[i], &E[i]); /* (k, k + 8); lo stays +0 */
+  }
+  /* (k, k + 4): lanes 0-3 of rows 2i and 2i + 1 in one vector */
+  for (int i = 0; i < 4 * G; i++) {
+    __m512d ha = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0x44);
+    __m512d hb = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0xee);
+    __m512i ea = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0x44);
+    __m512i eb = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0xee);
+    __m512d la;
+    prod_merge8_l0(&ha, &la, &ea, hb, eb); /* both lo are +0 */
+    h[i] = ha;
+    l[i] = la;
+    E[i] = ea;
+  }
+  /* (k, k + 2): lanes 0-1 of rows 4i .. 4i + 3 */
+  for (int i = 0; i < 2 * G; i++) {
+    __m512d ha = _mm512_permutex2var_pd(h[2 * i], i3a, h[2 * i + 1]);
+    __m512d hb = _mm512_permutex2var_pd(h[2 * i], i3b, h[2 * i + 1]);
+    __m512d la = _mm512_permutex2var_pd(l[2 * i], i3a, l[2 * i + 1]);
+    __m512d lb = _mm512_permutex2var_pd(l[2 * i], i3b, l[2 * i + 1]);
+    __m512i ea = _mm512_permutex2var_epi64(E[2 * i], i3a, E[2 * i + 1]);
+    __m512i eb = _mm512_permutex2var_epi64(E[2 * i], i3b, E[2 * i + 1]);
+    prod_merge8(&ha, &la, &ea, hb, lb, eb);
+    h[i] = ha;
+    l[i] = la;
+    E[i] = ea;
+  }
+  for (int g = 0; g < G; g++) {
+    /* (k, k + 1): lane 0 of the 8 rows, in row order */
+    __m512d ha = _mm512_permutex2var_pd(h[2 * g], i4a, h[2 * g + 1]);
+    __m512d hb = _mm512_permutex2var_pd(h[2 * g], i4b, h[2 * g + 1]);
+    __m512d la = _mm512_permutex2var_pd(l[2 * g], i4a, l[2 * g + 1]);
+    __m512d lb = _mm512_permutex2var_pd(l[2 * g], i4b, l[2 * g + 1]);
+    __m512i ea = _mm512_permutex2var_epi64(E[2 * g], i4a, E[2 * g + 1]);
+    __m512i eb = _mm512_permutex2var_epi64(E[2 * g], i4b, E[2 * g + 1]);
+    __m512d dh = _mm512_set1_pd(0.5), dl = _mm512_setzero_pd(), s, v;
+    __m512i de = _mm512_set1_epi64(1), ec;
+    prod_merge8(&ha, &la, &ea, hb, lb, eb);
+    /* prodl_flush's prod_merge into the empty accumulator (0.5, 0, 1) */
+    prod_merge8(&dh, &dl, &de, ha, la, ea);
+    s = _mm512_add_pd(dh, dl);
+    ec = _mm512_min_epi64(_mm512_max_epi64(de, _mm512_set1_epi64(-PROD_ECLAMP)),
+                          _mm512_set1_epi64(PROD_ECLAMP));
+    v = _mm512_mul_pd(s, _mm512_castsi512_pd(_mm512_slli_epi64(
+                           _mm512_add_epi64(ec, _mm512_set1_epi64(1023)), 52)));
+    v = _mm512_castsi512_pd(
+      _mm512_xor_si512(_mm512_castpd_si512(v),
+                       _mm512_maskz_mov_epi64((__mmask8)(neg >> (8 * g)),
+                                              _mm512_set1_epi64(INT64_MIN))));
+    _mm256_storeu_ps((float *)(void *)(out + (size_t)g * 32),
+                     _mm512_cvtpd_ps(v));
+  }
+  for (int i = 0; i < 8 * G; i++)
+    redo[i] = (unsigned char)((bad >> i) & 1);
+}
+
+TGT5 static void prod_rows_avx512(unsigned char *out, unsigned char *redo,
+                                  const unsigned char *x, size_t n,
+                                  size_t nrows)
+{
+  const __mmask16 lm = (__mmask16)((1u << n) - 1);
+  size_t r0 = 0;
+  for (; r0 + 16 <= nrows; r0 += 16)
+    prod_rows8(2, out + r0 * 4, redo + r0, x + r0 * n * 4, n, lm);
+  if (r0 + 8 <= nrows) {
+    prod_rows8(1, out + r0 * 4, redo + r0, x + r0 * n * 4, n, lm);
+    r0 += 8;
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+/* prod_merge8 on 4 lanes. */
+TGT2 ALWAYS_INLINE void prod_merge4(__m256d *h, __m256d *l, __m256i *e,
+                                    __m256d h2, __m256d l2, __m256i e2)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  __m256d p = _mm256_mul_pd(*h, h2), er, t, lo;
+  __m256i hb, ex, E = _mm256_add_epi64(*e, e2);
+  er = _mm256_fmsub_pd(*h, h2, p);
+  er = _mm256_add_pd(er, _mm256_add_pd(_mm256_mul_pd(*h, l2),
+                                       _mm256_mul_pd(*l, h2)));
+  t = _mm256_add_pd(p, er);
+  lo = _mm256_sub_pd(er, _mm256_sub_pd(t, p));
+  hb = _mm256_castpd_si256(t);
+  ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
+                        _mm256_set1_epi64x(1022));
+  *h = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+  *l = _mm256_mul_pd(lo,
+                     _mm256_castsi256_pd(_mm256_slli_epi64(
+                       _mm256_sub_epi64(_mm256_set1_epi64x(1023), ex), 52)));
+  *e = _mm256_add_epi64(E, ex);
+}
+
+TGT2 ALWAYS_INLINE void frexp4(__m128 a, __m256d *m, __m256i *e)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  __m256i ab = _mm256_castpd_si256(_mm256_cvtps_pd(a));
+  *e = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask), 52),
+                        _mm256_set1_epi64x(1022));
+  *m = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_andnot_si256(emask, ab),
+                    _mm256_set1_epi64x((int64_t)1022 << 52)));
+}
+
+/* A row's 8-element half, lanes at or beyond n set to 1.0f; *bad |= a
+ * zero, inf or NaN among them. */
+TGT2 ALWAYS_INLINE __m256 prod_half8(const unsigned char *p, __m256i mk,
+                                     int *bad)
+{
+  const __m256i onei = _mm256_set1_epi32(1);
+  __m256 v = _mm256_blendv_ps(_mm256_set1_ps(1.0f),
+                              _mm256_maskload_ps((const float *)(const void *)p,
+                                                 mk),
+                              _mm256_castsi256_ps(mk));
+  __m256i a = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v),
+                                                _mm256_set1_epi32(0x7fffffff)),
+                               onei);
+  __m256i b = _mm256_or_si256(_mm256_cmpgt_epi32(a,
+                                                 _mm256_set1_epi32(0x7f7ffffe)),
+                              _mm256_srai_epi32(a, 31));
+  *bad |= !_mm256_testz_si256(b, b);
+  return v;
+}
+
+TGT2 static void prod_rows_avx2(unsigned char *out, unsigned char *redo,
+                                const unsigned char *x, size_t n, size_t nrows)
+{
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+  const __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n - 8), lane);
+  const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256d zero = _mm256_setzero_pd();
+  size_t r0 = 0;
+  for (; r0 + 4 <= nrows; r0 += 4) {
+    __m256d h[4], l[4], P, Q, PL, QL, dh, dl, s, v;
+    __m256i E[4], PE, QE, de, ec, sg;
+    int bad[4];
+    int64_t neg[4];
+    for (int i = 0; i < 4; i++) {
+      const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
+      __m256 v0, v1, a0, a1;
+      __m256d q[4], lb = zero;
+      __m256i qe[4];
+      bad[i] = 0;
+      v0 = prod_half8(p, mk0, &bad[i]);
+      v1 = prod_half8(p + 32, mk1, &bad[i]);
+      OPK_PF(p);
+      neg[i] = (__builtin_popcount((unsigned)_mm256_movemask_ps(v0) |
+                                   ((unsigned)_mm256_movemask_ps(v1) << 8)) &
+                1)
+                 ? INT64_MIN
+                 : 0;
+      a0 = _mm256_and_ps(v0, absm);
+      a1 = _mm256_and_ps(v1, absm);
+      frexp4(_mm256_castps256_ps128(a0), &q[0], &qe[0]);
+      frexp4(_mm256_extractf128_ps(a0, 1), &q[1], &qe[1]);
+      frexp4(_mm256_castps256_ps128(a1), &q[2], &qe[2]);
+      frexp4(_mm256_extractf128_ps(a1, 1), &q[3], &qe[3]);
+      /* (k, k + 8) for lanes 0-3 and 4-7, then (k, k + 4) */
+      l[i] = zero;
+      prod_merge4(&q[0], &l[i], &qe[0], q[2], zero, qe[2]);
+      prod_merge4(&q[1], &lb, &qe[1], q[3], zero, qe[3]);
+      prod_merge4(&q[0], &l[i], &qe[0], q[1], lb, qe[1]);
+      h[i] = q[0];
+      E[i] = qe[0];
+    }
+    /* (k, k + 2): lanes 0-1 of rows 0, 1 (P) and of rows 2, 3 (Q) */
+    {
+      __m256d ha = _mm256_permute2f128_pd(h[0], h[1], 0x20);
+      __m256d hb = _mm256_permute2f128_pd(h[0], h[1], 0x31);
+      __m256d la = _mm256_permute2f128_pd(l[0], l[1], 0x20);
+      __m256d lb = _mm256_permute2f128_pd(l[0], l[1], 0x31);
+      __m256i ea = _mm256_permute2x128_si256(E[0], E[1], 0x20);
+      __m256i eb = _mm256_permute2x128_si256(E[0], E[1], 0x31);
+      prod_merge4(&ha, &la, &ea, hb, lb, eb);
+      P = ha;
+      PL = la;
+      PE = ea;
+      ha = _mm256_permute2f128_pd(h[2], h[3], 0x20);
+      hb = _mm256_permute2f128_pd(h[2], h[3], 0x31);
+      la = _mm256_permute2f128_pd(l[2], l[3], 0x20);
+      lb = _mm256_permute2f128_pd(l[2], l[3], 0x31);
+      ea = _mm256_permute2x128_si256(E[2], E[3], 0x20);
+      eb = _mm256_permute2x128_si256(E[2], E[3], 0x31);
+      prod_merge4(&ha, &la, &ea, hb, lb, eb);
+      Q = ha;
+      QL = la;
+      QE = ea;
+    }
+    /* (k, k + 1): lane 0 of rows 0, 2, 1, 3 */
+    {
+      __m256d ha = _mm256_unpacklo_pd(P, Q), hb = _mm256_unpackhi_pd(P, Q);
+      __m256d la = _mm256_unpacklo_pd(PL, QL), lb = _mm256_unpackhi_pd(PL, QL);
+      __m256i ea = _mm256_unpacklo_epi64(PE, QE);
+      __m256i eb = _mm256_unpackhi_epi64(PE, QE);
+      prod_merge4(&ha, &la, &ea, hb, lb, eb);
+      dh = _mm256_set1_pd(0.5);
+      dl = zero;
+      de = _mm256_set1_epi64x(1);
+      prod_merge4(&dh, &dl, &de, ha, la, ea);
+    }
+    s = _mm256_add_pd(dh, dl);
+    ec = _mm256_blendv_epi8(de, _mm256_set1_epi64x(PROD_ECLAMP),
+                            _mm256_cmpgt_epi64(de, _mm256_set1_epi64x(
+                                                     PROD_ECLAMP)));
+    ec = _mm256_blendv_epi8(ec, _mm256_set1_epi64x(-PROD_ECLAMP),
+                            _mm256_cmpgt_epi64(_mm256_set1_epi64x(-PROD_ECLAMP),
+                                               ec));
+    v = _mm256_mul_pd(s,
+                      _mm256_castsi256_pd(_mm256_slli_epi64(
+                        _mm256_add_epi64(ec, _mm256_set1_epi64x(1023)), 52)));
+    v = _mm256_permute4x64_pd(v, 0xd8); /* rows 0, 2, 1, 3 -> 0, 1, 2, 3 */
+    sg = _mm256_setr_epi64x(neg[0], neg[1], neg[2], neg[3]);
+    v = _mm256_castsi256_pd(_mm256_xor_si256(_mm256_castpd_si256(v), sg));
+    _mm_storeu_ps((float *)(void *)(out + r0 * 4), _mm256_cvtpd_ps(v));
+    for (int i = 0; i < 4; i++)
+      redo[r0 + (size_t)i] = (unsigned char)bad[i];
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
+                           const unsigned char *x, size_t n, size_t nrows)
+{
+  if (rd__opk_avx512())
+    prod_rows_avx512(out, redo, x, n, nrows);
+  else
+    prod_rows_avx2(out, redo, x, n, nrows);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 LogSumExp of short rows                                     */
+/* ------------------------------------------------------------------ */
+
+/* A vector lane is a row.  Element j (one per lane sum, n <= 16) does what
+ * lsel_elem() does: if x > m, every lane sum is multiplied by
+ * expk(m - x), m becomes x and lane j adds expk(x - x) = expk(+0) = E0;
+ * else lane j adds expk(x - m).  Lane j is +0 before element j, and +0
+ * times a factor in [0, 1] is +0, so only lanes below j are rescaled and
+ * lane j becomes E0 or expk(x - m); one expk per element serves both
+ * cases (the argument m - x where x > m, else x - m).  Lanes at or beyond
+ * n stay +0, which the tree adds exactly.  The first element starts every
+ * row: m = x, lane 0 = E0 (lsel_elem from m = -inf scales +0 lanes by 0).
+ *
+ * The output m + log1p(y), y = sum - 1 (lse_out, with lo = +0 as
+ * lse_fold_e leaves it from the empty state), uses a vector log1p L with
+ * a relative error below 2^-44 (1 + y = uh + ul exactly, uh = 2^k f with f
+ * in [sqrt(1/2), sqrt(2)), log f = 2 atanh(s), s = (f - 1)/(f + 1), by its
+ * series to s^15, |s| < 0.1716, whose remainder is below 2^-44; the
+ * roundings add a few 2^-53).  m + (L -+ d) with d = |L| 2^-40, far beyond
+ * that error and libm's (a few ulp), bound m + log1p(y) in double, and
+ * both rounding is monotonic: when the two ends give the same float32, so
+ * does libm's result, and it is written; else the row is redone by the
+ * accumulator path, with libm. */
+#define LSE_D 0x1p-40
+
+static const double lse_c[8] = {
+  2.0,       2.0 / 3.0,  2.0 / 5.0,  2.0 / 7.0,
+  2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0, 2.0 / 15.0,
+};
+
+#define LSE_SQRT2 0x1.6a09e667f3bcdp+0
+#define LSE_LN2 0x1.62e42fefa39efp-1
+
+TGT5 ALWAYS_INLINE __m512d lse_log1p8(__m512d y)
+{
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512i mmask = _mm512_set1_epi64(((int64_t)1 << 52) - 1);
+  __m512d uh = _mm512_add_pd(one, y), bb = _mm512_sub_pd(uh, one);
+  __m512d ul = _mm512_add_pd(_mm512_sub_pd(one, _mm512_sub_pd(uh, bb)),
+                             _mm512_sub_pd(y, bb));
+  __m512i b = _mm512_castpd_si512(uh);
+  __m512i k = _mm512_sub_epi64(_mm512_srli_epi64(b, 52),
+                               _mm512_set1_epi64(1023));
+  __m512d f = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_and_si512(b, mmask),
+                    _mm512_set1_epi64((int64_t)1023 << 52)));
+  __mmask8 big = _mm512_cmp_pd_mask(f, _mm512_set1_pd(LSE_SQRT2), _CMP_GT_OQ);
+  __m512d s, z, p;
+  f = _mm512_mask_mul_pd(f, big, f, _mm512_set1_pd(0.5));
+  k = _mm512_mask_add_epi64(k, big, k, _mm512_set1_epi64(1));
+  s = _mm512_div_pd(_mm512_sub_pd(f, one), _mm512_add_pd(f, one));
+  z = _mm512_mul_pd(s, s);
+  p = _mm512_set1_pd(lse_c[7]);
+  for (int i = 6; i >= 0; i--)
+    p = _mm512_add_pd(_mm512_mul_pd(p, z), _mm512_set1_pd(lse_c[i]));
+  return _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi64_pd(k),
+                                     _mm512_set1_pd(LSE_LN2)),
+                       _mm512_add_pd(_mm512_mul_pd(s, p),
+                                     _mm512_div_pd(ul, uh)));
+}
+
+/* The 8 x 8 transpose: c[j] = (r[0][j], ..., r[7][j]). */
+TGT5 ALWAYS_INLINE void lse_tr8(const __m512d *r, __m512d *c)
+{
+  const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i ib = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  __m512d t[8], u[8];
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; h++) { /* rows 0-3, 4-7 */
+    u[4 * h] = _mm512_permutex2var_pd(t[4 * h], ia, t[4 * h + 2]);
+    u[4 * h + 1] = _mm512_permutex2var_pd(t[4 * h], ib, t[4 * h + 2]);
+    u[4 * h + 2] = _mm512_permutex2var_pd(t[4 * h + 1], ia, t[4 * h + 3]);
+    u[4 * h + 3] = _mm512_permutex2var_pd(t[4 * h + 1], ib, t[4 * h + 3]);
+  }
+  c[0] = _mm512_shuffle_f64x2(u[0], u[4], 0x44);
+  c[4] = _mm512_shuffle_f64x2(u[0], u[4], 0xee);
+  c[2] = _mm512_shuffle_f64x2(u[1], u[5], 0x44);
+  c[6] = _mm512_shuffle_f64x2(u[1], u[5], 0xee);
+  c[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x44);
+  c[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xee);
+  c[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x44);
+  c[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xee);
+}
+
+/* Rows are loaded padded with -inf to 16 elements: a -inf element is not
+ * above m and adds expk(-inf) = +0 to a +0 lane, so it changes nothing
+ * (lsel_elem skips it). */
+TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
+                                 const unsigned char *x, size_t n, size_t nrows)
+{
+  const __mmask16 lm = (__mmask16)((1u << n) - 1);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  const __m512d e0 = _mm512_set1_pd(expk(0.0));
+  struct opk_tab tb;
+  size_t r0 = 0;
+  opk_tab_load(&tb);
+  for (; r0 + 8 <= nrows; r0 += 8) {
+    __m512d c[L], s[L], m, y, lg, d, lo, hi;
+    __m256 flo, fhi;
+    __mmask8 bad = 0;
+    {
+      __m512d rl[8], rh[8];
+      for (int i = 0; i < 8; i++) {
+        const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
+        __m512 v = _mm512_mask_loadu_ps(ninf, lm, p);
+        OPK_PF(p);
+        bad |= (__mmask8)((_mm512_mask_fpclass_ps_mask(lm, v, 0x99) != 0)
+                          << i); /* NaN, +-inf */
+        rl[i] = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        rh[i] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+      }
+      lse_tr8(rl, c);
+      lse_tr8(rh, c + 8);
+    }
+    m = c[0];
+    s[0] = e0;
+#pragma GCC unroll 16
+    for (int j = 1; j < L; j++) {
+      __mmask8 up = _mm512_cmp_pd_mask(c[j], m, _CMP_GT_OQ);
+      __m512d ef = opk_expk8(&tb, _mm512_mask_sub_pd(_mm512_sub_pd(c[j], m), up,
+                                                     m, c[j]));
+#pragma GCC unroll 16
+      for (int l = 0; l < j; l++)
+        s[l] = _mm512_mask_mul_pd(s[l], up, s[l], ef);
+      s[j] = _mm512_mask_mov_pd(ef, up, e0);
+      m = _mm512_mask_mov_pd(m, up, c[j]);
+    }
+#pragma GCC unroll 8
+    for (int w = L / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
+      for (int k = 0; k < w; k++)
+        s[k] = _mm512_add_pd(s[k], s[k + w]);
+    y = _mm512_add_pd(_mm512_sub_pd(s[0], _mm512_set1_pd(1.0)),
+                      _mm512_setzero_pd());
+    lg = lse_log1p8(y);
+    d = _mm512_mul_pd(_mm512_abs_pd(lg), _mm512_set1_pd(LSE_D));
+    lo = _mm512_add_pd(m, _mm512_sub_pd(lg, d));
+    hi = _mm512_add_pd(m, _mm512_add_pd(lg, d));
+    flo = _mm512_cvtpd_ps(lo);
+    fhi = _mm512_cvtpd_ps(hi);
+    bad |= (__mmask8)~_mm256_cmpeq_epi32_mask(_mm256_castps_si256(flo),
+                                              _mm256_castps_si256(fhi));
+    _mm256_storeu_ps((float *)(void *)(out + r0 * 4), flo);
+    for (int i = 0; i < 8; i++)
+      redo[r0 + (size_t)i] = (unsigned char)((bad >> i) & 1);
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+TGT2 ALWAYS_INLINE __m256d lse_log1p4(__m256d y)
+{
+  const __m256d one = _mm256_set1_pd(1.0);
+  const __m256i mmask = _mm256_set1_epi64x(((int64_t)1 << 52) - 1);
+  __m256d uh = _mm256_add_pd(one, y), bb = _mm256_sub_pd(uh, one);
+  __m256d ul = _mm256_add_pd(_mm256_sub_pd(one, _mm256_sub_pd(uh, bb)),
+                             _mm256_sub_pd(y, bb));
+  __m256i b = _mm256_castpd_si256(uh);
+  /* k + 1023, the biased exponent (uh > 0), as a double by the 2^52 trick;
+   * both subtractions are exact */
+  __m256d kd =
+    _mm256_sub_pd(_mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(
+                                  _mm256_srli_epi64(b, 52),
+                                  _mm256_castpd_si256(_mm256_set1_pd(0x1p52)))),
+                                _mm256_set1_pd(0x1p52)),
+                  _mm256_set1_pd(1023.0));
+  __m256d f = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_and_si256(b, mmask),
+                    _mm256_set1_epi64x((int64_t)1023 << 52)));
+  __m256d big = _mm256_cmp_pd(f, _mm256_set1_pd(LSE_SQRT2), _CMP_GT_OQ);
+  __m256d s, z, p;
+  f = _mm256_blendv_pd(f, _mm256_mul_pd(f, _mm256_set1_pd(0.5)), big);
+  kd = _mm256_add_pd(kd, _mm256_and_pd(big, one));
+  s = _mm256_div_pd(_mm256_sub_pd(f, one), _mm256_add_pd(f, one));
+  z = _mm256_mul_pd(s, s);
+  p = _mm256_set1_pd(lse_c[7]);
+  for (int i = 6; i >= 0; i--)
+    p = _mm256_add_pd(_mm256_mul_pd(p, z), _mm256_set1_pd(lse_c[i]));
+  return _mm256_add_pd(_mm256_mul_pd(kd, _mm256_set1_pd(LSE_LN2)),
+                       _mm256_add_pd(_mm256_mul_pd(s, p),
+                                     _mm256_div_pd(ul, uh)));
+}
+
+/* The 4 x 4 transpose: c[j] = (r[0][j], ..., r[3][j]). */
+TGT2 ALWAYS_INLINE void lse_tr4(__m256d r0, __m256d r1, __m256d r2, __m256d r3,
+                                __m256d *c)
+{
+  __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  c[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+  c[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+  c[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+  c[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+TGT2 static void lse_rows_avx2(unsigned char *out, unsigned char *redo,
+                               const unsigned char *x, size_t n, size_t nrows)
+{
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+  const __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n - 8), lane);
+  const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  const __m256i emask = _mm256_set1_epi32(0x7f800000);
+  const __m256d e0 = _mm256_set1_pd(expk(0.0));
+  size_t r0 = 0;
+  for (; r0 + 4 <= nrows; r0 += 4) {
+    __m256d c[L], s[L], m, y, lg, d, lo, hi;
+    __m128 flo, fhi;
+    __m128i ne;
+    int bad = 0;
+    {
+      __m256d q[4][4];
+      for (int i = 0; i < 4; i++) {
+        const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
+        const float *pf = (const float *)(const void *)p;
+        __m256 v0 = _mm256_maskload_ps(pf, mk0),
+               v1 = _mm256_maskload_ps(pf + 8, mk1);
+        /* NaN, +-inf among the elements (masked-off lanes load +0) */
+        __m256i nf = _mm256_or_si256(
+          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v0), emask),
+                             emask),
+          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v1), emask),
+                             emask));
+        OPK_PF(p);
+        bad |= (!_mm256_testz_si256(nf, nf)) << i;
+        v0 = _mm256_blendv_ps(ninf, v0, _mm256_castsi256_ps(mk0));
+        v1 = _mm256_blendv_ps(ninf, v1, _mm256_castsi256_ps(mk1));
+        q[0][i] = _mm256_cvtps_pd(_mm256_castps256_ps128(v0));
+        q[1][i] = _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1));
+        q[2][i] = _mm256_cvtps_pd(_mm256_castps256_ps128(v1));
+        q[3][i] = _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1));
+      }
+      for (int g = 0; g < 4; g++)
+        lse_tr4(q[g][0], q[g][1], q[g][2], q[g][3], c + 4 * g);
+    }
+    m = c[0];
+    s[0] = e0;
+#pragma GCC unroll 16
+    for (int j = 1; j < L; j++) {
+      __m256d up = _mm256_cmp_pd(c[j], m, _CMP_GT_OQ);
+      __m256d ef = opk_expk4(
+        _mm256_blendv_pd(_mm256_sub_pd(c[j], m), _mm256_sub_pd(m, c[j]), up));
+#pragma GCC unroll 16
+      for (int l = 0; l < j; l++)
+        s[l] = _mm256_blendv_pd(s[l], _mm256_mul_pd(s[l], ef), up);
+      s[j] = _mm256_blendv_pd(ef, e0, up);
+      m = _mm256_blendv_pd(m, c[j], up);
+    }
+#pragma GCC unroll 8
+    for (int w = L / 2; w >= 1; w /= 2)
+#pragma GCC unroll 8
+      for (int k = 0; k < w; k++)
+        s[k] = _mm256_add_pd(s[k], s[k + w]);
+    y = _mm256_add_pd(_mm256_sub_pd(s[0], _mm256_set1_pd(1.0)),
+                      _mm256_setzero_pd());
+    lg = lse_log1p4(y);
+    d = _mm256_mul_pd(_mm256_and_pd(lg, _mm256_castsi256_pd(
+                                          _mm256_set1_epi64x(INT64_MAX))),
+                      _mm256_set1_pd(LSE_D));
+    lo = _mm256_add_pd(m, _mm256_sub_pd(lg, d));
+    hi = _mm256_add_pd(m, _mm256_add_pd(lg, d));
+    flo = _mm256_cvtpd_ps(lo);
+    fhi = _mm256_cvtpd_ps(hi);
+    ne = _mm_xor_si128(_mm_cmpeq_epi32(_mm_castps_si128(flo),
+                                       _mm_castps_si128(fhi)),
+                       _mm_set1_epi32(-1));
+    bad |= _mm_movemask_ps(_mm_castsi128_ps(ne));
+    _mm_storeu_ps((float *)(void *)(out + r0 * 4), flo);
+    for (int i = 0; i < 4; i++)
+      redo[r0 + (size_t)i] = (unsigned char)((bad >> i) & 1);
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows)
+{
+  if (rd__opk_avx512())
+    lse_rows_avx512(out, redo, x, n, nrows);
+  else
+    lse_rows_avx2(out, redo, x, n, nrows);
+}
+
+/* ------------------------------------------------------------------ */
+/* float32 Prod columns, four rows at a time                           */
+/* ------------------------------------------------------------------ */
+
+/* One element of rd__avx2_prod_cols_f32 (ops.c's prod_add of an ordinary
+ * x) on the state in registers. */
+TGT2 ALWAYS_INLINE void pc4_step(__m256d *h, __m256d *l, __m256i *E, __m256i *N,
+                                 __m128i u)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
+  const __m256i b1022 = _mm256_set1_epi64x(1022);
+  __m256i ab = _mm256_castpd_si256(_mm256_cvtps_pd(
+    _mm_castsi128_ps(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)))));
+  __m256i ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask),
+                                                  52),
+                                b1022);
+  __m256d fm = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
+  __m256d p, er, t;
+  __m256i hb;
+  *E = _mm256_add_epi64(*E, ex);
+  p = _mm256_mul_pd(*h, fm);
+  er = _mm256_fmsub_pd(*h, fm, p);
+  er = _mm256_add_pd(er, _mm256_mul_pd(*l, fm));
+  t = _mm256_add_pd(p, er);
+  *l = _mm256_sub_pd(er, _mm256_sub_pd(t, p));
+  hb = _mm256_castpd_si256(t);
+  ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
+                        b1022);
+  *h = _mm256_castsi256_pd(
+    _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+  *l = _mm256_mul_pd(*l,
+                     _mm256_castsi256_pd(_mm256_slli_epi64(
+                       _mm256_sub_epi64(_mm256_set1_epi64x(1023), ex), 52)));
+  *E = _mm256_add_epi64(*E, ex);
+  *N = _mm256_xor_si256(*N, _mm256_cvtepu32_epi64(_mm_srli_epi32(u, 31)));
+}
+
+/* A zero, inf or NaN among the 4 lanes of u. */
+TGT2 ALWAYS_INLINE __m128i pc4_bad(__m128i u)
+{
+  __m128i a = _mm_sub_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)),
+                            _mm_set1_epi32(1));
+  return _mm_or_si128(_mm_cmpgt_epi32(a, _mm_set1_epi32(0x7f7ffffe)),
+                      _mm_srai_epi32(a, 31));
+}
+
+TGT2 static size_t prod_cols4_avx2(double *hi, double *lo, int64_t *e,
+                                   int64_t *neg, const unsigned char *x,
+                                   size_t stride, size_t nvec)
+{
+  size_t g = 0;
+  for (; g < nvec; g++) {
+    const unsigned char *p = x + g * 16;
+    __m128i u[4], bad;
+    __m256d h, l;
+    __m256i E, N;
+    for (int k = 0; k < 4; k++)
+      u[k] = _mm_loadu_si128(
+        (const __m128i *)(const void *)(p + (size_t)k * stride));
+    bad = _mm_or_si128(_mm_or_si128(pc4_bad(u[0]), pc4_bad(u[1])),
+                       _mm_or_si128(pc4_bad(u[2]), pc4_bad(u[3])));
+    if (!_mm_testz_si128(bad, bad))
+      break;
+    if (g % 4 == 0) /* as prod_cols4_avx512 */
+      for (int k = 4; k < 8; k++)
+        _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
+    h = _mm256_loadu_pd(hi + 4 * g);
+    l = _mm256_loadu_pd(lo + 4 * g);
+    E = _mm256_loadu_si256((const __m256i *)(const void *)(e + 4 * g));
+    N = _mm256_loadu_si256((const __m256i *)(const void *)(neg + 4 * g));
+    for (int k = 0; k < 4; k++)
+      pc4_step(&h, &l, &E, &N, u[k]);
+    _mm256_storeu_pd(hi + 4 * g, h);
+    _mm256_storeu_pd(lo + 4 * g, l);
+    _mm256_storeu_si256((__m256i *)(void *)(e + 4 * g), E);
+    _mm256_storeu_si256((__m256i *)(void *)(neg + 4 * g), N);
+  }
+  return g;
+}
+
+/* pc4_step on 8 columns, without the sign: |x| and t are positive, so
+ * their exponent fields are the bits above 52 (no mask). */
+TGT5 ALWAYS_INLINE void pc8_step(__m512d *h, __m512d *l, __m512i *E, __m256i u)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  const __m512i b1022 = _mm512_set1_epi64(1022);
+  __m512i ab = _mm512_castpd_si512(_mm512_cvtps_pd(
+    _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)))));
+  __m512i ex = _mm512_sub_epi64(_mm512_srli_epi64(ab, 52), b1022);
+  __m512d fm = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, ab), ebias));
+  __m512d p, er, t;
+  __m512i hb;
+  *E = _mm512_add_epi64(*E, ex);
+  p = _mm512_mul_pd(*h, fm);
+  er = _mm512_fmsub_pd(*h, fm, p);
+  er = _mm512_add_pd(er, _mm512_mul_pd(*l, fm));
+  t = _mm512_add_pd(p, er);
+  *l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  hb = _mm512_castpd_si512(t);
+  ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), b1022);
+  *h = _mm512_castsi512_pd(
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+  *l = _mm512_mul_pd(*l, _mm512_castsi512_pd(_mm512_slli_epi64(
+                           _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
+  *E = _mm512_add_epi64(*E, ex);
+}
+
+TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
+                                     int64_t *neg, const unsigned char *x,
+                                     size_t stride, size_t nvec)
+{
+  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe);
+  size_t g = 0;
+  for (; g + 2 <= nvec; g += 2) {
+    const unsigned char *p = x + g * 16;
+    __m256i u[4], bad = _mm256_setzero_si256();
+    __m512d h, l;
+    __m512i E, N;
+    for (int k = 0; k < 4; k++) {
+      __m256i a;
+      u[k] = _mm256_loadu_si256(
+        (const __m256i *)(const void *)(p + (size_t)k * stride));
+      a = _mm256_sub_epi32(_mm256_and_si256(u[k], absm), one);
+      bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi32(a, lim),
+                                                 _mm256_srai_epi32(a, 31)));
+    }
+    if (!_mm256_testz_si256(bad, bad))
+      break;
+    /* the next four rows at these columns: the caller's tiles read short
+     * pieces of rows far apart, which the hardware prefetchers do not
+     * follow (once per 64-byte line) */
+    if (g % 4 == 0)
+      for (int k = 4; k < 8; k++)
+        _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
+    h = _mm512_loadu_pd(hi + 4 * g);
+    l = _mm512_loadu_pd(lo + 4 * g);
+    E = _mm512_loadu_si512(e + 4 * g);
+    N = _mm512_loadu_si512(neg + 4 * g);
+    for (int k = 0; k < 4; k++)
+      pc8_step(&h, &l, &E, u[k]);
+    /* the sign parity of the four rows at once */
+    N = _mm512_xor_si512(N, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
+                              _mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),
+                                               _mm256_xor_si256(u[2], u[3])),
+                              31)));
+    _mm512_storeu_pd(hi + 4 * g, h);
+    _mm512_storeu_pd(lo + 4 * g, l);
+    _mm512_storeu_si512(e + 4 * g, E);
+    _mm512_storeu_si512(neg + 4 * g, N);
+  }
+  /* the last group, or the pair holding a special value: 4 at a time */
+  return g + prod_cols4_avx2(hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g,
+                             x + 16 * g, stride, nvec - g);
+}
+
+size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                              const unsigned char *x, size_t stride,
+                              size_t nvec)
+{
+  if (rd__opk_avx512())
+    return prod_cols4_avx512(hi, lo, e, neg, x, stride, nvec);
+  return prod_cols4_avx2(hi, lo, e, neg, x, stride, nvec);
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -668,6 +1450,38 @@ int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
   (void)lo;
   (void)eo;
   return -1;
+}
+
+void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
+                           const unsigned char *x, size_t n, size_t nrows)
+{
+  (void)out;
+  (void)x;
+  (void)n;
+  memset(redo, 1, nrows);
+}
+
+void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows)
+{
+  (void)out;
+  (void)x;
+  (void)n;
+  memset(redo, 1, nrows);
+}
+
+size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
+                              const unsigned char *x, size_t stride,
+                              size_t nvec)
+{
+  (void)hi;
+  (void)lo;
+  (void)e;
+  (void)neg;
+  (void)x;
+  (void)stride;
+  (void)nvec;
+  return 0;
 }
 
 int rd__opk_avx512(void)

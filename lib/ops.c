@@ -1544,7 +1544,30 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
       e[j] = a[j].e;
       neg[j] = a[j].neg;
     }
-    for (size_t r = 0; r < nrows; r++) {
+    size_t r = 0;
+    /* four rows at a time: each column's state stays in registers across
+     * them (rows in order); a group with a special value in any of the
+     * four goes element by element, row by row */
+    for (; r + 4 <= nrows; r += 4) {
+      const unsigned char *row = x + (r * n + j0) * 4;
+      size_t g = 0, j;
+      while (g < nv) {
+        g += rd__opk_prod_cols4_f32(hi + 4 * g, lo + 4 * g, e + 4 * g,
+                                    neg + 4 * g, row + g * 16, n * 4, nv - g);
+        if (g < nv) {
+          for (size_t k = 0; k < 4; k++)
+            for (j = 4 * g; j < 4 * g + 4; j++)
+              pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j],
+                         row + (k * n + j) * 4);
+          g++;
+        }
+      }
+      for (size_t k = 0; k < 4; k++)
+        for (j = 4 * nv; j < nc; j++)
+          pcols_elem(&a[j], &hi[j], &lo[j], &e[j], &neg[j],
+                     row + (k * n + j) * 4);
+    }
+    for (; r < nrows; r++) {
       const unsigned char *row = x + (r * n + j0) * 4;
       size_t g = 0, j;
       while (g < nv) {
@@ -1861,4 +1884,78 @@ const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl)
 const struct rd__kernel *rd__op_kernel(int kernel_id)
 {
   return rd__op_kernel_impl(kernel_id, rd__kernels_active());
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct output: float Prod and LogSumExp, one whole run per output   */
+/* ------------------------------------------------------------------ */
+
+int rd__ops_direct(int op, int dtype)
+{
+  const struct rd__op *row = rd__op_row(op);
+  int fam;
+  if (!row || !dt_float(dtype))
+    return 0;
+  fam = dtype == RD_FLOAT64 ? row->f64_family : row->float_family;
+  return fam == RD__F_PROD || fam == RD__F_LSE;
+}
+
+/* Rows per block of dout_rows(): the accumulators stay in L1. */
+#define DOUT_BLOCK 64
+/* Rows per call of the vector helpers (their redo flags on the stack). */
+#define DOUT_BATCH 512
+
+/* The accumulator path itself, a block at a time: init, rows(), and each
+ * accumulator finalised (prod_out/lse_out: no error, err unused). */
+static void dout_rows(const struct rd__kernel *k, const struct rd__final *f,
+                      unsigned char *out, const unsigned char *x, size_t n,
+                      size_t nrows)
+{
+  union {
+    struct rd__acc_prod p[DOUT_BLOCK];
+    struct rd__acc_lse l[DOUT_BLOCK];
+  } a;
+  const size_t esz = dt_size(f->dtype), osz = dt_size(f->out_dtype);
+  assert(k->acc_size * DOUT_BLOCK <= sizeof a);
+  while (nrows > 0) {
+    size_t m = nrows < DOUT_BLOCK ? nrows : DOUT_BLOCK;
+    k->init(&a, m);
+    k->rows(&a, x, n, m);
+    for (size_t r = 0; r < m; r++)
+      (void)rd__finalize(f, (const unsigned char *)&a + r * k->acc_size,
+                         out + r * osz, r, NULL);
+    out += m * osz;
+    x += m * n * esz;
+    nrows -= m;
+  }
+}
+
+void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
+                      void *out, const unsigned char *x, size_t n, size_t nrows)
+{
+  unsigned char *o = out;
+  const int prod = f->family == RD__F_PROD;
+  if (f->dtype == RD_FLOAT32 && (prod || f->family == RD__F_LSE) && n >= 1 &&
+      n <= L && rd__kernels_active() >= RD__IMPL_AVX2) {
+    /* several rows per vector (kernels_ops_avx2.c); the rows it leaves
+     * (Prod: zeros, infinities, NaNs; LogSumExp: NaNs, infinities, a
+     * float32 rounding its log1p bound does not pin; the last few) by the
+     * accumulator path */
+    unsigned char redo[DOUT_BATCH];
+    while (nrows > 0) {
+      size_t m = nrows < DOUT_BATCH ? nrows : DOUT_BATCH;
+      if (prod)
+        rd__opk_prod_rows_f32(o, redo, x, n, m);
+      else
+        rd__opk_lse_rows_f32(o, redo, x, n, m);
+      for (size_t r = 0; r < m; r++)
+        if (redo[r])
+          dout_rows(k, f, o + r * 4, x + r * n * 4, n, 1);
+      o += m * 4;
+      x += m * n * 4;
+      nrows -= m;
+    }
+    return;
+  }
+  dout_rows(k, f, o, x, n, nrows);
 }

@@ -528,6 +528,7 @@ struct geom {
   size_t osz;     /* bytes per output slot of the buffers */
   int direct;     /* slots are finished output elements */
   int direct_int; /* direct, integer class: finalised by rd__finalize() */
+  int direct_op;  /* prodlse: float Prod/LogSumExp, rd__ops_rows_out() */
   int l2, dtype;
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
   struct rd__final fin; /* finalisation of the other operators */
@@ -585,7 +586,11 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
    * final pass.  Integers too: the first overflow error (the lowest output
    * index, as finish would have found it) is kept in the cursor and
    * reported by finish. */
-  g->direct = g->sq && g->ng == 2 && !g->outer_red && g->inner_red;
+  /* prodlse: float Prod and LogSumExp (ops.c) are direct too */
+  g->direct_op = rd__ops_direct(pl->op, pl->dtype) && pl->in_count > 0;
+  g->direct = (g->sq || g->direct_op) && g->ng == 2 && !g->outer_red &&
+              g->inner_red;
+  g->direct_op = g->direct_op && g->direct;
   g->direct_int = g->direct && (g->k->acc_class == RD__ACC_U128 ||
                                 g->k->acc_class == RD__ACC_U192);
   g->osz = g->direct ? g->esz : g->accsz;
@@ -693,6 +698,9 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
   assert(rows >= 1 && rows * g->inner <= n);
   if (g->direct_int)
     rows_out_int(c, g, acc, x, (size_t)rows);
+  else if (g->direct_op) /* prodlse */
+    rd__ops_rows_out(g->k, &g->fin, acc + c->obase * g->osz, x,
+                     (size_t)g->inner, (size_t)rows);
   else if (g->direct)
     rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x, (size_t)g->inner,
                  (size_t)rows, g->l2);
@@ -720,8 +728,18 @@ static void flush_segment(struct cursor *c, const struct geom *g,
       struct rd__blue b;
       struct rd__u192 w;
       double d;
+      struct rd__acc_prod prod; /* prodlse: direct_op */
+      struct rd__acc_lse lse;
     } tmp;
     memset(&tmp, 0, sizeof tmp);
+    if (g->direct_op) { /* prodlse: the empty state, then finalised */
+      g->k->init(&tmp, 1);
+      g->k->flush(&c->lanes, &tmp);
+      (void)rd__finalize(&g->fin, &tmp, acc + c->obase * g->osz, c->obase,
+                         NULL);
+      c->seg = 0;
+      return;
+    }
     g->k->flush(&c->lanes, &tmp);
     if (g->direct_int)
       out_int(c, g, &tmp, acc, c->obase);

@@ -347,6 +347,312 @@ static void test_prod_run_flush(void **state)
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Direct output of short rows (ops.c's rd__ops_rows_out)              */
+/* ------------------------------------------------------------------ */
+
+static struct rd__final final_of(int op, int dtype)
+{
+  struct rd__final f;
+  int id = rd__op_kernel_id(op, dtype, 0);
+  memset(&f, 0, sizeof f);
+  f.op = op;
+  f.dtype = dtype;
+  f.out_dtype = dtype;
+  f.row = rd__op_row(op);
+  f.family = dtype == RD_FLOAT64 ? f.row->f64_family : f.row->float_family;
+  f.acc_class = rd__op_kernel_impl(id, RD__IMPL_PORTABLE)->acc_class;
+  return f;
+}
+
+/* The accumulator path (what the engine wrote before the direct mode):
+ * per row the empty state, rows() and rd__finalize(), portable. */
+static void ref_rows_out(int op, const float *x, size_t n, size_t nrows,
+                         float *out)
+{
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  const struct rd__kernel *k = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  struct rd__final f = final_of(op, RD_FLOAT32);
+  assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+  for (size_t r = 0; r < nrows; r++) {
+    unsigned char acc[sizeof(struct rd__acc_prod) + sizeof(struct rd__acc_lse)];
+    k->init(acc, 1);
+    k->rows(acc, (const unsigned char *)(x + r * n), n, 1);
+    assert_int_equal(rd__finalize(&f, acc, out + r, r, NULL), 0);
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
+/* rd__ops_rows_out of every implementation the machine has (both forms of
+ * the helpers), and the engine (rd_execute, and a stream fed in pieces of
+ * 29 bytes, which splits rows and elements) on shape [nrows, n], axis 1:
+ * the bits of ref_rows_out. */
+static void check_rows_out(int op, const float *x, size_t n, size_t nrows)
+{
+  enum { MAXR = 160 };
+  float a[MAXR], b[MAXR];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  struct rd__final f = final_of(op, RD_FLOAT32);
+  assert_true(nrows <= MAXR);
+  ref_rows_out(op, x, n, nrows, a);
+  for (int impl = RD__IMPL_PORTABLE; impl < RD__IMPL_COUNT; impl++) {
+    const struct rd__kernel *k = rd__op_kernel_impl(id, impl);
+    if (!k || rd__kernels_select(impl) != 0)
+      continue;
+    for (int form = 0; form < 2; form++) {
+      int w = rd__opk_avx512_select(form);
+      memset(b, 0x5a, sizeof b);
+      rd__ops_rows_out(k, &f, b, (const unsigned char *)x, n, nrows);
+      assert_memory_equal(a, b, nrows * sizeof a[0]);
+      rd__opk_avx512_select(w);
+    }
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+  {
+    struct rd_params p;
+    struct rd_plan pl;
+    struct rd_stream *s;
+    int64_t shape[2] = { (int64_t)nrows, (int64_t)n }, axes[1] = { 1 };
+    size_t bytes = nrows * n * 4;
+    rd_params_init(&p);
+    p.op = op;
+    p.dtype = RD_FLOAT32;
+    p.rank = 2;
+    p.shape = shape;
+    p.axes = axes;
+    p.naxes = 1;
+    assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
+    memset(b, 0x5a, sizeof b);
+    assert_int_equal(rd_execute(&pl, x, b, NULL), 0);
+    assert_memory_equal(a, b, nrows * sizeof a[0]);
+    memset(b, 0x5a, sizeof b);
+    assert_int_equal(rd_stream_create(&pl, &s), 0);
+    for (size_t at = 0; at < bytes; at += 29)
+      assert_int_equal(rd_stream_feed(s, (const unsigned char *)x + at,
+                                      bytes - at < 29 ? bytes - at : 29, NULL),
+                       0);
+    assert_int_equal(rd_stream_finish(s, b, NULL), 0);
+    rd_stream_destroy(s);
+    assert_memory_equal(a, b, nrows * sizeof a[0]);
+  }
+}
+
+/* Prod data: mode 0 near 1 (the benchmark's), 1 magnitudes 2^-20 .. 2^20
+ * per element, 2 every element of a row near 2^b for a row exponent b
+ * (products near and beyond the float32 range, the result's exponent
+ * around the vector path's clamp), 3 the same with zeros, -0, infinities,
+ * NaNs and subnormals. */
+static void gen_prod(float *x, size_t n, size_t nrows, int mode)
+{
+  static const int base[] = {
+    -20, -19, -10, -9, -8, -1, 0, 1, 8, 9, 10, 19, 20
+  };
+  static const float sp[] = { 0.0f, -0.0f,     INFINITY,  -INFINITY,
+                              NAN,  0x1p-140f, -0x1p-149f };
+  for (size_t r = 0; r < nrows; r++) {
+    int b = base[next() % (sizeof base / sizeof base[0])];
+    for (size_t i = 0; i < n; i++) {
+      uint64_t q = next();
+      double u = (double)(q >> 11) * 0x1p-53 + 0.5; /* [0.5, 1.5) */
+      if (mode == 1)
+        u = ldexp(u, (int)(q % 41) - 20);
+      else if (mode >= 2)
+        u = ldexp(u, b);
+      if (q % 3 == 0)
+        u = -u;
+      x[r * n + i] = (float)u;
+      if (mode == 3 && q % 61 == 0)
+        x[r * n + i] = sp[(q >> 8) % (sizeof sp / sizeof sp[0])];
+    }
+  }
+}
+
+static void test_prod_rows_out(void **state)
+{
+  enum { NR = 75 };
+  float x[NR * 40], a[NR], c[NR];
+  (void)state;
+  for (int mode = 0; mode < 4; mode++)
+    for (size_t n = 1; n <= 40; n += n < 18 ? 1 : 11) {
+      gen_prod(x, n, NR, mode);
+      check_rows_out(RD_OP_PROD, x, n, NR);
+      check_rows_out(RD_OP_PROD, x, n, 8);
+      check_rows_out(RD_OP_PROD, x, n, 3);
+    }
+  /* negative control: one element one ulp up changes some row's bits, so
+   * the comparison above sees single-ulp differences */
+  gen_prod(x, 16, NR, 0);
+  ref_rows_out(RD_OP_PROD, x, 16, NR, a);
+  for (size_t r = 0; r < NR; r++) {
+    uint32_t u;
+    memcpy(&u, &x[r * 16 + 5], 4);
+    u++;
+    memcpy(&x[r * 16 + 5], &u, 4);
+  }
+  ref_rows_out(RD_OP_PROD, x, 16, NR, c);
+  assert_true(memcmp(a, c, sizeof a) != 0);
+}
+
+/* LogSumExp data: mode 0 uniform in [-10, 10) (the benchmark's), 1 in
+ * [-700, 700) with some elements 1000 below the rest (expk's argument
+ * below -708), 2 the same as 0 with NaNs, infinities of both signs, -0,
+ * subnormals and some rows all -inf. */
+static void gen_lse(float *x, size_t n, size_t nrows, int mode)
+{
+  static const float sp[] = { NAN, INFINITY, -INFINITY, -0.0f, 0x1p-149f };
+  for (size_t r = 0; r < nrows; r++) {
+    int allninf = mode == 2 && next() % 9 == 0;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t q = next();
+      double u = (double)(q >> 11) * 0x1p-52 - 1.0; /* [-1, 1) */
+      x[r * n + i] = (float)(u * (mode == 1 ? 700.0 : 10.0));
+      if (mode == 1 && q % 5 == 0)
+        x[r * n + i] -= 1000.0f;
+      if (mode == 2 && q % 29 == 0)
+        x[r * n + i] = sp[(q >> 8) % (sizeof sp / sizeof sp[0])];
+      if (allninf)
+        x[r * n + i] = -INFINITY;
+    }
+  }
+}
+
+static void test_lse_rows_out(void **state)
+{
+  enum { NR = 75 };
+  float x[NR * 40];
+  (void)state;
+  for (int mode = 0; mode < 3; mode++)
+    for (int rep = 0; rep < 3; rep++)
+      for (size_t n = 1; n <= 40; n += n < 18 ? 1 : 11) {
+        gen_lse(x, n, NR, mode);
+        check_rows_out(RD_OP_LOG_SUM_EXP, x, n, NR);
+        check_rows_out(RD_OP_LOG_SUM_EXP, x, n, 9);
+      }
+}
+
+/* Ties: rows of few distinct values (the maximum repeated, equal to m
+ * exactly: no rescaling), all-equal rows, and rows whose result is near 0
+ * (every element -log(n) rounded to float32: m + log1p(sum - 1) cancels,
+ * so the vector bound cannot pin the float32 and libm's log1p decides):
+ * the same bits, and (negative control) the vector helper does leave the
+ * cancelling rows to the accumulator path while it keeps ordinary rows. */
+static void test_lse_rows_out_ties(void **state)
+{
+  enum { NR = 64 };
+  float x[NR * 16], out[NR];
+  unsigned char redo[NR];
+  (void)state;
+  for (size_t n = 1; n <= 16; n++) {
+    for (size_t i = 0; i < NR * n; i++)
+      x[i] = (float)((int)(next() % 5) - 2) * 0.75f;
+    check_rows_out(RD_OP_LOG_SUM_EXP, x, n, NR);
+    for (size_t r = 0; r < NR; r++)
+      for (size_t i = 0; i < n; i++)
+        x[r * n + i] = r % 2 ? (float)-log((double)n) : (float)r - 30.0f;
+    check_rows_out(RD_OP_LOG_SUM_EXP, x, n, NR);
+  }
+  if (!rd__kernel_impl(RD__K_F32, RD__IMPL_AVX2))
+    return;
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    size_t nredo[2] = { 0, 0 };
+    for (size_t r = 0; r < NR; r++)
+      for (size_t i = 0; i < 16; i++)
+        x[r * 16 + i] = r % 2 ? (float)-log(16.0)
+                              : (float)((double)(next() >> 11) * 0x1p-50 - 4.0);
+    rd__opk_lse_rows_f32(out, redo, (const unsigned char *)x, 16, NR);
+    for (size_t r = 0; r < NR; r++)
+      nredo[r % 2] += redo[r];
+    assert_int_equal(nredo[1], NR / 2);
+    assert_true(nredo[0] <= 2);
+    rd__opk_avx512_select(was);
+  }
+}
+
+/* rd__opk_prod_cols4_f32 against four rows of rd__opk_prod_cols_f32 up to
+ * the first group with a special value in any of the four rows (a zero,
+ * -0, inf or NaN at every position in turn), both forms; then the float32
+ * Prod cols() of the SIMD implementation (four rows at a time, then row by
+ * row) against the portable one over row counts 1-13 and column counts
+ * around the vector widths and across a tile. */
+static void prod_cols_data(float *x, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    uint64_t r = next();
+    double u = (double)(r >> 11) * 0x1p-53 + 0.5;
+    x[i] = (float)(r % 3 ? u : -ldexp(u, (int)(r % 60) - 30));
+  }
+}
+
+static void test_prod_cols4(void **state)
+{
+  enum { NV = 11, NC = 4 * NV, BIG = 1100 };
+  static float x[13 * BIG];
+  static unsigned char a[BIG * sizeof(struct rd__acc_prod)],
+    b[BIG * sizeof(struct rd__acc_prod)];
+  static const float sp[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN };
+  int id = rd__op_kernel_id(RD_OP_PROD, RD_FLOAT32, 0), was;
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  if (!ks)
+    skip();
+  for (int form = 0; form < 2; form++) {
+    was = rd__opk_avx512_select(form);
+    for (size_t at = 0; at <= 4 * NC; at += 3) {
+      double h0[NC], l0[NC], h1[NC], l1[NC];
+      int64_t e0[NC], n0[NC], e1[NC], n1[NC];
+      size_t stop = NV, g0, g1;
+      prod_cols_data(x, 4 * NC);
+      if (at < 4 * NC)
+        x[at] = sp[at % 5];
+      for (size_t j = 0; j < NC; j++) {
+        h0[j] = h1[j] = 0.5 + (double)j / 128;
+        l0[j] = l1[j] = (double)j * 0x1p-60;
+        e0[j] = e1[j] = (int64_t)j - 20;
+        n0[j] = n1[j] = (int64_t)(j & 1);
+      }
+      if (at < 4 * NC)
+        stop = (at % NC) / 4;
+      for (size_t k = 0; k < 4; k++)
+        assert_int_equal(
+          rd__opk_prod_cols_f32(h0, l0, e0, n0,
+                                (const unsigned char *)(x + k * NC), stop),
+          stop);
+      g0 = stop;
+      g1 = rd__opk_prod_cols4_f32(h1, l1, e1, n1, (const unsigned char *)x,
+                                  NC * 4, NV);
+      assert_int_equal(g0, g1);
+      assert_memory_equal(h0, h1, sizeof h0);
+      assert_memory_equal(l0, l1, sizeof l0);
+      assert_memory_equal(e0, e1, sizeof e0);
+      assert_memory_equal(n0, n1, sizeof n0);
+    }
+    rd__opk_avx512_select(was);
+  }
+  was = rd__kernels_active();
+  for (int form = 0; form < 2; form++) {
+    int w = rd__opk_avx512_select(form);
+    for (size_t nc = 1; nc <= BIG; nc += nc < 45 ? 1 : 1055)
+      for (size_t nr = 1; nr <= 13; nr += nc < 45 ? 1 : 4) {
+        prod_cols_data(x, nr * nc);
+        if (nc % 3 == 0)
+          x[(nr * nc) / 2] = sp[nc % 5];
+        memset(a, 0, nc * sizeof(struct rd__acc_prod));
+        memset(b, 0, nc * sizeof(struct rd__acc_prod));
+        kp->init(a, nc);
+        ks->init(b, nc);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        kp->cols(a, (const unsigned char *)x, nc, nr);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        ks->cols(b, (const unsigned char *)x, nc, nr);
+        assert_memory_equal(a, b, nc * sizeof(struct rd__acc_prod));
+      }
+    rd__opk_avx512_select(w);
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -356,6 +662,10 @@ int main(void)
     cmocka_unit_test(test_prod_cols),
     cmocka_unit_test(test_lse_cols),
     cmocka_unit_test(test_prod_run_flush),
+    cmocka_unit_test(test_prod_rows_out),
+    cmocka_unit_test(test_lse_rows_out),
+    cmocka_unit_test(test_lse_rows_out_ties),
+    cmocka_unit_test(test_prod_cols4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
