@@ -310,6 +310,7 @@ static int body_alloc(struct server *s, struct req *r, int chunked,
 
   if (r->job.call.proto == &api_proto_v1 &&
       (chunked || (len >= POST_JSON_PUSH_MIN && len > c->inline_max))) {
+    LOG_DEBUG("request id=%s: decoding the JSON body as it arrives", r->id);
     r->job.in_fmt = API_FMT_JSON;
     r->body_cap = chunked ? POST_CHUNKED_START : (size_t)len;
     if (job_json_stream_open(&r->job, chunked ? 0 : len, POST_JSON_STREAM_BUF,
