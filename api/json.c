@@ -699,9 +699,41 @@ static int input_convert(struct fill *f, const json_t *data, uint64_t count,
 /* `fl`: input.data was parsed as "[]" and its elements are the flat array
  * `fl` of `body` (the fast path); NULL: jansson's tree has them.  Returns
  * 1 if the fast path gives up (nothing is left allocated). */
+/* The elements jsonpush.c converted (api__json_decode_pushed()). */
+struct pushed {
+  int dtype;
+  void **data;
+  uint64_t count;
+};
+
+/* input.data was parsed as "[]" and `pu` has its elements: the shape
+ * checks of fast_input(), then the data is taken.  1: not taken. */
+static int pushed_input(struct fill *f, const json_t *shape_v, uint64_t max_el,
+                        struct api_request *req, struct pushed *pu,
+                        struct rd_error *err)
+{
+  int64_t nest[1];
+  uint64_t count;
+  void *p;
+  int rc;
+
+  if (req->params.dtype != pu->dtype)
+    return 1;
+  nest[0] = (int64_t)pu->count;
+  f->rank = 1;
+  f->dims = nest;
+  if ((rc = input_shape(shape_v, nest, 1, max_el, req, &count, err)) != 0)
+    return rc;
+  p = realloc(*pu->data, (size_t)count * f->c.esize); /* the bound's tail */
+  req->data = p != NULL ? p : *pu->data;
+  req->data_bytes = (size_t)count * f->c.esize;
+  *pu->data = NULL;
+  return 0;
+}
+
 static int decode_input(const json_t *root, uint64_t max_elements,
                         struct api_request *req, struct rd_error *err,
-                        const char *body, struct jf_flat *fl)
+                        const char *body, struct jf_flat *fl, struct pushed *pu)
 {
   struct rd_params *p = &req->params;
   const json_t *input = NULL, *data = NULL;
@@ -719,6 +751,12 @@ static int decode_input(const json_t *root, uint64_t max_elements,
   f.c.ctx = &f;
   f.dtname = rd_dtype_name(p->dtype);
   f.c.esize = rd_dtype_size(p->dtype);
+  if (pu != NULL) {
+    if (!json_is_array(data) || json_array_size(data) != 0)
+      return 1;
+    return pushed_input(&f, json_object_get(input, "shape"), max_elements, req,
+                        pu, err);
+  }
   if (fl != NULL) {
     if (!json_is_array(data) || json_array_size(data) != 0)
       return 1; /* cannot happen when jf_locate() found it; be safe */
@@ -740,7 +778,7 @@ static int decode_input(const json_t *root, uint64_t max_elements,
  * the fast path gave up (or its document did not parse): decode again. */
 static int decode_doc(const char *text, size_t len, uint64_t max_elements,
                       struct api_request *req, struct rd_error *err,
-                      const char *body, struct jf_flat *fl)
+                      const char *body, struct jf_flat *fl, struct pushed *pu)
 {
   json_error_t jerr;
   json_t *root;
@@ -757,7 +795,7 @@ static int decode_doc(const char *text, size_t len, uint64_t max_elements,
 
   root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
   if (root == NULL) {
-    if (fl != NULL)
+    if (fl != NULL || pu != NULL)
       return 1; /* the ordinary path reports it, positions in the body */
     return api_fail(err, API_E_BAD_JSON,
                     "invalid JSON at line %d, column "
@@ -771,7 +809,7 @@ static int decode_doc(const char *text, size_t len, uint64_t max_elements,
                   api__type_name(root));
   else if ((rc = check_fields(root, top_fields, "", err)) == 0 &&
            (rc = decode_attrs(root, req, err)) == 0)
-    rc = decode_input(root, max_elements, req, err, body, fl);
+    rc = decode_input(root, max_elements, req, err, body, fl, pu);
   json_decref(root);
   return rc;
 }
@@ -797,7 +835,8 @@ static int decode_fast(const char *body, size_t len, uint64_t max_elements,
   memcpy(doc, body, head);
   memcpy(doc + head, "[]", 2);
   memcpy(doc + head + 2, body + fl.close + 1, tail);
-  rc = decode_doc(doc, head + 2 + tail, max_elements, req, err, body, &fl);
+  rc = decode_doc(doc, head + 2 + tail, max_elements, req, err, body, &fl,
+                  NULL);
   free(doc);
   /* An error found before the elements were read stands only if the
    * array is valid (jansson would have reported its syntax first). */
@@ -821,7 +860,19 @@ int api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
       (rc = decode_fast(body, len, max_elements, req, err)) != 1)
     return rc;
   return decode_doc(body != NULL ? body : "", body != NULL ? len : 0,
-                    max_elements, req, err, NULL, NULL);
+                    max_elements, req, err, NULL, NULL, NULL);
+}
+
+int api__json_decode_pushed(const char *doc, size_t len, uint64_t max_elements,
+                            int dtype, void **data, uint64_t count,
+                            struct api_request *req, struct rd_error *err)
+{
+  struct pushed pu = { dtype, data, count };
+  int rc = decode_doc(doc, len, max_elements, req, err, NULL, NULL, &pu);
+
+  if (rc == 1)
+    memset(req, 0, sizeof *req);
+  return rc;
 }
 
 int api_json_decode(const char *body, size_t len, uint64_t max_elements,

@@ -92,4 +92,16 @@ int api_json_decode_path(const char *body, size_t len, uint64_t max_elements,
                          struct api_request *req, struct rd_error *err,
                          int fast);
 
+/* Defined in json.c, for jsonpush.c: decodes `doc`, a body whose
+ * root.input.data was cut to "[]", with the elements already converted:
+ * `count` of them of `dtype` in *data (a malloc'ed block of at least that
+ * many).  0: decoded, *data is req->data now (and NULL); an error as the
+ * whole body would give it (the elements were valid and convert without
+ * error); 1: not taken (the cut document does not parse, or names
+ * another dtype): decode the body otherwise.  *data stays the caller's
+ * unless 0. */
+int api__json_decode_pushed(const char *doc, size_t len, uint64_t max_elements,
+                            int dtype, void **data, uint64_t count,
+                            struct api_request *req, struct rd_error *err);
+
 #endif /* JSONFAST_H */

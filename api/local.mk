@@ -6,6 +6,7 @@ api_libapi_a_SOURCES = \
 	api/numfmt.h api/numfmt.c \
 	api/jsonconv.h api/jsonconv.c \
 	api/json.c api/jsonfast.h api/jsonfast.c \
+	api/jsonpush.h api/jsonpush.c \
 	api/binary.h api/binary.c \
 	api/v2.h api/v2.c \
 	api/prefix.h api/prefix.c \
@@ -27,6 +28,13 @@ UNIT_TESTS += tests/unit/test_jsonfast
 tests_unit_test_jsonfast_SOURCES = tests/unit/test_jsonfast.c
 tests_unit_test_jsonfast_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_jsonfast_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# The push decoder fed in chunks against api_json_decode() on the whole body.
+check_PROGRAMS += tests/unit/test_jsonpush
+UNIT_TESTS += tests/unit/test_jsonpush
+tests_unit_test_jsonpush_SOURCES = tests/unit/test_jsonpush.c tests/fuzz/jpush_same.h
+tests_unit_test_jsonpush_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_jsonpush_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
 
 check_PROGRAMS += tests/unit/test_binary
 UNIT_TESTS += tests/unit/test_binary

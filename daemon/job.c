@@ -184,6 +184,54 @@ static int to_c_order(struct job *j, struct rd_error *err)
   return 0;
 }
 
+/* Pool thread: after a JSON decode that returned `rc`: plans.  0, or 1
+ * when the reply (an error) is set. */
+static int plan_decoded(struct job *j, int rc, struct rd_error *err)
+{
+  /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
+  j->op = j->req.params.op;
+  if (rc != 0) {
+    fail(j, rc, err);
+    return 1;
+  }
+  rc = rd_plan_init(&j->plan, &j->req.params, err);
+  if (rc == 0)
+    rc = check_empty_output(&j->plan, err);
+  if (rc != 0) {
+    fail(j, rc, err);
+    drop_compute_state(j);
+    return 1;
+  }
+  j->lplan = j->plan;
+  j->fortran = 0;
+  return 0;
+}
+
+/* Pool thread: the planned job, run here or (j->ex set) in parts. */
+static void run_planned(struct job *j, struct rd_error *err)
+{
+  int rc;
+
+  j->out = malloc(j->plan.out_bytes > 0 ? j->plan.out_bytes : 1);
+  if (j->out == NULL) {
+    fail(j, RD_E_NOMEM, err);
+    drop_compute_state(j);
+    return;
+  }
+  if (j->plan.nparts > 1 && j->max_tasks > 1 &&
+      j->plan.in_bytes >= JOB_PAR_MIN_BYTES &&
+      rd_exec_create(&j->plan, &j->ex) == 0)
+    return; /* the parts stage follows; ex != NULL says so */
+
+  j->ex = NULL;
+  rc = rd_execute(&j->plan, j->req.data, j->out, err);
+  if (rc != 0)
+    fail(j, rc, err);
+  else
+    encode_result(j);
+  drop_compute_state(j);
+}
+
 /* Pool thread (or the loop thread, from job_run_inline). */
 static void first_work_cb(uv_work_t *w)
 {
@@ -205,41 +253,10 @@ static void first_work_cb(uv_work_t *w)
   } else {
     rc = j->call.proto->decode(&j->call, j->body, j->body_len, j->max_elements,
                                &j->req, &err);
-    /* Nonzero once the decoder got as far as a valid "op" (for metrics). */
-    j->op = j->req.params.op;
-    if (rc != 0) {
-      fail(j, rc, &err);
+    if (plan_decoded(j, rc, &err) != 0)
       return;
-    }
-    rc = rd_plan_init(&j->plan, &j->req.params, &err);
-    if (rc == 0)
-      rc = check_empty_output(&j->plan, &err);
-    if (rc != 0) {
-      fail(j, rc, &err);
-      drop_compute_state(j);
-      return;
-    }
-    j->lplan = j->plan;
-    j->fortran = 0;
   }
-  j->out = malloc(j->plan.out_bytes > 0 ? j->plan.out_bytes : 1);
-  if (j->out == NULL) {
-    fail(j, RD_E_NOMEM, &err);
-    drop_compute_state(j);
-    return;
-  }
-  if (j->plan.nparts > 1 && j->max_tasks > 1 &&
-      j->plan.in_bytes >= JOB_PAR_MIN_BYTES &&
-      rd_exec_create(&j->plan, &j->ex) == 0)
-    return; /* the parts stage follows; ex != NULL says so */
-
-  j->ex = NULL;
-  rc = rd_execute(&j->plan, j->req.data, j->out, &err);
-  if (rc != 0)
-    fail(j, rc, &err);
-  else
-    encode_result(j);
-  drop_compute_state(j);
+  run_planned(j, &err);
 }
 
 /* Loop thread: either the job is done or its parts are queued now. */
@@ -369,6 +386,10 @@ static void feed_work_cb(uv_work_t *w)
 
   if (j->src != 0)
     return; /* an earlier feed failed: the close work reports it */
+  if (j->jp != NULL) {
+    j->src = api_jpush_feed(j->jp, (char *)p, n);
+    return;
+  }
   if (j->swap)
     api_swap_bytes(p, n, j->plan.elem_size);
   j->src = rd_stream_feed(j->st, p, n, &j->serr);
@@ -420,6 +441,24 @@ int job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
   return 0;
 }
 
+int job_json_stream_open(struct job *j, uint64_t len_hint, size_t bufsize,
+                         uv_loop_t *loop, job_done_cb wake_cb)
+{
+  j->loop = loop;
+  j->wake_cb = wake_cb;
+  j->sbufsize = bufsize;
+  j->scur = 0;
+  j->slen[0] = j->slen[1] = 0;
+  j->src = 0;
+  if (api_jpush_create(len_hint <= SIZE_MAX ? (size_t)len_hint : 0, &j->jp))
+    return RD_E_NOMEM;
+  j->sbuf[0] = malloc(bufsize);
+  j->sbuf[1] = malloc(bufsize);
+  if (j->sbuf[0] == NULL || j->sbuf[1] == NULL)
+    return RD_E_NOMEM;
+  return 0;
+}
+
 size_t job_stream_write(struct job *j, const void *p, size_t n)
 {
   const unsigned char *src = p;
@@ -449,6 +488,8 @@ static void drop_stream_state(struct job *j)
 {
   rd_stream_destroy(j->st);
   j->st = NULL;
+  api_jpush_destroy(j->jp);
+  j->jp = NULL;
   free(j->sbuf[0]);
   free(j->sbuf[1]);
   j->sbuf[0] = j->sbuf[1] = NULL;
@@ -481,6 +522,30 @@ static void close_work_cb(uv_work_t *w)
   drop_stream_state(j);
 }
 
+/* Pool thread: a JSON stream's rest, the end of the decode, then the job
+ * as first_work_cb() runs it (first_after_cb() follows). */
+static void json_close_work_cb(uv_work_t *w)
+{
+  struct job *j = container_of(w, struct job, work);
+  unsigned char *p = j->sbuf[j->scur];
+  size_t n = j->slen[j->scur];
+  struct rd_error err;
+  int rc = j->src;
+
+  memset(&err, 0, sizeof err);
+  if (rc == 0 && n > 0)
+    rc = api_jpush_feed(j->jp, (char *)p, n);
+  if (rc == 0)
+    rc = api_jpush_finish(j->jp, j->max_elements, &j->req, &err);
+  else
+    api_fail(&err, rc, "out of memory decoding the body; retry later");
+  /* The text and the buffers are no longer needed (the data is in req). */
+  drop_stream_state(j);
+  if (plan_decoded(j, rc, &err) != 0)
+    return;
+  run_planned(j, &err);
+}
+
 /* Loop thread. */
 static void close_after_cb(uv_work_t *w, int status)
 {
@@ -500,7 +565,16 @@ int job_stream_close(struct job *j, job_done_cb done_cb)
   j->reply = NULL;
   j->reply_len = 0;
   j->reply_info.fmt = API_FMT_JSON;
-  rc = uv_queue_work(j->loop, &j->work, close_work_cb, close_after_cb);
+  if (j->jp != NULL) {
+    j->out = NULL;
+    j->ex = NULL;
+    j->tasks = NULL;
+    j->ntasks = 0;
+    j->tasks_running = 0;
+    rc = uv_queue_work(j->loop, &j->work, json_close_work_cb, first_after_cb);
+  } else {
+    rc = uv_queue_work(j->loop, &j->work, close_work_cb, close_after_cb);
+  }
   j->busy = rc == 0;
   return rc;
 }

@@ -13,6 +13,10 @@
  * job_stream_write() as bytes arrive (two bounded buffers, fed to the
  * library in order by one pool job at a time; a full pair is
  * backpressure), then job_stream_close() which finishes and encodes.
+ * Large, chunked or compressed /v1 JSON bodies stream the same way into
+ * the push decoder (job_json_stream_open(), api/jsonpush.h): the feeds
+ * decode as the body arrives, the close finishes the decode and runs the
+ * job as job_submit() does.
  *
  * The struct is caller-owned (embedded in the HTTP request context),
  * zeroed before first use, and must stay alive, unmoved, while
@@ -28,6 +32,7 @@
 #include <uv.h>
 
 #include "api.h"
+#include "jsonpush.h"
 #include "metrics.h"
 #include "binary.h"
 #include "proto.h"
@@ -67,8 +72,9 @@ struct job {
   struct rd_plan lplan;   /* what the client asked (Fortran: != plan) */
   int fortran;            /* output needs Fortran -> C reordering */
   int swap;               /* input elements are byte-swapped */
-  /* Streaming (binary bodies above --buffer-max). */
+  /* Streaming (binary bodies above --buffer-max; JSON with jp). */
   struct rd_stream *st;
+  struct api_jpush *jp;   /* a JSON body's push decoder (pool: the feeds) */
   unsigned char *sbuf[2]; /* the filling buffer and the one being fed */
   size_t slen[2];
   size_t sbufsize; /* a multiple of every element size */
@@ -114,6 +120,12 @@ int job_binary_setup(struct job *j, const struct api_request *req, int fortran,
 int job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
                     job_done_cb wake_cb);
 
+/* Loop thread: starts streaming a /v1 JSON body into a push decoder
+ * (`len_hint`: its length, 0 if unknown) through two buffers of
+ * `bufsize` bytes, as job_stream_open().  0 or RD_E_NOMEM. */
+int job_json_stream_open(struct job *j, uint64_t len_hint, size_t bufsize,
+                         uv_loop_t *loop, job_done_cb wake_cb);
+
 /* Loop thread: takes up to `n` bytes of the body (after any .npy header)
  * and returns how many it took; fewer than `n` means both buffers are full
  * or being fed: wait for wake_cb, then offer the rest again. */
@@ -124,8 +136,10 @@ size_t job_stream_write(struct job *j, const void *p, size_t n);
 int job_busy(const struct job *j);
 
 /* Loop thread, once the whole body is written and !job_busy(): feeds what
- * is left, finishes and encodes on the pool; `done_cb` runs as for
- * job_submit.  0 or a negative libuv error. */
+ * is left, finishes and encodes on the pool (a JSON stream: finishes the
+ * decode with j->max_elements, then runs as job_submit(), parts and
+ * all); `done_cb` runs as for job_submit.  0 or a negative libuv
+ * error. */
 int job_stream_close(struct job *j, job_done_cb done_cb);
 
 /* Frees what the job still owns (the reply unless taken: set j->reply to

@@ -51,6 +51,15 @@ static size_t stream_buf(uint64_t tensor_bytes)
          : b > POST_STREAM_BUF_MAX ? POST_STREAM_BUF_MAX
                                    : (size_t)b;
 }
+/* /v1 JSON bodies of at least this size (and above --inline-max), chunked
+ * or compressed ones of any size, are decoded as they arrive
+ * (api/jsonpush.h) through two buffers of POST_JSON_STREAM_BUF bytes: the
+ * text is never kept whole, and the decode overlaps the upload.  Small
+ * buffers: a JSON byte costs more CPU than a binary one, so the pool
+ * hand-off stays cheap, and they are most of what such a request holds
+ * besides its tensor. */
+#define POST_JSON_PUSH_MIN (64u * 1024)
+#define POST_JSON_STREAM_BUF (128u * 1024)
 /* /v2 infer: a JSON header up to this size is parsed on the loop thread as
  * soon as it has arrived, so that the data blob after it can stream; a
  * larger header means the whole body is buffered and decoded on the pool. */
@@ -291,11 +300,26 @@ static void admitted_cb(struct admit_ticket *t, enum admit_outcome how)
 }
 
 /* The buffer of a JSON body: allocated once when the length is known;
- * chunked grows geometrically from POST_CHUNKED_START.  BODY. */
+ * chunked grows geometrically from POST_CHUNKED_START.  BODY.  Or, for a
+ * large, chunked or compressed /v1 body, the push decoder's stream
+ * (STREAMING; body_cap then only tracks what admission counts). */
 static int body_alloc(struct server *s, struct req *r, int chunked,
                       uint64_t len, struct rd_error *err)
 {
   const struct conf *c = s->conf;
+
+  if (r->job.call.proto == &api_proto_v1 &&
+      (chunked || (len >= POST_JSON_PUSH_MIN && len > c->inline_max))) {
+    LOG_DEBUG("request id=%s: decoding the JSON body as it arrives", r->id);
+    r->job.in_fmt = API_FMT_JSON;
+    r->body_cap = chunked ? POST_CHUNKED_START : (size_t)len;
+    if (job_json_stream_open(&r->job, chunked ? 0 : len, POST_JSON_STREAM_BUF,
+                             s->loop, stream_wake_cb) != 0)
+      return api_fail(err, API_E_OVERLOADED,
+                      "cannot allocate the JSON decoder; retry later");
+    req_set_state(r, REQ_STREAMING);
+    return 0;
+  }
 
   r->body_cap = chunked ? (size_t)(c->max_body < POST_CHUNKED_START
                                      ? c->max_body
@@ -637,6 +661,26 @@ static void data_upload(struct req *r, const char *data, size_t left, size_t *n)
   }
 }
 
+/* STREAMING, a JSON body: to the push decoder's stream.  A chunked body
+ * is counted for admission as BODY counts its buffer. */
+static void json_upload(struct server *s, struct req *r, const char *data,
+                        size_t left, size_t *n)
+{
+  size_t taken = job_stream_write(&r->job, data, left);
+
+  r->in_bytes += taken;
+  if (r->expect_len == UINT64_MAX && r->in_bytes > r->body_cap) {
+    while (r->body_cap < r->in_bytes)
+      r->body_cap *= 2;
+    admit_resize(&s->admit, &r->ticket, json_bytes(r->body_cap));
+  }
+  if (taken < left) {
+    *n = left - taken;
+    req_set_state(r, REQ_PAUSED);
+    MHD_suspend_connection(r->conn);
+  }
+}
+
 /* The plain (decoded) body's bytes. */
 static void plain_upload(struct server *s, struct req *r, const char *data,
                          size_t *n)
@@ -658,8 +702,13 @@ static void plain_upload(struct server *s, struct req *r, const char *data,
     if (left > 0)
       body_append(s, r, data, left);
     return;
-  case REQ_DATA:
-  case REQ_STREAMING: data_upload(r, data, left, n); return;
+  case REQ_STREAMING:
+    if (r->job.in_fmt == API_FMT_JSON) {
+      json_upload(s, r, data, left, n);
+      return;
+    }
+    /* fall through */
+  case REQ_DATA: data_upload(r, data, left, n); return;
   default:
     /* DISCARDING (or PREFIX with nothing left): count and drop. */
     r->in_bytes += left;
@@ -752,11 +801,31 @@ static enum MHD_Result submit_body(struct server *s, struct req *r)
   return run_job(r, job_submit(s->loop, j, reduce_done_cb));
 }
 
+/* STREAMING, a JSON body: once the last feed is done, the close finishes
+ * the decode and runs the job. */
+static enum MHD_Result submit_json_stream(struct server *s, struct req *r)
+{
+  struct job *j = &r->job;
+
+  if (job_busy(j)) {
+    /* Wait for the last feed; stream_wake_cb resumes. */
+    req_set_state(r, REQ_PAUSED);
+    MHD_suspend_connection(r->conn);
+    return MHD_YES;
+  }
+  /* As submit_body(): every element takes at least two bytes ("0,"). */
+  j->max_elements = r->in_bytes / 2 + 1;
+  j->max_tasks = (unsigned)s->conf->threads;
+  return run_job(r, job_stream_close(j, reduce_done_cb));
+}
+
 /* DATA, STREAMING: exactly the plan's bytes must have come. */
 static enum MHD_Result submit_data(struct server *s, struct req *r)
 {
   struct rd_error err;
 
+  if (r->job.in_fmt == API_FMT_JSON)
+    return submit_json_stream(s, r);
   memset(&err, 0, sizeof err);
   if (api_prefix_check_end(&r->prefix, &r->job.lplan, r->in_bytes,
                            r->data_bytes, &err) != 0)

@@ -224,6 +224,14 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn,
       return post_submit(s, r);
     post_upload(s, r, upload_data, upload_data_size);
     return MHD_YES; /* suspended if it left bytes unprocessed */
+  case REQ_PAUSED:
+    /* MHD may call again in the same pass after the call that suspended
+     * (a compressed body's decoder paused having consumed every byte, and
+     * a chunk boundary followed): leave the bytes for after the resume,
+     * never drop them. */
+    if (*upload_data_size > 0)
+      return MHD_YES;
+    break;
   case REQ_DONE: return post_answer(r);
   default: break;
   }

@@ -32,6 +32,7 @@ INTEGRATION_TESTS = \
 	tests/integration/t_security.sh \
 	tests/integration/t_limits.sh \
 	tests/integration/t_compress.sh \
+	tests/integration/t_jsonstream.sh \
 	tests/integration/t_client.sh \
 	tests/integration/t_ops.sh \
 	tests/integration/t_queue.sh \
