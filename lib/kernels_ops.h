@@ -58,8 +58,8 @@ int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
  * lanes of the row (one element each) merged in prodl_flush's tree, the
  * merge into the empty state and the scaling, lane by lane the same
  * operations, several rows per vector.  redo[r] = 1 (out[r] unspecified)
- * for a row holding a zero, an infinity or a NaN, and for the last
- * nrows % 8 rows; the caller computes those. */
+ * for a row holding a zero, an infinity or a NaN, and for the rows after
+ * the last whole group of 8 (AVX2 form: 4); the caller computes those. */
 void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
                            const unsigned char *x, size_t n, size_t nrows);
 
@@ -70,7 +70,8 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
  * a vector log1p whose error is far below the bound used: out[r] is
  * written only when both ends of that bound round to the same float32
  * (then libm's log1p gives it too); redo[r] = 1 otherwise, for a row
- * holding a NaN or an infinity, and for the last nrows % 8 rows. */
+ * holding a NaN or an infinity, and for the rows after the last whole
+ * group of 8 (AVX2 form: 4). */
 void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows);
 
