@@ -366,13 +366,14 @@ static void test_cols_shapes(void **state)
  * partial sums is exercised (rows() too); every implementation. */
 static void test_cols_int32_extremes(void **state)
 {
-  static uint32_t x[130 * 37];
-  static u128_t acc[37];
+  static uint32_t x[130 * 1025];
+  static u128_t acc[1025];
   static u128_t racc[130];
-  /* Across the blocks of 8 and 16 rows and the 64-row folds of the AVX-512
-   * cols() for short rows. */
+  /* Across the groups of 8 rows of the AVX-512 cols() and the blocks of 8
+   * and 16 rows of the others; widths across the 1024-column strips. */
   static const size_t rowcounts[] = { 1,  7,  8,  9,  16,  17,
                                       63, 64, 65, 67, 128, 130 };
+  static const size_t widths[] = { 1, 7, 13, 19, 25, 31, 37, 1025 };
   (void)state;
   for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
     for (int u = 0; u <= 1; u++) {
@@ -383,8 +384,8 @@ static void test_cols_int32_extremes(void **state)
       if (!k)
         continue;
       for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
-        for (size_t n = 1; n <= 37; n += 6) {
-          size_t nr = rowcounts[ri];
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+          size_t nr = rowcounts[ri], n = widths[wi];
           for (size_t i = 0; i < n * nr; i++)
             x[i] = u ? 0xffffffffu : 0x80000000u;
           for (size_t j = 0; j < n; j++)
