@@ -302,42 +302,62 @@ static void test_cols_shapes(void **state)
   enum { MAXC = 8193, MAXR = 33 };
   static unsigned char buf[MAXC * MAXR * 8 + 64];
   static unsigned char ap[MAXC * 64], as[MAXC * 64], a0[MAXC * 64];
+  /* The squares kernels, then ReduceSum and ReduceL1 of the double class
+   * (the same AVX-512 cols() template in its other modes). */
+  static const int ops[] = { 0, RD_OP_SUM, RD_OP_L1 };
   const int impl = simd_impl(state);
   skip_absent(impl);
-  for (size_t t = 0; t < NTYPES; t++) {
-    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
-    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
-                                                  RD__IMPL_PORTABLE);
-    size_t esz = types[t].esz, asz = kp->acc_size;
-    for (size_t ci = 0; ci < sizeof ncols / sizeof ncols[0]; ci++)
-      for (size_t ri = 0; ri < sizeof nrows / sizeof nrows[0]; ri++) {
-        size_t n = ncols[ci], nr = nrows[ri], off = (ci + ri) % 8;
-        unsigned rare = (ci + ri) % 2 ? 50 : 0;
-        unsigned char *x = buf + off;
-        fill(types[t].dtype, esz, x, n, rare);
-        memset(a0, 0, n * asz);
-        kp->cols(a0, x, n, 1);
-        fill(types[t].dtype, esz, x, n * nr, rare);
-        memcpy(ap, a0, n * asz);
-        memcpy(as, a0, n * asz);
-        kp->cols(ap, x, n, nr);
-        ks->cols(as, x, n, nr);
-        if (!same_accs(kp->acc_class, ap, as, n, asz))
-          fail_msg("cols shapes: dtype %d impl %d n %zu rows %zu",
-                   types[t].dtype, impl, n, nr);
-        if (rare == 0 && ri >= 6) {
-          /* The last column of the middle row set to another value (no
-           * specials, so no NaN or inf column hides the change). */
-          unsigned char *e = x + ((nr / 2) * n + n - 1) * esz;
-          memcpy(as, a0, n * asz);
-          memset(e, 0, esz);
-          e[esz - 1] = 0x3c; /* a normal, non-zero value of every type */
-          e[0] = 0x11;
-          ks->cols(as, x, n, nr);
-          assert_false(same_accs(kp->acc_class, ap, as, n, asz));
-        }
+  for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+    for (size_t t = 0; t < NTYPES; t++) {
+      const struct rd__kernel *ks, *kp;
+      size_t esz = types[t].esz, asz;
+      if (!ops[oi]) {
+        ks = simd_or_portable(types[t].id, impl);
+        kp = rd__kernel_impl(types[t].id, RD__IMPL_PORTABLE);
+      } else {
+        int id = types[t].id <= RD__K_BF16
+                   ? rd__op_kernel_id(ops[oi], types[t].dtype, 0)
+                   : -1;
+        if (id < 0)
+          continue;
+        kp = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, RD__IMPL_PORTABLE)
+                                  : rd__kernel_impl(id, RD__IMPL_PORTABLE);
+        ks = id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, impl)
+                                  : rd__kernel_impl(id, impl);
+        if (!ks)
+          ks = kp;
+        assert_true(kp->acc_class == RD__ACC_F64 || !kp->init);
       }
-  }
+      asz = kp->acc_size;
+      for (size_t ci = 0; ci < sizeof ncols / sizeof ncols[0]; ci++)
+        for (size_t ri = 0; ri < sizeof nrows / sizeof nrows[0]; ri++) {
+          size_t n = ncols[ci], nr = nrows[ri], off = (ci + ri) % 8;
+          unsigned rare = (ci + ri) % 2 ? 50 : 0;
+          unsigned char *x = buf + off;
+          fill(types[t].dtype, esz, x, n, rare);
+          memset(a0, 0, n * asz);
+          kp->cols(a0, x, n, 1);
+          fill(types[t].dtype, esz, x, n * nr, rare);
+          memcpy(ap, a0, n * asz);
+          memcpy(as, a0, n * asz);
+          kp->cols(ap, x, n, nr);
+          ks->cols(as, x, n, nr);
+          if (!same_accs(kp->acc_class, ap, as, n, asz))
+            fail_msg("cols shapes: op %d dtype %d impl %d n %zu rows %zu",
+                     ops[oi], types[t].dtype, impl, n, nr);
+          if (rare == 0 && ri >= 6) {
+            /* The last column of the middle row set to another value (no
+             * specials, so no NaN or inf column hides the change). */
+            unsigned char *e = x + ((nr / 2) * n + n - 1) * esz;
+            memcpy(as, a0, n * asz);
+            memset(e, 0, esz);
+            e[esz - 1] = 0x3c; /* a normal, non-zero value of every type */
+            e[0] = 0x11;
+            ks->cols(as, x, n, nr);
+            assert_false(same_accs(kp->acc_class, ap, as, n, asz));
+          }
+        }
+    }
 }
 
 /* 32-bit cols() and rows() at the extremes, against closed forms: every element
@@ -346,13 +366,14 @@ static void test_cols_shapes(void **state)
  * partial sums is exercised (rows() too); every implementation. */
 static void test_cols_int32_extremes(void **state)
 {
-  static uint32_t x[130 * 37];
-  static u128_t acc[37];
+  static uint32_t x[130 * 1025];
+  static u128_t acc[1025];
   static u128_t racc[130];
-  /* Across the blocks of 8 and 16 rows and the 64-row folds of the AVX-512
-   * cols() for short rows. */
+  /* Across the groups of 8 rows of the AVX-512 cols() and the blocks of 8
+   * and 16 rows of the others; widths across the 1024-column strips. */
   static const size_t rowcounts[] = { 1,  7,  8,  9,  16,  17,
                                       63, 64, 65, 67, 128, 130 };
+  static const size_t widths[] = { 1, 7, 13, 19, 25, 31, 37, 1025 };
   (void)state;
   for (int impl = 0; impl < RD__IMPL_COUNT; impl++)
     for (int u = 0; u <= 1; u++) {
@@ -363,8 +384,8 @@ static void test_cols_int32_extremes(void **state)
       if (!k)
         continue;
       for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
-        for (size_t n = 1; n <= 37; n += 6) {
-          size_t nr = rowcounts[ri];
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+          size_t nr = rowcounts[ri], n = widths[wi];
           for (size_t i = 0; i < n * nr; i++)
             x[i] = u ? 0xffffffffu : 0x80000000u;
           for (size_t j = 0; j < n; j++)
