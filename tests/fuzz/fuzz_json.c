@@ -7,7 +7,10 @@
  * wire name and a 4xx/5xx status, every encoded body is valid JSON, and an
  * answer's dtype is the plan's output dtype (int64 for ArgMax/ArgMin);
  * and the decoder's fast path (api/jsonfast.c), forced on whatever the
- * body's size, gives the same request or error as jansson's path.
+ * body's size, gives the same request or error as jansson's path; and the
+ * push decoder (api/jsonpush.c), fed the body in chunks cut at offsets
+ * drawn from the body's own bytes (whole, byte by byte, and at random
+ * cuts), gives what api_json_decode() gives (jpush_same.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "jpush_same.h"
 #include "jsonfast.h"
 #include "reduce.h"
 
@@ -81,6 +85,40 @@ static void check_paths(const char *body, size_t size)
   api_request_free(&b);
 }
 
+/* The push decoder against api_json_decode() on the same body: whole, byte
+ * by byte (short bodies), and cut at offsets drawn from a hash of the body
+ * (deterministic, so that a reproducer replays). */
+static void check_push(const char *body, size_t size)
+{
+  uint64_t h = 1469598103934665603u, max = (uint64_t)size / 2 + 1;
+  size_t *cuts, n = 0, at = 0, i;
+
+  if (jpush_same(body, size, NULL, 0, (int)(size & 1), max) != NULL)
+    __builtin_trap(); /* the push decoder disagrees, fed whole */
+  cuts = calloc(size + 1, sizeof *cuts);
+  if (cuts == NULL)
+    return;
+  if (size <= 4096) {
+    for (i = 0; i < size; i++)
+      cuts[i] = i + 1;
+    if (jpush_same(body, size, cuts, size, 0, max) != NULL)
+      __builtin_trap(); /* ... fed byte by byte */
+  }
+  for (i = 0; i < size; i++)
+    h = (h ^ (unsigned char)body[i]) * 1099511628211u;
+  for (int round = 0; round < 3; round++) {
+    for (n = 0, at = 0; at < size; n++) {
+      h ^= h >> 29;
+      h *= 0xBF58476D1CE4E5B9u;
+      at += 1 + (size_t)(h >> 40) % (round == 0 ? 7 : round == 1 ? 64 : 4096);
+      cuts[n] = at < size ? at : size;
+    }
+    if (jpush_same(body, size, cuts, n, round & 1, max) != NULL)
+      __builtin_trap(); /* ... fed in random chunks */
+  }
+  free(cuts);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   struct api_request req;
@@ -91,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   int rc;
 
   check_paths((const char *)data, size);
+  check_push((const char *)data, size);
   memset(&err, 0, sizeof err);
   /* The daemon's bound: every element takes at least two bytes ("0,"). */
   rc = api_json_decode((const char *)data, size, (uint64_t)size / 2 + 1, &req,

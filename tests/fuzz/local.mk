@@ -6,7 +6,8 @@ FUZZ_SECONDS = 60
 
 check_PROGRAMS += tests/fuzz/replay_json tests/fuzz/replay_plan
 TESTS += tests/fuzz/replay.sh
-tests_fuzz_replay_json_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_json.c
+tests_fuzz_replay_json_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_json.c \
+	tests/fuzz/jpush_same.h
 tests_fuzz_replay_json_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_replay_json_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) -lm
 tests_fuzz_replay_plan_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_plan.c
