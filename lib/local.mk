@@ -18,9 +18,11 @@ UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
 
 # The conversion tests compile the module itself, so they build on their own.
 check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels
+	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels \
+	tests/unit/test_exec_out
 UNIT_TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels
+	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels \
+	tests/unit/test_exec_out
 tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
 tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_f16_LDADD = $(CMOCKA_LIBS) -lm
@@ -39,3 +41,6 @@ tests_unit_test_golden_LDADD = $(UNIT_LIBS)
 tests_unit_test_opkernels_SOURCES = tests/unit/test_opkernels.c
 tests_unit_test_opkernels_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_opkernels_LDADD = $(UNIT_LIBS)
+tests_unit_test_exec_out_SOURCES = tests/unit/test_exec_out.c
+tests_unit_test_exec_out_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_exec_out_LDADD = $(UNIT_LIBS)
