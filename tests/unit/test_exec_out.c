@@ -127,8 +127,7 @@ static void run_both(const struct rd_plan *pl, const void *in, void *ref,
 
 static void test_same_bits(void **state)
 {
-  static const int ops[] = { RD_OP_L2, RD_OP_SUM_SQUARE, RD_OP_SUM,
-                             RD_OP_MAX };
+  static const int ops[] = { RD_OP_L2, RD_OP_SUM_SQUARE, RD_OP_SUM, RD_OP_MAX };
   size_t checked = 0, multi = 0;
   (void)state;
   for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
@@ -152,8 +151,8 @@ static void test_same_bits(void **state)
         assert_int_equal(rc1, 0);
         assert_int_equal(rc2, 0);
         if (memcmp(ref, got, pl.out_bytes) != 0)
-          fail_msg("%s %s shape %zu: outputs differ",
-                   rd_op_name(ops[oi]), rd_dtype_name(dt), si);
+          fail_msg("%s %s shape %zu: outputs differ", rd_op_name(ops[oi]),
+                   rd_dtype_name(dt), si);
         assert_int_equal(got[pl.out_bytes], 0x5a); /* nothing past the end */
         checked++;
         multi += pl.nparts > 1;
