@@ -40,6 +40,7 @@
 
 #include "f16.h"
 #include "kernels.h"
+#include "kernels_rows_int.h"
 #include "ops.h"
 
 #if defined(__linux__)
@@ -667,10 +668,25 @@ static void rows_out_int(struct cursor *c, const struct geom *g,
   uint64_t o = c->obase;
   while (rows > 0) {
     size_t m = rows < INT_BLOCK ? rows : INT_BLOCK;
-    memset(a, 0, m * g->accsz);
-    g->k->rows(a, x, (size_t)g->inner, m);
-    for (size_t r = 0; r < m; r++)
-      out_int(c, g, (const unsigned char *)a + r * g->accsz, out, o + r);
+    /* Short rows: kernels_rows_int.c writes the rows it can do exactly in
+     * 64 bits (the same bits); the others (`left`) go the general way. */
+    uint64_t left = UINT64_MAX;
+    if (g->inner <= RD__ROWS_INT_MAX_N)
+      left = rd__rows_int(g->k, g->dtype, g->l2, out + o * g->osz, x,
+                          (size_t)g->inner, m);
+    if (left == UINT64_MAX || (size_t)__builtin_popcountll(left) * 4 > m) {
+      memset(a, 0, m * g->accsz);
+      g->k->rows(a, x, (size_t)g->inner, m);
+      for (size_t r = 0; r < m; r++)
+        out_int(c, g, (const unsigned char *)a + r * g->accsz, out, o + r);
+    } else {
+      for (; left != 0; left &= left - 1) { /* increasing r: error order */
+        size_t r = (size_t)__builtin_ctzll(left);
+        memset(a, 0, g->accsz);
+        g->k->rows(a, x + r * g->inner * g->esz, (size_t)g->inner, 1);
+        out_int(c, g, a, out, o + r);
+      }
+    }
     o += m;
     x += m * g->inner * g->esz;
     rows -= m;
