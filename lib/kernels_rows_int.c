@@ -105,6 +105,12 @@ static uint64_t rows_portable(struct ty t, int l2, unsigned char *out,
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* The prefetch distance of kernels_avx2.c: the loads wait on memory, not
+ * on the arithmetic, and the prefetcher alone leaves the read bandwidth
+ * short of the probe's. */
+#define PF_DIST 2048
+#define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
+
 /* ------------------------------------------------------------------ */
 /* AVX2: 4 rows per step                                              */
 /* ------------------------------------------------------------------ */
@@ -125,16 +131,15 @@ TGT2 ALWAYS_INLINE __m256i mag2_32(__m256i v, int sgn)
 
 TGT2 ALWAYS_INLINE __m256i mag2_64(__m256i v, int sgn)
 {
-  return sgn ? _mm256_xor_si256(
-                 v, _mm256_cmpgt_epi64(_mm256_setzero_si256(), v))
-             : v;
+  return sgn
+           ? _mm256_xor_si256(v, _mm256_cmpgt_epi64(_mm256_setzero_si256(), v))
+           : v;
 }
 
 /* One row of 32-bit elements: 4 partial sums; *ok: within the bound.
  * full: n is 16 (plain loads). */
-TGT2 ALWAYS_INLINE __m256i row2_32(const unsigned char *x, size_t n,
-                                   __m256i k0, __m256i k1, int sgn, int full,
-                                   int *ok)
+TGT2 ALWAYS_INLINE __m256i row2_32(const unsigned char *x, size_t n, __m256i k0,
+                                   __m256i k1, int sgn, int full, int *ok)
 {
   const int *p = (const int *)(const void *)x;
   const __m256i hib = _mm256_set1_epi32(~(int32_t)(BOUND - 1));
@@ -195,21 +200,21 @@ TGT2 ALWAYS_INLINE __m256i isqrt4(__m256i s)
   const __m256i one = _mm256_set1_epi64x(1);
   __m256i hi = _mm256_srli_epi64(s, 32);
   __m256i lo = _mm256_and_si256(s, _mm256_set1_epi64x(0xffffffff));
-  __m256d dh =
-    _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(hi, magic)), magicd);
-  __m256d dl =
-    _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(lo, magic)), magicd);
+  __m256d dh = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(hi, magic)),
+                             magicd);
+  __m256d dl = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(lo, magic)),
+                             magicd);
   __m256d d = _mm256_add_pd(_mm256_mul_pd(dh, _mm256_set1_pd(0x1p32)), dl);
   __m256d rd = _mm256_round_pd(_mm256_sqrt_pd(d),
                                _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  __m256i r =
-    _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(rd, magicd)), magic);
+  __m256i r = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(rd, magicd)),
+                               magic);
   __m256i r1;
   r = _mm256_add_epi64(r, _mm256_cmpgt_epi64(_mm256_mul_epu32(r, r), s));
   r1 = _mm256_add_epi64(r, one);
   return _mm256_add_epi64(
-    r, _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_mul_epu32(r1, r1), s),
-                           one));
+    r,
+    _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_mul_epu32(r1, r1), s), one));
 }
 
 TGT2 ALWAYS_INLINE uint64_t avx2_body(struct ty t, int l2, unsigned char *out,
@@ -236,6 +241,8 @@ TGT2 ALWAYS_INLINE uint64_t avx2_body(struct ty t, int l2, unsigned char *out,
     size_t rs = n * esz;
     int ok0, ok1, ok2, ok3;
     __m256i a, bb, c, d, s, bad;
+    for (size_t l = 0; l < 4 * rs; l += 64)
+      PF(p + l);
     if (t.w64) {
       a = row2_64(p, n, kq, t.sgn, full, &ok0);
       bb = row2_64(p + rs, n, kq, t.sgn, full, &ok1);
@@ -259,9 +266,9 @@ TGT2 ALWAYS_INLINE uint64_t avx2_body(struct ty t, int l2, unsigned char *out,
     if (t.w64)
       _mm256_storeu_si256((__m256i *)(void *)(out + r * 8), s);
     else
-      _mm_storeu_si128(
-        (__m128i *)(void *)(out + r * 4),
-        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(s, idx)));
+      _mm_storeu_si128((__m128i *)(void *)(out + r * 4),
+                       _mm256_castsi256_si128(
+                         _mm256_permutevar8x32_epi32(s, idx)));
   }
   return left | rows_portable(t, l2, out, x, n, r, nrows);
 }
@@ -289,7 +296,7 @@ static uint64_t rows_avx2(struct ty t, int l2, unsigned char *out,
 {
   static uint64_t (*const fn[8])(struct ty, int, unsigned char *,
                                  const unsigned char *, size_t, size_t) = {
-    avx2_u32, avx2_i32, avx2_u64, avx2_i64,
+    avx2_u32,  avx2_i32,  avx2_u64,  avx2_i64,
     avx2_u32f, avx2_i32f, avx2_u64f, avx2_i64f,
   };
   return fn[t.sgn + 2 * t.w64 + 4 * (n == 16)](t, l2, out, x, n, nrows);
@@ -317,8 +324,7 @@ TGT512 ALWAYS_INLINE __m512i row5_32(const unsigned char *x, __mmask16 k,
 
 /* One row of 64-bit elements (two masked loads of 8). */
 TGT512 ALWAYS_INLINE __m512i row5_64(const unsigned char *x, size_t n,
-                                     __mmask8 k0, __mmask8 k1, int sgn,
-                                     int *ok)
+                                     __mmask8 k0, __mmask8 k1, int sgn, int *ok)
 {
   const __m512i hib = _mm512_set1_epi64(~(int64_t)(BOUND - 1));
   __m512i v0 = _mm512_maskz_loadu_epi64(k0, x), v1 = _mm512_setzero_si512();
@@ -354,8 +360,9 @@ TGT512 ALWAYS_INLINE __m512i isqrt8(__m512i s)
   const __m512i one = _mm512_set1_epi64(1);
   __m512d d = _mm512_sqrt_pd(_mm512_cvtepu64_pd(s));
   __m512i r = _mm512_cvttpd_epu64(d), r1;
-  r = _mm512_mask_sub_epi64(
-    r, _mm512_cmpgt_epu64_mask(_mm512_mul_epu32(r, r), s), r, one);
+  r = _mm512_mask_sub_epi64(r,
+                            _mm512_cmpgt_epu64_mask(_mm512_mul_epu32(r, r), s),
+                            r, one);
   r1 = _mm512_add_epi64(r, one);
   return _mm512_mask_add_epi64(
     r, _mm512_cmple_epu64_mask(_mm512_mul_epu32(r1, r1), s), r, one);
@@ -378,6 +385,9 @@ TGT512 ALWAYS_INLINE uint64_t avx512_body(struct ty t, int l2,
     unsigned bad = 0;
     for (int i = 0; i < 8; i++) {
       int ok;
+      PF(p + i * rs);
+      if (t.w64)
+        PF(p + i * rs + 64);
       q[i] = t.w64 ? row5_64(p + i * rs, n, k0, k1, t.sgn, &ok)
                    : row5_32(p + i * rs, k, t.sgn, &ok);
       bad |= (unsigned)!ok << i;
@@ -421,7 +431,7 @@ static uint64_t rows_avx512(struct ty t, int l2, unsigned char *out,
 {
   static uint64_t (*const fn[8])(struct ty, int, unsigned char *,
                                  const unsigned char *, size_t, size_t) = {
-    avx512_u32, avx512_i32, avx512_u64, avx512_i64,
+    avx512_u32,  avx512_i32,  avx512_u64,  avx512_i64,
     avx512_u32f, avx512_i32f, avx512_u64f, avx512_i64f,
   };
   return fn[t.sgn + 2 * t.w64 + 4 * (n == 16)](t, l2, out, x, n, nrows);

@@ -674,7 +674,10 @@ static void rows_out_int(struct cursor *c, const struct geom *g,
     if (g->inner <= RD__ROWS_INT_MAX_N)
       left = rd__rows_int(g->k, g->dtype, g->l2, out + o * g->osz, x,
                           (size_t)g->inner, m);
-    if (left == UINT64_MAX || (size_t)__builtin_popcountll(left) * 4 > m) {
+    if (left == 0) {
+      /* every row written */
+    } else if (left == UINT64_MAX ||
+               (size_t)__builtin_popcountll(left) * 4 > m) {
       memset(a, 0, m * g->accsz);
       g->k->rows(a, x, (size_t)g->inner, m);
       for (size_t r = 0; r < m; r++)

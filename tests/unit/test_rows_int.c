@@ -50,8 +50,9 @@ static int is_signed(int dt)
 static int64_t pick(int dt, unsigned rare)
 {
   static const int64_t edge[] = {
-    (1 << 29) - 1, 1 << 29, -(1 << 29), -(1 << 29) - 1, 46340, 46341, 65535,
-    65536, 3037000499LL, 0, 1, -1,
+    (1 << 29) - 1, 1 << 29, -(1 << 29), -(1 << 29) - 1,
+    46340,         46341,   65535,      65536,
+    3037000499LL,  0,       1,          -1,
   };
   uint64_t r = next();
   int64_t v;
@@ -116,8 +117,8 @@ static int reference_pol(int dt, int l2, const unsigned char *x, size_t n,
                          unsigned char *dst, int pol, uint64_t o,
                          struct rd_error *err)
 {
-  const struct rd__kernel *k =
-    rd__kernel_impl(rd__kernel_id(dt), RD__IMPL_PORTABLE);
+  const struct rd__kernel *k = rd__kernel_impl(rd__kernel_id(dt),
+                                               RD__IMPL_PORTABLE);
   struct rd__u192 acc;
   struct rd__final f;
   int op = l2 ? RD_OP_L2 : RD_OP_SUM_SQUARE;
@@ -258,8 +259,8 @@ static void test_bounds(void **state)
             left = rd__rows_int_impl(impl, dt, l2, out, x, n, 9);
             for (size_t r = 0; r < 9; r++) {
               int rc = reference(dt, l2, x + r * n * esz, n, ref);
-              int want_left =
-                r == 8 || v >= (1 << 29) || v < -(1 << 29) || rc != 0;
+              int want_left = r == 8 || v >= (1 << 29) || v < -(1 << 29) ||
+                              rc != 0;
               assert_int_equal(left >> r & 1, want_left);
               if (!want_left)
                 assert_memory_equal(out + r * esz, ref, esz);
@@ -344,8 +345,7 @@ static void test_near_squares(void **state)
 static void test_negative_control(void **state)
 {
   (void)state;
-  assert_true(check_block(RD__IMPL_PORTABLE, RD_INT32, 1, 16, 8, 0, 0, 1) >
-              0);
+  assert_true(check_block(RD__IMPL_PORTABLE, RD_INT32, 1, 16, 8, 0, 0, 1) > 0);
 }
 
 /* Whole plans: rd_execute under each path (portable included) equals the
@@ -354,8 +354,9 @@ static void test_negative_control(void **state)
  * outputs, or the same first error and message. */
 static void test_plans(void **state)
 {
-  static const int64_t shapes[][2] = { { 1000, 16 }, { 999, 7 }, { 301, 1 },
-                                       { 77, 13 } };
+  static const int64_t shapes[][2] = {
+    { 1000, 16 }, { 999, 7 }, { 301, 1 }, { 77, 13 }
+  };
   (void)state;
   for (size_t d = 0; d < 4; d++)
     for (size_t s = 0; s < 4; s++)
@@ -385,9 +386,8 @@ static void test_plans(void **state)
           for (uint64_t i = 0; i < pl.in_count; i++)
             put(dt, in + i * pl.elem_size, pick(dt, s == 0 ? 1 : 30));
           for (uint64_t r = 0; r < pl.out_count && rc0 == 0; r++)
-            rc0 = reference_pol(dt, op == RD_OP_L2,
-                                in + r * n * pl.elem_size, n,
-                                o0 + r * pl.elem_size, pol, r, &e0);
+            rc0 = reference_pol(dt, op == RD_OP_L2, in + r * n * pl.elem_size,
+                                n, o0 + r * pl.elem_size, pol, r, &e0);
           for (int impl = 0; impl < RD__IMPL_COUNT; impl++) {
             if (!impl_ok(impl))
               continue;
@@ -412,10 +412,13 @@ static void test_plans(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_portable),  cmocka_unit_test(test_avx2),
-    cmocka_unit_test(test_avx512),    cmocka_unit_test(test_bounds),
+    cmocka_unit_test(test_portable),
+    cmocka_unit_test(test_avx2),
+    cmocka_unit_test(test_avx512),
+    cmocka_unit_test(test_bounds),
     cmocka_unit_test(test_near_squares),
-    cmocka_unit_test(test_negative_control), cmocka_unit_test(test_plans),
+    cmocka_unit_test(test_negative_control),
+    cmocka_unit_test(test_plans),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
