@@ -311,31 +311,60 @@ TGT512 ALWAYS_INLINE __m512i sq5(__m512i v, int sgn)
   return sgn ? _mm512_mul_epi32(v, v) : _mm512_mul_epu32(v, v);
 }
 
-/* One row of 32-bit elements (one masked load): 8 partial sums. */
-TGT512 ALWAYS_INLINE __m512i row5_32(const unsigned char *x, __mmask16 k,
-                                     int sgn, int *ok)
+/* The bound's test of a lane, cheap enough to OR over 8 rows and test
+ * once: v + 2^29 below 2^30 (signed) or v below 2^29 (unsigned).  Lanes
+ * masked off load as 0, which passes. */
+#define HI32_S (~(int32_t)(2 * BOUND - 1))
+#define HI32_U (~(int32_t)(BOUND - 1))
+
+TGT512 ALWAYS_INLINE __m512i key5_32(__m512i v, int sgn)
 {
-  const __m512i hib = _mm512_set1_epi32(~(int32_t)(BOUND - 1));
+  return sgn ? _mm512_add_epi32(v, _mm512_set1_epi32((int32_t)BOUND)) : v;
+}
+
+TGT512 ALWAYS_INLINE __m512i key5_64(__m512i v, int sgn)
+{
+  return sgn ? _mm512_add_epi64(v, _mm512_set1_epi64((int64_t)BOUND)) : v;
+}
+
+/* One row of 32-bit elements (one masked load): 8 partial sums; the
+ * row's bound keys are ORed into *keys. */
+TGT512 ALWAYS_INLINE __m512i row5_32(const unsigned char *x, __mmask16 k,
+                                     int sgn, __m512i *keys)
+{
   __m512i v = _mm512_maskz_loadu_epi32(k, x);
-  __m512i m = sgn ? _mm512_xor_si512(v, _mm512_srai_epi32(v, 31)) : v;
-  *ok = _mm512_test_epi32_mask(m, hib) == 0;
+  *keys = _mm512_or_si512(*keys, key5_32(v, sgn));
   return _mm512_add_epi64(sq5(v, sgn), sq5(_mm512_srli_epi64(v, 32), sgn));
 }
 
 /* One row of 64-bit elements (two masked loads of 8). */
 TGT512 ALWAYS_INLINE __m512i row5_64(const unsigned char *x, size_t n,
-                                     __mmask8 k0, __mmask8 k1, int sgn, int *ok)
+                                     __mmask8 k0, __mmask8 k1, int sgn,
+                                     __m512i *keys)
 {
-  const __m512i hib = _mm512_set1_epi64(~(int64_t)(BOUND - 1));
   __m512i v0 = _mm512_maskz_loadu_epi64(k0, x), v1 = _mm512_setzero_si512();
-  __m512i m;
   if (n > 8)
     v1 = _mm512_maskz_loadu_epi64(k1, x + 64);
-  m = sgn ? _mm512_or_si512(_mm512_xor_si512(v0, _mm512_srai_epi64(v0, 63)),
-                            _mm512_xor_si512(v1, _mm512_srai_epi64(v1, 63)))
-          : _mm512_or_si512(v0, v1);
-  *ok = _mm512_test_epi64_mask(m, hib) == 0;
+  *keys = _mm512_or_si512(*keys,
+                          _mm512_or_si512(key5_64(v0, sgn), key5_64(v1, sgn)));
   return _mm512_add_epi64(sq5(v0, sgn), sq5(v1, sgn));
+}
+
+/* 1: every element of the row passes the bound (the slow test, only after
+ * the ORed keys of a step failed). */
+TGT512 ALWAYS_INLINE int row5_ok(const unsigned char *x, size_t n, __mmask16 k,
+                                 __mmask8 k0, __mmask8 k1, struct ty t)
+{
+  __m512i keys = _mm512_setzero_si512();
+  if (t.w64) {
+    const __m512i hi = _mm512_set1_epi64(t.sgn ? (int64_t)HI32_S
+                                               : (int64_t)HI32_U);
+    (void)row5_64(x, n, k0, k1, t.sgn, &keys);
+    return _mm512_test_epi64_mask(keys, hi) == 0;
+  }
+  (void)row5_32(x, k, t.sgn, &keys);
+  return _mm512_test_epi32_mask(keys, _mm512_set1_epi32(t.sgn ? HI32_S
+                                                              : HI32_U)) == 0;
 }
 
 /* The eight row sums of eight vectors of partial sums, in row order. */
@@ -379,19 +408,25 @@ TGT512 ALWAYS_INLINE uint64_t avx512_body(struct ty t, int l2,
   const __mmask8 k0 = (__mmask8)(n >= 8 ? 0xff : (1u << n) - 1);
   const __mmask8 k1 = (__mmask8)(n > 8 ? (1u << (n - 8)) - 1 : 0);
   const __m512i maxv = _mm512_set1_epi64((int64_t)t.max);
+  const __m512i hi32 = _mm512_set1_epi32(t.sgn ? HI32_S : HI32_U);
+  const __m512i hi64 = _mm512_set1_epi64(t.sgn ? (int64_t)HI32_S
+                                               : (int64_t)HI32_U);
   for (; r + 8 <= nrows; r += 8) {
     const unsigned char *p = x + r * rs;
-    __m512i q[8], s;
+    __m512i q[8], s, keys = _mm512_setzero_si512();
     unsigned bad = 0;
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
-      int ok;
       PF(p + i * rs);
       if (t.w64)
         PF(p + i * rs + 64);
-      q[i] = t.w64 ? row5_64(p + i * rs, n, k0, k1, t.sgn, &ok)
-                   : row5_32(p + i * rs, k, t.sgn, &ok);
-      bad |= (unsigned)!ok << i;
+      q[i] = t.w64 ? row5_64(p + i * rs, n, k0, k1, t.sgn, &keys)
+                   : row5_32(p + i * rs, k, t.sgn, &keys);
     }
+    if (t.w64 ? _mm512_test_epi64_mask(keys, hi64) != 0
+              : _mm512_test_epi32_mask(keys, hi32) != 0)
+      for (int i = 0; i < 8; i++) /* some row is beyond the bound */
+        bad |= (unsigned)!row5_ok(p + i * rs, n, k, k0, k1, t) << i;
     s = hsum8(q);
     if (l2)
       s = isqrt8(s);
