@@ -270,7 +270,7 @@ static int run_plan(const struct rd_plan *plan, const void *in, void *out,
   struct rd_exec *ex;
   struct rd_error err;
   double t0 = now_s();
-  if (rd_exec_create(plan, &ex) != 0)
+  if (rd_exec_create_out(plan, out, &ex) != 0)
     return -1;
   struct worker w = { ex, in, plan->nparts, 0, PTHREAD_MUTEX_INITIALIZER, 0 };
   pthread_t tid[64];

@@ -220,7 +220,7 @@ static void run_planned(struct job *j, struct rd_error *err)
   }
   if (j->plan.nparts > 1 && j->max_tasks > 1 &&
       j->plan.in_bytes >= JOB_PAR_MIN_BYTES &&
-      rd_exec_create(&j->plan, &j->ex) == 0)
+      rd_exec_create_out(&j->plan, j->out, &j->ex) == 0)
     return; /* the parts stage follows; ex != NULL says so */
 
   j->ex = NULL;

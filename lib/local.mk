@@ -5,7 +5,7 @@ lib_libreduce_a_SOURCES = \
 	lib/finalize.c \
 	lib/f16.h lib/f16.c \
 	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
-	lib/kernels_avx512.c \
+	lib/kernels_avx512.c lib/kernels_rows_int.h lib/kernels_rows_int.c \
 	lib/kernels_ops.h lib/kernels_ops_avx2.c
 # Kahan steps must round the product before subtracting, on every compiler
 # and -std mode: never contract a*b-c into an FMA.
@@ -18,9 +18,11 @@ UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
 
 # The conversion tests compile the module itself, so they build on their own.
 check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels
+	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels \
+	tests/unit/test_exec_out tests/unit/test_rows_int
 UNIT_TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
-	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels
+	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels \
+	tests/unit/test_exec_out tests/unit/test_rows_int
 tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
 tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_f16_LDADD = $(CMOCKA_LIBS) -lm
@@ -39,3 +41,9 @@ tests_unit_test_golden_LDADD = $(UNIT_LIBS)
 tests_unit_test_opkernels_SOURCES = tests/unit/test_opkernels.c
 tests_unit_test_opkernels_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_opkernels_LDADD = $(UNIT_LIBS)
+tests_unit_test_exec_out_SOURCES = tests/unit/test_exec_out.c
+tests_unit_test_exec_out_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_exec_out_LDADD = $(UNIT_LIBS)
+tests_unit_test_rows_int_SOURCES = tests/unit/test_rows_int.c
+tests_unit_test_rows_int_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_rows_int_LDADD = $(UNIT_LIBS)

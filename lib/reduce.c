@@ -40,6 +40,7 @@
 
 #include "f16.h"
 #include "kernels.h"
+#include "kernels_rows_int.h"
 #include "ops.h"
 
 #if defined(__linux__)
@@ -672,10 +673,28 @@ static void rows_out_int(struct cursor *c, const struct geom *g,
   uint64_t o = c->obase;
   while (rows > 0) {
     size_t m = rows < INT_BLOCK ? rows : INT_BLOCK;
-    memset(a, 0, m * g->accsz);
-    g->k->rows(a, x, (size_t)g->inner, m);
-    for (size_t r = 0; r < m; r++)
-      out_int(c, g, (const unsigned char *)a + r * g->accsz, out, o + r);
+    /* Short rows: kernels_rows_int.c writes the rows it can do exactly in
+     * 64 bits (the same bits); the others (`left`) go the general way. */
+    uint64_t left = UINT64_MAX;
+    if (g->inner <= RD__ROWS_INT_MAX_N)
+      left = rd__rows_int(g->k, g->dtype, g->l2, out + o * g->osz, x,
+                          (size_t)g->inner, m);
+    if (left == 0) {
+      /* every row written */
+    } else if (left == UINT64_MAX ||
+               (size_t)__builtin_popcountll(left) * 4 > m) {
+      memset(a, 0, m * g->accsz);
+      g->k->rows(a, x, (size_t)g->inner, m);
+      for (size_t r = 0; r < m; r++)
+        out_int(c, g, (const unsigned char *)a + r * g->accsz, out, o + r);
+    } else {
+      for (; left != 0; left &= left - 1) { /* increasing r: error order */
+        size_t r = (size_t)__builtin_ctzll(left);
+        memset(a, 0, g->accsz);
+        g->k->rows(a, x + r * g->inner * g->esz, (size_t)g->inner, 1);
+        out_int(c, g, a, out, o + r);
+      }
+    }
     o += m;
     x += m * g->inner * g->esz;
     rows -= m;
@@ -899,6 +918,9 @@ struct rd_exec {
   struct geom g;
   unsigned char *acc; /* outer kept: one set; outer reduced: one per part */
   size_t acc_map;     /* bytes mapped for acc by alloc_accs_big(), or 0 */
+  int borrowed;       /* acc is the caller's output (rd_exec_create_out) */
+  int bound;          /* rd_exec_create_out: finish takes only bound_out */
+  void *bound_out;
   unsigned char done[RD_MAX_PARTS];
   uint64_t bad[RD_MAX_PARTS]; /* first invalid bool element, per part */
   unsigned char badval[RD_MAX_PARTS];
@@ -928,7 +950,10 @@ static int bad_bool(struct rd_error *err, uint64_t e, unsigned v)
                      e, v);
 }
 
-int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
+/* direct_out: in direct mode the parts write finished outputs there (the
+ * slots are output elements: osz == out_elem_size). */
+static int exec_create(const struct rd_plan *plan, void *direct_out,
+                       struct rd_exec **out)
 {
   struct rd_exec *ex;
   *out = NULL;
@@ -936,8 +961,13 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
     return RD_E_NOMEM;
   ex->plan = *plan;
   geom_init(&ex->g, plan);
-  ex->acc = alloc_accs_big(ex->g.outer_red ? plan->nparts : 1, plan->out_count,
-                           ex->g.osz, &ex->acc_map);
+  if (ex->g.direct && direct_out && plan->out_bytes > 0) {
+    ex->acc = direct_out;
+    ex->borrowed = 1;
+  } else {
+    ex->acc = alloc_accs_big(ex->g.outer_red ? plan->nparts : 1,
+                             plan->out_count, ex->g.osz, &ex->acc_map);
+  }
   if (!ex->acc) {
     free(ex);
     return RD_E_NOMEM;
@@ -948,6 +978,26 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
   for (size_t p = 0; p < RD_MAX_PARTS; p++)
     ex->bad[p] = UINT64_MAX;
   *out = ex;
+  return 0;
+}
+
+int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out)
+{
+  return exec_create(plan, NULL, out);
+}
+
+int rd_exec_create_out(const struct rd_plan *plan, void *out,
+                       struct rd_exec **ex)
+{
+  int rc;
+  if (ex)
+    *ex = NULL;
+  if (!plan || !ex || (!out && plan->out_bytes > 0))
+    return RD_E_INVALID;
+  if ((rc = exec_create(plan, out, ex)) != 0)
+    return rc;
+  (*ex)->bound = 1;
+  (*ex)->bound_out = out;
   return 0;
 }
 
@@ -1061,6 +1111,10 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
                          ex->plan.nparts);
   if (ex->plan.out_count > 0 && !out)
     return rd__set_err(err, RD_E_INVALID, "output buffer is NULL");
+  if (ex->bound && out != ex->bound_out)
+    return rd__set_err(err, RD_E_INVALID,
+                       "output buffer is not the one given to "
+                       "rd_exec_create_out");
   for (size_t p = 0; p < ex->plan.nparts; p++)
     if (ex->bad[p] != UINT64_MAX) /* parts are in flat order */
       return bad_bool(err, ex->bad[p], ex->badval[p]);
@@ -1075,7 +1129,8 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
 void rd_exec_destroy(struct rd_exec *ex)
 {
   if (ex) {
-    free_accs_big(ex->acc, ex->acc_map);
+    if (!ex->borrowed)
+      free_accs_big(ex->acc, ex->acc_map);
     free(ex);
   }
 }

@@ -327,10 +327,32 @@ struct rd_exec;
 
 /* Allocates the execution's accumulators. 0 or RD_E_NOMEM. */
 int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out);
+/* As rd_exec_create(), for an output buffer `out` (plan->out_bytes bytes,
+ * not NULL unless out_bytes is 0) known from the start.  Where the plan's
+ * outputs are finished one by one as the parts run (ReduceL2 and
+ * ReduceSumSquare reducing exactly the innermost dims of the canonical
+ * shape), the parts write them in place into `out`: no accumulator set is
+ * allocated and rd_exec_finish() copies nothing.  Other plans accumulate as
+ * rd_exec_create() does and write `out` at finish.  Either way the bits
+ * written are those of rd_exec_create() + rd_exec_finish(out).  While the
+ * execution exists, `out` belongs to it: the caller must not read or write
+ * it before rd_exec_finish() returns, and rd_exec_finish() fails with
+ * RD_E_INVALID (writing nothing) for any other buffer.  On an error of
+ * rd_exec_finish() the bytes of `out` that the error's documented contract
+ * does not name are unspecified (parts may have written any of them).
+ * rd_exec_destroy() never touches `out`, so `out` may be freed before it.
+ * Returns 0, RD_E_INVALID (plan or ex NULL, or out NULL with out_bytes > 0)
+ * or RD_E_NOMEM. */
+int rd_exec_create_out(const struct rd_plan *plan, void *out,
+                       struct rd_exec **ex);
 /* Runs part `part` (0 <= part < plan->nparts) over the whole input `in`.
  * Thread-safe for distinct parts of one execution. Returns 0 or RD_E_INVALID. */
 int rd_exec_part(struct rd_exec *ex, size_t part, const void *in);
-/* After every part ran: writes plan->out_bytes bytes to `out`. */
+/* After every part ran: writes plan->out_bytes bytes to `out` (for an
+ * execution from rd_exec_create_out(), `out` must be its buffer).  Returns
+ * 0, RD_E_INVALID (a part has not run, out NULL, or not the buffer of
+ * rd_exec_create_out()), or an error of rd_execute() (RD_E_OVERFLOW,
+ * RD_E_UNDEFINED, RD_E_ELEMENT), the same one rd_execute() gives. */
 int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err);
 /* Frees; NULL is allowed. */
 void rd_exec_destroy(struct rd_exec *ex);
