@@ -529,6 +529,7 @@ struct geom {
   int direct;     /* slots are finished output elements */
   int direct_int; /* direct, integer class: finalised by rd__finalize() */
   int l2, dtype;
+  int ofin;             /* direct float: rd__rows_out()'s enum rd__out_fin */
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
   struct rd__final fin; /* finalisation of the other operators */
   uint64_t inner;       /* size of the innermost group */
@@ -585,7 +586,14 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
    * final pass.  Integers too: the first overflow error (the lowest output
    * index, as finish would have found it) is kept in the cursor and
    * reported by finish. */
-  g->direct = g->sq && g->ng == 2 && !g->outer_red && g->inner_red;
+  /* frows: the float Sum family (double lanes, RD__F_SUMD: Sum, Mean, L1,
+   * LogSum) is direct too; its finalisation is g->ofin. */
+  g->ofin = g->fin.row->fin == RD__FIN_SQRT   ? RD__OUT_SQRT
+            : g->fin.row->fin == RD__FIN_MEAN ? RD__OUT_MEAN
+            : g->fin.row->fin == RD__FIN_LOG  ? RD__OUT_LOG
+                                              : RD__OUT_SUM;
+  g->direct = (g->sq || g->fin.family == RD__F_SUMD) && g->ng == 2 &&
+              !g->outer_red && g->inner_red;
   g->direct_int = g->direct && (g->k->acc_class == RD__ACC_U128 ||
                                 g->k->acc_class == RD__ACC_U192);
   g->osz = g->direct ? g->esz : g->accsz;
@@ -695,7 +703,7 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
     rows_out_int(c, g, acc, x, (size_t)rows);
   else if (g->direct)
     rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x, (size_t)g->inner,
-                 (size_t)rows, g->l2);
+                 (size_t)rows, g->ofin);
   else if (g->inner_red)
     g->k->rows(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
   else
@@ -725,6 +733,9 @@ static void flush_segment(struct cursor *c, const struct geom *g,
     g->k->flush(&c->lanes, &tmp);
     if (g->direct_int)
       out_int(c, g, &tmp, acc, c->obase);
+    else if (!g->sq) /* frows: float Sum family, finalize.c's value */
+      (void)rd__finalize(&g->fin, &tmp, acc + c->obase * g->osz, c->obase,
+                         NULL);
     else
       rd__float_store(g->dtype, rd__acc_value(g->k->acc_class, &tmp, g->l2),
                       acc + c->obase * g->osz);
