@@ -240,6 +240,39 @@ static void row_f64_scalar(unsigned char *o, const unsigned char *x, size_t n,
   rd__float_store(RD_FLOAT64, rd__acc_value(RD__ACC_BLUE, &a, l2), o);
 }
 
+/* The eight row sums (before fin8) of the rows at x (stride rs); float64:
+ * bit q of *bad set for a row q with a non-mid term. */
+TGT ALWAYS_INLINE __m512d sums8(const unsigned char *x, size_t rs, __mmask16 m,
+                                int term, int dt, int wide, unsigned *bad)
+{
+  __m512d lo, hi, p0, p1, p2, p3, p4, p5, p6, p7;
+  for (size_t b = 0; b < 8 * rs; b += 64)
+    PF8(x + b);
+#define ROW(q, pq)                                                             \
+  do {                                                                         \
+    row_ld(x + (q)*rs, dt, wide, m, &lo, &hi);                                 \
+    if (dt == DT_F64 && !mid_row(lo, hi))                                      \
+      *bad |= 1u << (q);                                                       \
+    pq = row_p(lo, hi, wide, dt, term);                                        \
+  } while (0)
+  ROW(0, p0);
+  ROW(1, p1);
+  ROW(2, p2);
+  ROW(3, p3);
+  ROW(4, p4);
+  ROW(5, p5);
+  ROW(6, p6);
+  ROW(7, p7);
+#undef ROW
+  return rows8_tail(pair_c(p0, p1), pair_c(p2, p3), pair_c(p4, p5),
+                    pair_c(p6, p7));
+}
+
+/* Groups of eight rows per LOG block: log() is called in a plain loop
+ * over the block's sums (calls between the vector steps left the core
+ * idle while the registers were saved around each one). */
+#define LOG_GROUPS 8
+
 /* Eight rows at a time from x (stride rs), outputs at o; returns the rows
  * done (a multiple of 8). */
 TGT ALWAYS_INLINE size_t z_rows_out(unsigned char *o, const unsigned char *x,
@@ -254,30 +287,29 @@ TGT ALWAYS_INLINE size_t z_rows_out(unsigned char *o, const unsigned char *x,
                          : dt == DT_BF16 ? rd_f64_to_bf16(NAN)
                                          : 0;
   size_t r = 0;
+  if (fin == RD__OUT_LOG && dt != DT_F64) {
+    while (r + 8 <= nrows) {
+      double d[8 * LOG_GROUPS];
+      size_t g = (nrows - r) / 8, i;
+      unsigned bad = 0;
+      if (g > LOG_GROUPS)
+        g = LOG_GROUPS;
+      for (i = 0; i < g; i++)
+        _mm512_storeu_pd(d + 8 * i, fin8(sums8(x + 8 * i * rs, rs, m, term, dt,
+                                               wide, &bad),
+                                         term, RD__OUT_SUM, n));
+      for (i = 0; i < 8 * g; i++)
+        d[i] = log(d[i]); /* libm's, as finalize.c */
+      for (i = 0; i < g; i++)
+        store8(dt, _mm512_loadu_pd(d + 8 * i), nt, nan16, o + 8 * i * ob);
+      r += 8 * g;
+      x += 8 * g * rs;
+      o += 8 * g * ob;
+    }
+  }
   for (; r + 8 <= nrows; r += 8, x += 8 * rs, o += 8 * ob) {
-    __m512d lo, hi, p0, p1, p2, p3, p4, p5, p6, p7, s;
     unsigned bad = 0;
-    for (size_t b = 0; b < 8 * rs; b += 64)
-      PF8(x + b);
-#define ROW(q, pq)                                                             \
-  do {                                                                         \
-    row_ld(x + (q)*rs, dt, wide, m, &lo, &hi);                                 \
-    if (dt == DT_F64 && !mid_row(lo, hi))                                      \
-      bad |= 1u << (q);                                                        \
-    pq = row_p(lo, hi, wide, dt, term);                                        \
-  } while (0)
-    ROW(0, p0);
-    ROW(1, p1);
-    ROW(2, p2);
-    ROW(3, p3);
-    ROW(4, p4);
-    ROW(5, p5);
-    ROW(6, p6);
-    ROW(7, p7);
-#undef ROW
-    s = rows8_tail(pair_c(p0, p1), pair_c(p2, p3), pair_c(p4, p5),
-                   pair_c(p6, p7));
-    s = fin8(s, term, fin, n);
+    __m512d s = fin8(sums8(x, rs, m, term, dt, wide, &bad), term, fin, n);
     if (dt == DT_F64) {
       _mm512_storeu_pd((double *)(void *)o, s);
       for (unsigned q = 0; bad != 0; q++, bad >>= 1)
