@@ -411,6 +411,47 @@ static struct rd__kernel simd[RD__K_COUNT], simd512[RD__K_COUNT];
 static int simd_ok, simd512_ok;
 static int active = RD__IMPL_PORTABLE;
 
+/* The rows() of every SIMD kernel that rd__rows_out() has a vector form
+ * for (squares of kernels.c's tables, ops.c's Sum and L1 kernels as
+ * rd__kernels_avx2_sum()/_avx512_sum() hand them out), with its dtype,
+ * term and implementation: a kernel is recognised by its rows() pointer,
+ * so the portable kernels never take a vector form.  Filled before
+ * main(), read-only afterwards. */
+typedef void (*rows_fn)(void *acc, const unsigned char *x, size_t n,
+                        size_t nrows);
+static struct vec_rows {
+  rows_fn rows;
+  int dtype, term, impl;
+} vec_rows[2 * (4 + 6)];
+static size_t nvec_rows;
+
+static void vec_rows_add(rows_fn rows, int dtype, int term, int impl)
+{
+  if (rows && nvec_rows < sizeof vec_rows / sizeof vec_rows[0])
+    vec_rows[nvec_rows++] = (struct vec_rows){ rows, dtype, term, impl };
+}
+
+/* Registers the vector forms of one SIMD implementation whose table is
+ * `tab` and whose Sum/L1 kernels come from `sum`. */
+static void vec_rows_fill(const struct rd__kernel *tab, int impl,
+                          int (*sum)(int, int, struct rd__kernel *))
+{
+  static const int sq[4][2] = { { RD__K_F32, RD_FLOAT32 },
+                                { RD__K_F16, RD_FLOAT16 },
+                                { RD__K_BF16, RD_BFLOAT16 },
+                                { RD__K_F64, RD_FLOAT64 } };
+  for (size_t i = 0; i < 4; i++)
+    vec_rows_add(tab[sq[i][0]].rows, sq[i][1], RD__TERM_SQ, impl);
+  for (size_t i = 0; i < 3; i++)
+    for (int absval = 0; absval <= 1; absval++) {
+      struct rd__kernel k;
+      memset(&k, 0, sizeof k);
+      if (sum(sq[i][1], absval, &k) == 0)
+        vec_rows_add(k.rows, sq[i][1], absval ? RD__TERM_ABS : RD__TERM_X,
+                     impl);
+    }
+}
+
 static int cpu_has_avx2(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -472,6 +513,10 @@ __attribute__((constructor)) static void kernels_init(void)
   memcpy(simd512, simd, sizeof simd512);
   simd512_ok = simd_ok && cpu_has_avx512() &&
                rd__kernels_avx512_fill(simd512) == 0;
+  if (simd_ok)
+    vec_rows_fill(simd, RD__IMPL_AVX2, rd__kernels_avx2_sum);
+  if (simd512_ok)
+    vec_rows_fill(simd512, RD__IMPL_AVX512, rd__kernels_avx512_sum);
   if (env && strcmp(env, "portable") == 0)
     want = RD__IMPL_PORTABLE;
   else if (env && strcmp(env, "avx2") == 0)
@@ -653,7 +698,7 @@ void rd__float_store(int dtype, double v, void *dst)
 #define OUT_BLOCK 64
 
 void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
-                  const unsigned char *x, size_t n, size_t nrows, int l2)
+                  const unsigned char *x, size_t n, size_t nrows, int fin)
 {
   unsigned char *o = out;
   size_t esz = rd_dtype_size(dtype);
@@ -661,14 +706,18 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
     double d[OUT_BLOCK];
     struct rd__blue b[OUT_BLOCK];
   } acc;
-  int id = rd__kernel_id(dtype);
-  /* kernels_avx2.c's vector form does the squares' tree, so only for a SIMD
-   * path's squares kernel (the AVX-512 table's rows() give the same bits). */
-  if (id >= 0 &&
-      (k == rd__kernel_impl(id, RD__IMPL_AVX2) ||
-       k == rd__kernel_impl(id, RD__IMPL_AVX512)) &&
-      rd__avx2_rows_out(dtype, out, x, n, nrows, l2) == 0)
-    return;
+  /* A SIMD path's kernel: its vector form (the same bits); the AVX-512
+   * one where it has it, else the AVX2 one. */
+  for (size_t i = 0; n <= L && i < nvec_rows; i++)
+    if (vec_rows[i].rows == k->rows && vec_rows[i].dtype == dtype) {
+      if (vec_rows[i].impl == RD__IMPL_AVX512 &&
+          rd__rows512_out(dtype, vec_rows[i].term, out, x, n, nrows, fin) == 0)
+        return;
+      if (rd__avx2_rows_out(dtype, vec_rows[i].term, out, x, n, nrows, fin) ==
+          0)
+        return;
+      break;
+    }
   while (nrows > 0) {
     size_t m = nrows < OUT_BLOCK ? nrows : OUT_BLOCK;
     memset(&acc, 0,
@@ -678,7 +727,7 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
     if (k->acc_class == RD__ACC_F64 && dtype == RD_FLOAT32) {
       /* The common case, in a loop the compiler can keep simple. */
       for (size_t r = 0; r < m; r++) {
-        double v = l2 ? sqrt(acc.d[r]) : acc.d[r];
+        double v = rd__fin_value(acc.d[r], fin, n);
         float f = isnan(v) ? NAN : (float)v;
         memcpy(o + r * 4, &f, sizeof f);
       }
@@ -686,8 +735,9 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
       for (size_t r = 0; r < m; r++)
         rd__float_store(dtype,
                         k->acc_class == RD__ACC_BLUE
-                          ? rd__acc_value(k->acc_class, &acc.b[r], l2)
-                          : rd__acc_value(k->acc_class, &acc.d[r], l2),
+                          ? rd__acc_value(k->acc_class, &acc.b[r],
+                                          fin == RD__OUT_SQRT)
+                          : rd__fin_value(acc.d[r], fin, n),
                         o + r * esz);
     }
     o += m * esz;

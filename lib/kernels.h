@@ -150,12 +150,25 @@ const char *rd__kernels_name(int impl);
  * payloads depend on operand order inside the hardware. */
 void rd__float_store(int dtype, double v, void *dst);
 
-/* nrows complete runs of n elements (float classes only), each the whole
- * input of one output: writes output elements out[0..nrows) of `dtype`,
- * the same bits as rows() into zeroed accumulators followed by
- * rd__acc_value() and rd__float_store(). */
+/* Finalisation of rd__rows_out(): the row's value v itself (Sum, L1,
+ * SumSquare), sqrt(v) (L2), v / n (Mean) or log(v) (LogSum).  0 and 1 are
+ * the old `l2` argument. */
+enum rd__out_fin {
+  RD__OUT_SUM = 0,
+  RD__OUT_SQRT = 1,
+  RD__OUT_MEAN = 2,
+  RD__OUT_LOG = 3
+};
+
+/* nrows complete runs of n elements, each the whole input of one output,
+ * for a float class kernel (a squares kernel of kernels.c, or the double
+ * class Sum/L1 kernels of ops.c): writes output elements out[0..nrows) of
+ * `dtype`, the same bits as rows() into zeroed accumulators followed by
+ * rd__acc_value() (BLUE: with l2 = fin is RD__OUT_SQRT; double class: the
+ * double, then `fin`, in double) and rd__float_store().  Short rows
+ * (n <= RD__LANES) of a SIMD path's kernels go through its vector form. */
 void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
-                  const unsigned char *x, size_t n, size_t nrows, int l2);
+                  const unsigned char *x, size_t n, size_t nrows, int fin);
 
 /* dst += src for one accumulator of the class. */
 void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src);

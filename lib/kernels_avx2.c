@@ -475,7 +475,13 @@ TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
  * for W < 16 the skipped levels add +0, an exact no-op), and the last two
  * levels, (k, k+2) then (k, k+1), run on four rows at once after a
  * transpose.  Each row sees exactly flush()'s operations (a + b = b + a
- * bitwise), so the bits are those of rows() + rd__acc_value(). */
+ * bitwise), so the bits are those of rows() + rd__acc_value().
+ *
+ * Sums (term x): rows() adds each element to a zero lane, which turns -0
+ * into +0, and adds the tree to a zeroed accumulator; a lane loaded as -0
+ * here can only change the sign of a zero sum (x + -0 = x + +0 = x for
+ * x != 0), so adding +0 to the row sum at the end gives rows()'s bits.
+ * For |x| and x^2 no lane is ever -0. */
 
 /* Four rows of 16 float32 are consumed in about the time the memory
  * takes to deliver them, so the prefetches run further ahead than PF_DIST. */
@@ -557,12 +563,27 @@ TGT ALWAYS_INLINE struct row_v row_load(const unsigned char *p, size_t esz,
   return r;
 }
 
-/* Levels (k, k+8) and (k, k+4) of the squares of a row's vectors.  With
+/* Levels (k, k+8) and (k, k+4) of the terms of a row's vectors.  With
  * `exact` (float32/16/bfloat16: squares exact in double) fma(v, v, q)
  * rounds like q + v * v; float64 squares round, so no FMA there. */
-TGT ALWAYS_INLINE __m256d row_c(struct row_v r, size_t W, int exact)
+TGT ALWAYS_INLINE __m256d row_c(struct row_v r, size_t W, int exact, int term)
 {
-  __m256d q0 = _mm256_mul_pd(r.v0, r.v0), q1;
+  __m256d q0, q1;
+  if (term != RD__TERM_SQ) {
+    if (term == RD__TERM_ABS) {
+      const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+      r.v0 = _mm256_and_pd(r.v0, absm);
+      r.v1 = _mm256_and_pd(r.v1, absm);
+      r.v2 = _mm256_and_pd(r.v2, absm);
+      r.v3 = _mm256_and_pd(r.v3, absm);
+    }
+    if (W == 4)
+      return r.v0;
+    if (W == 8)
+      return _mm256_add_pd(r.v0, r.v1);
+    return _mm256_add_pd(_mm256_add_pd(r.v0, r.v2), _mm256_add_pd(r.v1, r.v3));
+  }
+  q0 = _mm256_mul_pd(r.v0, r.v0);
   if (W == 4)
     return q0;
   q1 = _mm256_mul_pd(r.v1, r.v1);
@@ -596,17 +617,43 @@ TGT static inline double row1_tail(__m256d c)
   return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
 }
 
-/* Four finished sums (l2: their square roots) stored as outputs. */
+/* The final values of four row sums of n elements: rd__fin_value() of
+ * each (sums: +0 added first, see above). */
+TGT ALWAYS_INLINE __m256d fin4(__m256d s, int term, int fin, size_t n)
+{
+  if (term == RD__TERM_X)
+    s = _mm256_add_pd(s, _mm256_setzero_pd());
+  if (fin == RD__OUT_SQRT) {
+    s = _mm256_sqrt_pd(s);
+  } else if (fin == RD__OUT_MEAN) {
+    s = _mm256_div_pd(s, _mm256_set1_pd((double)n));
+  } else if (fin == RD__OUT_LOG) {
+    double d[4];
+    _mm256_storeu_pd(d, s);
+    for (int i = 0; i < 4; i++)
+      d[i] = log(d[i]); /* libm's, as finalize.c */
+    s = _mm256_loadu_pd(d);
+  }
+  return s;
+}
+
+/* The same for one row sum. */
+static inline double fin1(double s, int term, int fin, size_t n)
+{
+  if (term == RD__TERM_X)
+    s += 0.0;
+  return rd__fin_value(s, fin, n);
+}
+
+/* Four final values stored as outputs. */
 /* Outputs of at least this many float32 rows are written with streaming
  * stores (when 16-byte aligned): they would not stay in cache anyway, and
  * streaming saves reading each line before writing it. */
 #define NT_ROWS ((size_t)1 << 15)
 
-TGT ALWAYS_INLINE void store4(int dt, __m256d s, int l2, int nt, uint16_t nan16,
+TGT ALWAYS_INLINE void store4(int dt, __m256d s, int nt, uint16_t nan16,
                               unsigned char *o)
 {
-  if (l2)
-    s = _mm256_sqrt_pd(s);
   if (dt == RD__K_F32) {
     /* NaN -> the default quiet NaN, then one RNE rounding, as (float)v */
     s = _mm256_blendv_pd(s, _mm256_set1_pd(NAN),
@@ -617,13 +664,16 @@ TGT ALWAYS_INLINE void store4(int dt, __m256d s, int l2, int nt, uint16_t nan16,
       _mm_storeu_ps((float *)(void *)o, _mm256_cvtpd_ps(s));
   } else {
     /* One rounding to nearest even, as rd_f64_to_f16/_bf16: first to
-     * float rounding to odd (toward zero, the last bit set if inexact;
-     * the sums are >= 0 or NaN), which keeps more than two extra bits for
-     * either target, then to nearest even; NaN -> nan16. */
+     * float rounding to odd (toward zero, the last bit set if inexact),
+     * which keeps more than two extra bits for either target, then to
+     * nearest even; NaN -> nan16.  Toward zero: one step down in the
+     * magnitude bits where the nearest float is larger in magnitude. */
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
     __m128 f = _mm256_cvtpd_ps(s);
     __m256d b = _mm256_cvtps_pd(f);
     __m128i up = _mm_castps_si128(
-      _mm256_cvtpd_ps(_mm256_cmp_pd(b, s, _CMP_GT_OQ)));
+      _mm256_cvtpd_ps(_mm256_cmp_pd(_mm256_and_pd(b, absm),
+                                    _mm256_and_pd(s, absm), _CMP_GT_OQ)));
     __m128i inexact = _mm_castps_si128(
       _mm256_cvtpd_ps(_mm256_cmp_pd(b, s, _CMP_NEQ_OQ)));
     __m128i isnan = _mm_castps_si128(
@@ -656,7 +706,7 @@ static inline size_t rows_safe(size_t n, size_t nrows, size_t W)
 }
 
 TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
-                                      size_t n, size_t nrows, int l2,
+                                      size_t n, size_t nrows, int fin, int term,
                                       size_t esz, int dt, w4_fn w4, size_t W)
 {
   unsigned char *o = out;
@@ -674,11 +724,11 @@ TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
     __m256d c0, c1, c2, c3;
     for (size_t b = 0; b < 4 * rs; b += 64)
       PF_ROWS(x + b);
-    c0 = row_c(row_load(x, esz, W, masked, &mk, w4), W, 1);
-    c1 = row_c(row_load(x + rs, esz, W, masked, &mk, w4), W, 1);
-    c2 = row_c(row_load(x + 2 * rs, esz, W, masked, &mk, w4), W, 1);
-    c3 = row_c(row_load(x + 3 * rs, esz, W, masked, &mk, w4), W, 1);
-    store4(dt, rows4_tail(c0, c1, c2, c3), l2, nt, nan16, o);
+    c0 = row_c(row_load(x, esz, W, masked, &mk, w4), W, 1, term);
+    c1 = row_c(row_load(x + rs, esz, W, masked, &mk, w4), W, 1, term);
+    c2 = row_c(row_load(x + 2 * rs, esz, W, masked, &mk, w4), W, 1, term);
+    c3 = row_c(row_load(x + 3 * rs, esz, W, masked, &mk, w4), W, 1, term);
+    store4(dt, fin4(rows4_tail(c0, c1, c2, c3), term, fin, n), nt, nan16, o);
   }
   if (nt)
     _mm_sfence(); /* order the streaming stores before what follows */
@@ -690,46 +740,46 @@ TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
       memcpy(buf, x, rs);
       p = buf;
     }
-    s = row1_tail(row_c(row_load(p, esz, W, masked, &mk, w4), W, 1));
+    s = row1_tail(row_c(row_load(p, esz, W, masked, &mk, w4), W, 1, term));
     rd__float_store(dt == RD__K_F32   ? RD_FLOAT32
                     : dt == RD__K_F16 ? RD_FLOAT16
                                       : RD_BFLOAT16,
-                    l2 ? sqrt(s) : s, o);
+                    fin1(s, term, fin, n), o);
   }
 }
 
 /* The three widths, n a constant in the common case of 16. */
 TGT ALWAYS_INLINE void avx_d_rows_out_n(void *out, const unsigned char *x,
-                                        size_t n, size_t nrows, int l2,
-                                        size_t esz, int dt, w4_fn w4)
+                                        size_t n, size_t nrows, int fin,
+                                        int term, size_t esz, int dt, w4_fn w4)
 {
   if (n == 16)
-    avx_d_rows_out(out, x, 16, nrows, l2, esz, dt, w4, 16);
+    avx_d_rows_out(out, x, 16, nrows, fin, term, esz, dt, w4, 16);
   else if (n > 8)
-    avx_d_rows_out(out, x, n, nrows, l2, esz, dt, w4, 16);
+    avx_d_rows_out(out, x, n, nrows, fin, term, esz, dt, w4, 16);
   else if (n > 4)
-    avx_d_rows_out(out, x, n, nrows, l2, esz, dt, w4, 8);
+    avx_d_rows_out(out, x, n, nrows, fin, term, esz, dt, w4, 8);
   else
-    avx_d_rows_out(out, x, n, nrows, l2, esz, dt, w4, 4);
+    avx_d_rows_out(out, x, n, nrows, fin, term, esz, dt, w4, 4);
 }
 
-TGT static void rows_out_f32(void *out, const unsigned char *x, size_t n,
-                             size_t nrows, int l2)
-{
-  avx_d_rows_out_n(out, x, n, nrows, l2, 4, RD__K_F32, w4_f32);
-}
-
-TGT static void rows_out_f16(void *out, const unsigned char *x, size_t n,
-                             size_t nrows, int l2)
-{
-  avx_d_rows_out_n(out, x, n, nrows, l2, 2, RD__K_F16, w4_f16);
-}
-
-TGT static void rows_out_bf16(void *out, const unsigned char *x, size_t n,
-                              size_t nrows, int l2)
-{
-  avx_d_rows_out_n(out, x, n, nrows, l2, 2, RD__K_BF16, w4_bf16);
-}
+/* One instance per type and term, `fin` a run-time argument (the
+ * finalisation costs little next to the loads). */
+#define ROWS_OUT(name, esz, dt, w4, term)                                      \
+  TGT static void rows_out_##name(void *out, const unsigned char *x, size_t n, \
+                                  size_t nrows, int fin)                       \
+  {                                                                            \
+    avx_d_rows_out_n(out, x, n, nrows, fin, term, esz, dt, w4);                \
+  }
+ROWS_OUT(f32, 4, RD__K_F32, w4_f32, RD__TERM_SQ)
+ROWS_OUT(f16, 2, RD__K_F16, w4_f16, RD__TERM_SQ)
+ROWS_OUT(bf16, 2, RD__K_BF16, w4_bf16, RD__TERM_SQ)
+ROWS_OUT(sum_f32, 4, RD__K_F32, w4_f32, RD__TERM_X)
+ROWS_OUT(sum_f16, 2, RD__K_F16, w4_f16, RD__TERM_X)
+ROWS_OUT(sum_bf16, 2, RD__K_BF16, w4_bf16, RD__TERM_X)
+ROWS_OUT(abs_f32, 4, RD__K_F32, w4_f32, RD__TERM_ABS)
+ROWS_OUT(abs_f16, 2, RD__K_F16, w4_f16, RD__TERM_ABS)
+ROWS_OUT(abs_bf16, 2, RD__K_BF16, w4_bf16, RD__TERM_ABS)
 
 /* float64 (Blue): a row whose terms are all mid-range (zeros included)
  * has, from a zeroed accumulator, ms = the lane tree of the squares and
@@ -782,8 +832,8 @@ TGT ALWAYS_INLINE void avx_f64_rows_out(void *out, const unsigned char *x,
         row_f64_scalar(o + 8 * q, x + q * rs, n, l2);
       continue;
     }
-    s = rows4_tail(row_c(v0, W, 0), row_c(v1, W, 0), row_c(v2, W, 0),
-                   row_c(v3, W, 0));
+    s = rows4_tail(row_c(v0, W, 0, RD__TERM_SQ), row_c(v1, W, 0, RD__TERM_SQ),
+                   row_c(v2, W, 0, RD__TERM_SQ), row_c(v3, W, 0, RD__TERM_SQ));
     if (l2)
       s = _mm256_sqrt_pd(s);
     _mm256_storeu_pd((double *)(void *)o, s); /* finite: no NaN to clean */
@@ -805,18 +855,29 @@ TGT static void rows_out_f64(void *out, const unsigned char *x, size_t n,
     avx_f64_rows_out(out, x, n, nrows, l2, 4);
 }
 
-int rd__avx2_rows_out(int dtype, void *out, const unsigned char *x, size_t n,
-                      size_t nrows, int l2)
+int rd__avx2_rows_out(int dtype, int term, void *out, const unsigned char *x,
+                      size_t n, size_t nrows, int fin)
 {
-  if (n > L)
+  static void (*const tab[3][3])(void *, const unsigned char *, size_t, size_t,
+                                 int) = {
+    { rows_out_f32, rows_out_f16, rows_out_bf16 },
+    { rows_out_sum_f32, rows_out_sum_f16, rows_out_sum_bf16 },
+    { rows_out_abs_f32, rows_out_abs_f16, rows_out_abs_bf16 },
+  };
+  int t = dtype == RD_FLOAT32 ? 0 : dtype == RD_FLOAT16 ? 1 : 2;
+  if (n > L || term < RD__TERM_SQ || term > RD__TERM_ABS || fin < RD__OUT_SUM ||
+      fin > RD__OUT_LOG)
     return -1;
-  switch (dtype) {
-  case RD_FLOAT32: rows_out_f32(out, x, n, nrows, l2); return 0;
-  case RD_FLOAT16: rows_out_f16(out, x, n, nrows, l2); return 0;
-  case RD_BFLOAT16: rows_out_bf16(out, x, n, nrows, l2); return 0;
-  case RD_FLOAT64: rows_out_f64(out, x, n, nrows, l2); return 0;
-  default: return -1;
+  if (dtype == RD_FLOAT64) {
+    if (term != RD__TERM_SQ || fin > RD__OUT_SQRT)
+      return -1;
+    rows_out_f64(out, x, n, nrows, fin == RD__OUT_SQRT);
+    return 0;
   }
+  if (dtype != RD_FLOAT32 && dtype != RD_FLOAT16 && dtype != RD_BFLOAT16)
+    return -1;
+  tab[term][t](out, x, n, nrows, fin);
+  return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1666,15 +1727,16 @@ int rd__kernels_avx2_fill(struct rd__kernel *tab)
 
 #else /* no x86-64 SIMD path in this build */
 
-int rd__avx2_rows_out(int dtype, void *out, const unsigned char *x, size_t n,
-                      size_t nrows, int l2)
+int rd__avx2_rows_out(int dtype, int term, void *out, const unsigned char *x,
+                      size_t n, size_t nrows, int fin)
 {
   (void)dtype;
+  (void)term;
   (void)out;
   (void)x;
   (void)n;
   (void)nrows;
-  (void)l2;
+  (void)fin;
   return -1;
 }
 

@@ -376,13 +376,34 @@ void rd__rows_f64_short(void *acc, const unsigned char *x, size_t n,
  * kernels_avx2.c specialises.  Returns 0, or -1 when the build has no x86-64
  * SIMD path (the caller checks the CPU). */
 int rd__kernels_avx2_fill(struct rd__kernel *tab);
-/* rd__rows_out() of the squares kernels (ReduceL2/SumSquare) of dtype
- * float32, float16, bfloat16 or float64 for rows of n <= RD__LANES: four
- * rows per vector step, the same bits.  Returns 0, or -1 (nothing written)
- * for any other dtype or n.  The caller checks that the kernel is a SIMD
- * path's squares kernel. */
-int rd__avx2_rows_out(int dtype, void *out, const unsigned char *x, size_t n,
-                      size_t nrows, int l2);
+/* The term of a row element in rd__rows_out()'s vector forms: x^2 (the
+ * squares kernels), x or |x| (ops.c's RD__F_SUMD Sum and L1 kernels). */
+enum { RD__TERM_SQ, RD__TERM_X, RD__TERM_ABS };
+
+/* The final double value of a double class row sum v of n elements under
+ * `fin` (enum rd__out_fin): what finalize.c does for RD__F_SQ and
+ * RD__F_SUMD (libm sqrt and log, one correctly rounded division). */
+static inline double rd__fin_value(double v, int fin, size_t n)
+{
+  switch (fin) {
+  case RD__OUT_SQRT: return sqrt(v);
+  case RD__OUT_MEAN: return v / (double)n;
+  case RD__OUT_LOG: return log(v);
+  default: return v;
+  }
+}
+
+/* rd__rows_out() of a SIMD path's kernels of dtype float32, float16,
+ * bfloat16 (term RD__TERM_*) or float64 (squares only, fin RD__OUT_SUM or
+ * RD__OUT_SQRT) for rows of n <= RD__LANES: four rows per vector step
+ * (AVX2), or eight (rd__rows512_out, kernels_rows512.c; AVX-512 F, BW, VL,
+ * DQ), the same bits.  Each returns 0, or -1 (nothing written) for any
+ * other dtype, term, fin or n.  The caller checks that the kernel is such
+ * a kernel of a SIMD path the CPU has (kernels.c). */
+int rd__avx2_rows_out(int dtype, int term, void *out, const unsigned char *x,
+                      size_t n, size_t nrows, int fin);
+int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
+                    size_t n, size_t nrows, int fin);
 /* Sets run/cols/rows of `k` to the AVX2 Sum (absval 0) or L1 (1) kernels
  * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
  * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */

@@ -5,7 +5,8 @@ lib_libreduce_a_SOURCES = \
 	lib/finalize.c \
 	lib/f16.h lib/f16.c \
 	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
-	lib/kernels_avx512.c lib/kernels_rows_int.h lib/kernels_rows_int.c \
+	lib/kernels_avx512.c lib/kernels_rows512.c lib/kernels_rows_int.h \
+	lib/kernels_rows_int.c \
 	lib/kernels_ops.h lib/kernels_ops_avx2.c
 # Kahan steps must round the product before subtracting, on every compiler
 # and -std mode: never contract a*b-c into an FMA.

@@ -531,6 +531,7 @@ struct geom {
   int direct_int; /* direct, integer class: finalised by rd__finalize() */
   int direct_op;  /* prodlse: float Prod/LogSumExp, rd__ops_rows_out() */
   int l2, dtype;
+  int ofin;             /* direct float: rd__rows_out()'s enum rd__out_fin */
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
   struct rd__final fin; /* finalisation of the other operators */
   uint64_t inner;       /* size of the innermost group */
@@ -587,10 +588,16 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
    * final pass.  Integers too: the first overflow error (the lowest output
    * index, as finish would have found it) is kept in the cursor and
    * reported by finish. */
-  /* prodlse: float Prod and LogSumExp (ops.c) are direct too */
+  /* prodlse: float Prod and LogSumExp (ops.c) are direct too; frows: so is
+   * the float Sum family (double lanes, RD__F_SUMD: Sum, Mean, L1, LogSum),
+   * its finalisation g->ofin. */
   g->direct_op = rd__ops_direct(pl->op, pl->dtype) && pl->in_count > 0;
-  g->direct = (g->sq || g->direct_op) && g->ng == 2 && !g->outer_red &&
-              g->inner_red;
+  g->ofin = g->fin.row->fin == RD__FIN_SQRT   ? RD__OUT_SQRT
+            : g->fin.row->fin == RD__FIN_MEAN ? RD__OUT_MEAN
+            : g->fin.row->fin == RD__FIN_LOG  ? RD__OUT_LOG
+                                              : RD__OUT_SUM;
+  g->direct = (g->sq || g->direct_op || g->fin.family == RD__F_SUMD) &&
+              g->ng == 2 && !g->outer_red && g->inner_red;
   g->direct_op = g->direct_op && g->direct;
   g->direct_int = g->direct && (g->k->acc_class == RD__ACC_U128 ||
                                 g->k->acc_class == RD__ACC_U192);
@@ -722,7 +729,7 @@ static uint64_t whole_rows(struct cursor *c, const struct rd_plan *pl,
                      (size_t)g->inner, (size_t)rows);
   else if (g->direct)
     rd__rows_out(g->k, g->dtype, acc + c->obase * g->osz, x, (size_t)g->inner,
-                 (size_t)rows, g->l2);
+                 (size_t)rows, g->ofin);
   else if (g->inner_red)
     g->k->rows(acc + c->obase * g->accsz, x, (size_t)g->inner, (size_t)rows);
   else
@@ -762,6 +769,9 @@ static void flush_segment(struct cursor *c, const struct geom *g,
     g->k->flush(&c->lanes, &tmp);
     if (g->direct_int)
       out_int(c, g, &tmp, acc, c->obase);
+    else if (!g->sq) /* frows: float Sum family, finalize.c's value */
+      (void)rd__finalize(&g->fin, &tmp, acc + c->obase * g->osz, c->obase,
+                         NULL);
     else
       rd__float_store(g->dtype, rd__acc_value(g->k->acc_class, &tmp, g->l2),
                       acc + c->obase * g->osz);

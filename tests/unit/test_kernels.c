@@ -1146,6 +1146,271 @@ static void test_ops_plans_both_impls(void **state)
   free(in);
 }
 
+/* ------------------------------------------------------------------ */
+/* rd__rows_out() with a finalisation: the float Sum family, squares   */
+/* ------------------------------------------------------------------ */
+
+/* Each operator whose [kept, reduced] plans write outputs per row, and
+ * its finalisation. */
+static const struct {
+  int op, fin;
+} fin_ops[] = {
+  { RD_OP_SUM, RD__OUT_SUM }, { RD_OP_MEAN, RD__OUT_MEAN },
+  { RD_OP_L1, RD__OUT_SUM },  { RD_OP_LOG_SUM, RD__OUT_LOG },
+  { RD_OP_L2, RD__OUT_SQRT }, { RD_OP_SUM_SQUARE, RD__OUT_SUM },
+};
+#define NFIN_OPS (sizeof fin_ops / sizeof fin_ops[0])
+
+/* The kernel of (op, dtype) in implementation impl; NULL if absent. */
+static const struct rd__kernel *op_kernel(int op, int dtype, int impl)
+{
+  int id = rd__op_kernel_id(op, dtype, 0);
+  if (id < 0)
+    return NULL;
+  return id >= RD__K_OPS_BASE ? rd__op_kernel_impl(id, impl)
+                              : rd__kernel_impl(id, impl);
+}
+
+/* The float Sum family has a direct form for float32/16/bfloat16 only
+ * (float64 sums are double-double, RD__F_SUMDD). */
+static int fin_op_dtype(int op, int dtype)
+{
+  return dtype != RD_FLOAT64 || op == RD_OP_L2 || op == RD_OP_SUM_SQUARE;
+}
+
+/* The staged path's outputs (what the engine wrote before rows were
+ * direct): portable rows() into zeroed accumulators, then finalize.c. */
+static void fin_expected(int op, int dtype, unsigned char *e,
+                         const unsigned char *x, size_t n, size_t nrows)
+{
+  const struct rd__kernel *k = op_kernel(op, dtype, RD__IMPL_PORTABLE);
+  size_t esz = rd_dtype_size(dtype);
+  struct rd__final f;
+  unsigned char *acc;
+  assert_non_null(k);
+  acc = calloc(nrows ? nrows : 1, k->acc_size);
+  assert_non_null(acc);
+  memset(&f, 0, sizeof f);
+  f.op = op;
+  f.dtype = dtype;
+  f.out_dtype = rd_op_out_dtype(op, dtype);
+  f.row = rd__op_row(op);
+  f.family = dtype == RD_FLOAT64 ? f.row->f64_family : f.row->float_family;
+  f.acc_class = k->acc_class;
+  f.count = n;
+  k->rows(acc, x, n, nrows);
+  for (size_t r = 0; r < nrows; r++)
+    assert_int_equal(rd__finalize(&f, acc + r * k->acc_size, e + r * esz, r,
+                                  NULL),
+                     0);
+  free(acc);
+}
+
+/* Clears the sign bit of n elements (LogSum of positive sums). */
+static void make_positive(int dtype, unsigned char *x, size_t n)
+{
+  size_t esz = rd_dtype_size(dtype);
+  for (size_t i = 0; i < n; i++)
+    x[i * esz + esz - 1] &= 0x7f;
+}
+
+/* Every operator with a direct form, every float dtype, n = 1..20 (above
+ * 16: the generic path), row counts that are not multiples of four or
+ * eight, special values at several densities, signed and positive data,
+ * input and output at the end of exact-size heap blocks: the portable
+ * and the SIMD rd__rows_out() against the staged definition. */
+static void test_rows_out_fin(void **state)
+{
+  static const size_t rowcounts[] = { 1, 2, 3, 5, 7, 9, 13, 15, 17, 63, 101 };
+  static const unsigned rares[] = { 0, 30, 300 };
+  const int impl = simd_impl(state);
+  size_t checked = 0;
+  skip_absent(impl);
+  for (size_t oi = 0; oi < NFIN_OPS; oi++)
+    for (size_t t = 0; t < 4; t++) {
+      int op = fin_ops[oi].op, dt = types[t].dtype;
+      const struct rd__kernel *kp, *ks;
+      size_t esz = types[t].esz;
+      if (!fin_op_dtype(op, dt))
+        continue;
+      kp = op_kernel(op, dt, RD__IMPL_PORTABLE);
+      ks = op_kernel(op, dt, impl);
+      if (!ks)
+        ks = kp; /* no SIMD: portable against the definition */
+      for (size_t n = 1; n <= 20; n++)
+        for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++)
+          for (size_t qi = 0; qi < sizeof rares / sizeof rares[0]; qi++)
+            for (int pos = 0; pos <= 1; pos++) {
+              size_t nr = rowcounts[ri], ib = n * nr * esz, ob = nr * esz;
+              unsigned char *x = malloc(ib), *e = malloc(ob);
+              unsigned char *op_ = malloc(ob), *os = malloc(ob);
+              assert_true(x && e && op_ && os);
+              fill(dt, esz, x, n * nr, rares[qi]);
+              if (pos)
+                make_positive(dt, x, n * nr);
+              fin_expected(op, dt, e, x, n, nr);
+              rd__rows_out(kp, dt, op_, x, n, nr, fin_ops[oi].fin);
+              rd__rows_out(ks, dt, os, x, n, nr, fin_ops[oi].fin);
+              if (memcmp(e, op_, ob) != 0 || memcmp(e, os, ob) != 0)
+                fail_msg("rows_out fin: %s %s n %zu rows %zu rare %u pos %d: "
+                         "portable %s, %s %s",
+                         rd_op_name(op), rd_dtype_name(dt), n, nr, rares[qi],
+                         pos, memcmp(e, op_, ob) ? "differs" : "ok",
+                         rd__kernels_name(impl),
+                         memcmp(e, os, ob) ? "differs" : "ok");
+              checked++;
+              free(x);
+              free(e);
+              free(op_);
+              free(os);
+            }
+    }
+  printf("test_kernels: %zu rows_out cases with a finalisation\n", checked);
+}
+
+/* float16/bfloat16 outputs of the Sum family (signed values, so the
+ * vector round-to-odd meets negative numbers): every 16-bit pattern as a
+ * row of one (Sum and Mean give the element back, LogSum its log, L1 its
+ * magnitude), and random rows of 2, 3, 9 and 16, against the definition. */
+static void test_rows_out_fin_16bit_all(void **state)
+{
+  enum { NP = 65536 };
+  static const size_t rl[] = { 1, 2, 3, 9, 16 };
+  const int impl = simd_impl(state);
+  uint16_t *x = malloc(NP * 16 * 2);
+  unsigned char *e = malloc(NP * 2), *op_ = malloc(NP * 2),
+                *os = malloc(NP * 2);
+  skip_absent(impl);
+  assert_true(x && e && op_ && os);
+  for (size_t t = 1; t <= 2; t++)
+    for (size_t oi = 0; oi < 4; oi++) {
+      int op = fin_ops[oi].op, dt = types[t].dtype;
+      const struct rd__kernel *kp = op_kernel(op, dt, RD__IMPL_PORTABLE);
+      const struct rd__kernel *ks = op_kernel(op, dt, impl);
+      if (!ks)
+        ks = kp;
+      for (size_t li = 0; li < sizeof rl / sizeof rl[0]; li++) {
+        size_t n = rl[li];
+        for (size_t i = 0; i < NP * n; i++)
+          x[i] = n == 1 ? (uint16_t)i : (uint16_t)(next() >> 48);
+        fin_expected(op, dt, e, (const unsigned char *)x, n, NP);
+        rd__rows_out(kp, dt, op_, (const unsigned char *)x, n, NP,
+                     fin_ops[oi].fin);
+        rd__rows_out(ks, dt, os, (const unsigned char *)x, n, NP,
+                     fin_ops[oi].fin);
+        for (size_t r = 0; r < NP; r++)
+          if (memcmp(e + 2 * r, op_ + 2 * r, 2) != 0 ||
+              memcmp(e + 2 * r, os + 2 * r, 2) != 0)
+            fail_msg("16-bit rows_out: %s %s n %zu row %zu (first 0x%04x): "
+                     "expected %02x%02x portable %02x%02x simd %02x%02x",
+                     rd_op_name(op), rd_dtype_name(dt), n, r, x[r * n],
+                     e[2 * r + 1], e[2 * r], op_[2 * r + 1], op_[2 * r],
+                     os[2 * r + 1], os[2 * r]);
+      }
+    }
+  free(x);
+  free(e);
+  free(op_);
+  free(os);
+}
+
+/* Rows of -0 only: the staged path adds them to +0 lanes and a zeroed
+ * accumulator, so ReduceSum is +0; a vector form that summed the loaded
+ * lanes alone would give -0 (the negative control below shows that such
+ * a sum really is -0, so the check can fail).  Every n <= 17, every
+ * path, float32/16/bfloat16, and the Mean (+0 / n = +0). */
+static void test_rows_out_negzero(void **state)
+{
+  const int impl = simd_impl(state);
+  unsigned char x[17 * 64 * 4], out[64 * 4], e[64 * 4];
+  volatile double nz = -0.0;
+  skip_absent(impl);
+  assert_true(signbit(nz + nz)); /* negative control: -0 + -0 = -0 */
+  for (size_t t = 0; t < 3; t++) {
+    int dt = types[t].dtype;
+    size_t esz = types[t].esz;
+    for (size_t i = 0; i < 17 * 64; i++) {
+      memset(x + i * esz, 0, esz);
+      x[i * esz + esz - 1] = 0x80;
+    }
+    for (int mean = 0; mean <= 1; mean++) {
+      int op = mean ? RD_OP_MEAN : RD_OP_SUM;
+      for (int im = 0; im < 2; im++) {
+        const struct rd__kernel *k = op_kernel(op, dt,
+                                               im ? impl : RD__IMPL_PORTABLE);
+        if (!k)
+          continue;
+        for (size_t n = 1; n <= 17; n++) {
+          fin_expected(op, dt, e, x, n, 61);
+          memset(out, 0x5a, sizeof out);
+          rd__rows_out(k, dt, out, x, n, 61, mean ? RD__OUT_MEAN : RD__OUT_SUM);
+          for (size_t r = 0; r < 61 * esz; r++)
+            if (out[r] != 0 || e[r] != 0)
+              fail_msg("-0 rows: %s %s impl %d n %zu: byte %zu is 0x%02x "
+                       "(expected 0x%02x), want +0",
+                       rd_op_name(op), rd_dtype_name(dt), im, n, r, out[r],
+                       e[r]);
+        }
+      }
+    }
+  }
+}
+
+/* Whole plans [R, n] reduced over axis 1 of the float Sum family (direct
+ * now) through every engine path (execute, parts, odd stream chunks, so
+ * rows split between feeds end in flush_segment()) under portable and
+ * the SIMD path, against the staged definition row by row. */
+static void test_sum_rows_plans(void **state)
+{
+  static const int64_t shapes[][2] = { { 300007, 16 }, { 65539, 3 },
+                                       { 40001, 9 },   { 4099, 13 },
+                                       { 7, 16 },      { 1, 1 },
+                                       { 2001, 21 } };
+  const int impl = simd_impl(state);
+  unsigned char *in = malloc(300007 * 16 * 4), *e = malloc(300007 * 4), *out[6];
+  int other;
+  skip_absent(impl);
+  other = rd__kernel_impl(RD__K_F32, impl) ? impl : RD__IMPL_PORTABLE;
+  assert_true(in && e);
+  for (int i = 0; i < 6; i++)
+    assert_non_null(out[i] = malloc(300007 * 4));
+  for (size_t oi = 0; oi < 4; oi++)
+    for (size_t t = 0; t < 3; t++)
+      for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int64_t axes[1] = { 1 };
+        struct rd_params p;
+        struct rd_plan pl;
+        struct rd_error err;
+        rd_params_init(&p);
+        p.op = fin_ops[oi].op;
+        p.dtype = types[t].dtype;
+        p.rank = 2;
+        p.shape = shapes[si];
+        p.naxes = 1;
+        p.axes = axes;
+        assert_int_equal(rd_plan_init(&pl, &p, &err), 0);
+        fill(p.dtype, types[t].esz, in, pl.in_count, si % 2 ? 20 : 0);
+        if (p.op == RD_OP_LOG_SUM && si % 3 != 2)
+          make_positive(p.dtype, in, pl.in_count);
+        fin_expected(p.op, p.dtype, e, in, (size_t)shapes[si][1],
+                     (size_t)shapes[si][0]);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        run_plan(&pl, in, out[0], out[1], out[2]);
+        assert_int_equal(rd__kernels_select(other), 0);
+        run_plan(&pl, in, out[3], out[4], out[5]);
+        for (int i = 0; i < 6; i++)
+          if (memcmp(e, out[i], (size_t)pl.out_bytes) != 0)
+            fail_msg("sum rows plan: %s %s shape %zu: result %d differs from "
+                     "the staged definition",
+                     rd_op_name(p.op), rd_dtype_name(p.dtype), si, i);
+      }
+  rd__kernels_select(other);
+  for (int i = 0; i < 6; i++)
+    free(out[i]);
+  free(in);
+  free(e);
+}
+
 /* The implementation chosen at load time (main() records it before any
  * test switches): REDUCED_KERNELS names the widest path allowed, and one
  * the CPU lacks falls back to the best available below it. */
@@ -1217,6 +1482,10 @@ int main(void)
     BOTH(test_ops_split_points),
     BOTH(test_ops_f32_specials),
     BOTH(test_ops_plans_both_impls),
+    BOTH(test_rows_out_fin),
+    BOTH(test_rows_out_fin_16bit_all),
+    BOTH(test_rows_out_negzero),
+    BOTH(test_sum_rows_plans),
   };
 #undef BOTH
   initial_impl = rd__kernels_active();

@@ -1,0 +1,410 @@
+/* kernels_rows512.c - AVX-512 rd__rows_out() of short rows (n <= 16),
+ * eight rows per vector step (x86-64 only; kernels.c calls it only for a
+ * kernel of the AVX-512 table, so the CPU and the OS have AVX-512 F, BW,
+ * VL and DQ besides the AVX2 path's features).
+ *
+ * The definition is kernels_avx2.c's four-row form (see there): a row of
+ * n <= 16 elements is its 16 lanes, lanes >= n +0 (masked loads, so no
+ * byte past the row is read and no tail needs a copy); the tree's level
+ * (k, k+8) is one vector add per row (skipped for n <= 8: it would add
+ * +0, an exact no-op), and levels (k, k+4), (k, k+2), (k, k+1) run on
+ * eight rows at once after shuffles that only move lanes.  Every add has
+ * the operands flush() adds (a + b = b + a bitwise), so each row is
+ * combined in exactly the fixed tree of kernels.h.  FMA only for squares
+ * of float32/float16/bfloat16 (exact in double); float64 squares are
+ * multiplied and added separately (-ffp-contract=off for the library).
+ * The last nrows % 8 rows go to the AVX2 form.
+ */
+#include "kernels_impl.h"
+
+#include "f16.h"
+#include "reduce.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT                                                                    \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Element types (constants in each instance, so the branches fold). */
+enum { DT_F32, DT_F16, DT_BF16, DT_F64 };
+
+/* Prefetch distance: eight rows of 16 float32 are consumed in about the
+ * time memory delivers them, so it runs well ahead (as kernels_avx2.c's
+ * PF_ROWS), into L2 only: prefetching into L1 held the fill buffers the
+ * demand loads need (case F float32 72% -> 82% of the probe, measured). */
+#define PF512 4096
+#define PF8(p) _mm_prefetch((const char *)(p) + PF512, _MM_HINT_T1)
+
+/* Outputs of at least this many float32 rows are written with streaming
+ * stores when 16-byte aligned (kernels_avx2.c's NT_ROWS). */
+#define NT_ROWS ((size_t)1 << 15)
+
+/* The 16 lanes of the row at p as doubles, lo (lanes 0-7) and hi (8-15),
+ * lanes >= n (mask m: bit l for lane l < n) zero; `wide`: n > 8 (else hi
+ * is not needed and not loaded). */
+TGT ALWAYS_INLINE void row_ld(const unsigned char *p, int dt, int wide,
+                              __mmask16 m, __m512d *lo, __m512d *hi)
+{
+  if (dt == DT_F64) {
+    *lo = _mm512_maskz_loadu_pd((__mmask8)m, p);
+    *hi = wide ? _mm512_maskz_loadu_pd((__mmask8)(m >> 8), p + 64)
+               : _mm512_setzero_pd();
+    return;
+  }
+  if (m == 0xffff) {
+    /* A whole row of 16 (n a constant here): two half-row conversions
+     * straight from memory, which spares the shuffle unit the extract of
+     * the upper half (the bits are the same conversions). */
+    if (dt == DT_F32) {
+      *lo = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)p));
+      *hi = _mm512_cvtps_pd(
+        _mm256_loadu_ps((const float *)(const void *)(p + 32)));
+      return;
+    }
+    if (dt == DT_F16) {
+      *lo = _mm512_cvtps_pd(
+        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)));
+      *hi = _mm512_cvtps_pd(_mm256_cvtph_ps(
+        _mm_loadu_si128((const __m128i *)(const void *)(p + 16))));
+      return;
+    }
+    {
+      /* bfloat16: the 16 floats through a stack buffer, widened to
+       * doubles straight from it (the register form of that widening
+       * needs the shuffle port, which the tree's shuffles keep busy;
+       * measured faster here, not for float16). */
+      float buf[16] __attribute__((aligned(64)));
+      __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
+      _mm512_store_ps(buf, _mm512_castsi512_ps(
+                             _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+      __asm__ volatile("" : : : "memory"); /* keep the store and reloads */
+      *lo = _mm512_cvtps_pd(_mm256_load_ps(buf));
+      *hi = _mm512_cvtps_pd(_mm256_load_ps(buf + 8));
+      return;
+    }
+  }
+  if (!wide) {
+    __m256 f;
+    if (dt == DT_F32) {
+      f = _mm256_maskz_loadu_ps((__mmask8)m, p);
+    } else {
+      __m128i h = _mm_maskz_loadu_epi16((__mmask8)m, p);
+      f = dt == DT_F16 ? _mm256_cvtph_ps(h)
+                       : _mm256_castsi256_ps(
+                           _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    *lo = _mm512_cvtps_pd(f);
+    *hi = _mm512_setzero_pd();
+  } else {
+    __m512 f;
+    if (dt == DT_F32) {
+      f = _mm512_maskz_loadu_ps(m, p);
+    } else {
+      __m256i h = _mm256_maskz_loadu_epi16(m, p);
+      f = dt == DT_F16 ? _mm512_cvtph_ps(h)
+                       : _mm512_castsi512_ps(
+                           _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    *lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+    *hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1));
+  }
+}
+
+/* Level (k, k+8) of a row's terms: lane k of the result is lane k plus
+ * lane k + 8 (for n <= 8 just the terms of lanes 0-7). */
+TGT ALWAYS_INLINE __m512d row_p(__m512d lo, __m512d hi, int wide, int dt,
+                                int term)
+{
+  if (term == RD__TERM_SQ) {
+    __m512d q = _mm512_mul_pd(lo, lo);
+    if (!wide)
+      return q;
+    /* exact squares: fma(hi, hi, q) rounds like q + hi * hi */
+    return dt == DT_F64 ? _mm512_add_pd(q, _mm512_mul_pd(hi, hi))
+                        : _mm512_fmadd_pd(hi, hi, q);
+  }
+  if (term == RD__TERM_ABS) {
+    lo = _mm512_abs_pd(lo);
+    hi = _mm512_abs_pd(hi);
+  }
+  return wide ? _mm512_add_pd(lo, hi) : lo;
+}
+
+/* Level (k, k+4) of two rows: lanes 0-3 row a's c, lanes 4-7 row b's. */
+TGT ALWAYS_INLINE __m512d pair_c(__m512d a, __m512d b)
+{
+  return _mm512_add_pd(_mm512_shuffle_f64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_f64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* Levels (k, k+2) and (k, k+1) of eight rows (their c in pairs c01, c23,
+ * c45, c67): the eight row sums in row order. */
+TGT ALWAYS_INLINE __m512d rows8_tail(__m512d c01, __m512d c23, __m512d c45,
+                                     __m512d c67)
+{
+  const __m512i ia = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+  const __m512i ib = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+  const __m512i ie = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i io = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  __m512d d03 = _mm512_add_pd(_mm512_permutex2var_pd(c01, ia, c23),
+                              _mm512_permutex2var_pd(c01, ib, c23));
+  __m512d d47 = _mm512_add_pd(_mm512_permutex2var_pd(c45, ia, c67),
+                              _mm512_permutex2var_pd(c45, ib, c67));
+  return _mm512_add_pd(_mm512_permutex2var_pd(d03, ie, d47),
+                       _mm512_permutex2var_pd(d03, io, d47));
+}
+
+/* rd__fin_value() of eight row sums of n elements (sums: +0 added first,
+ * see kernels_avx2.c). */
+TGT ALWAYS_INLINE __m512d fin8(__m512d s, int term, int fin, size_t n)
+{
+  if (term == RD__TERM_X)
+    s = _mm512_add_pd(s, _mm512_setzero_pd());
+  if (fin == RD__OUT_SQRT) {
+    s = _mm512_sqrt_pd(s);
+  } else if (fin == RD__OUT_MEAN) {
+    s = _mm512_div_pd(s, _mm512_set1_pd((double)n));
+  } else if (fin == RD__OUT_LOG) {
+    double d[8];
+    _mm512_storeu_pd(d, s);
+    for (int i = 0; i < 8; i++)
+      d[i] = log(d[i]); /* libm's, as finalize.c */
+    s = _mm512_loadu_pd(d);
+  }
+  return s;
+}
+
+/* Eight final values stored as outputs of dt (not float64), rounded as
+ * kernels_avx2.c's store4 (the same operations per lane). */
+TGT ALWAYS_INLINE void store8(int dt, __m512d s, int nt, uint16_t nan16,
+                              unsigned char *o)
+{
+  __mmask8 isnan = _mm512_cmp_pd_mask(s, s, _CMP_UNORD_Q);
+  if (dt == DT_F32) {
+    __m256 f = _mm512_cvtpd_ps(
+      _mm512_mask_blend_pd(isnan, s, _mm512_set1_pd(NAN)));
+    if (nt) {
+      _mm_stream_ps((float *)(void *)o, _mm256_castps256_ps128(f));
+      _mm_stream_ps((float *)(void *)(o + 16), _mm256_extractf128_ps(f, 1));
+    } else {
+      _mm256_storeu_ps((float *)(void *)o, f);
+    }
+  } else {
+    /* To float rounding to odd (toward zero, the last bit set if
+     * inexact), then to nearest even. */
+    const __m512d absm = _mm512_castsi512_pd(_mm512_set1_epi64(INT64_MAX));
+    __m256 f = _mm512_cvtpd_ps(s);
+    __m512d b = _mm512_cvtps_pd(f);
+    __mmask8 up = _mm512_cmp_pd_mask(_mm512_and_pd(b, absm),
+                                     _mm512_and_pd(s, absm), _CMP_GT_OQ);
+    __mmask8 inexact = _mm512_cmp_pd_mask(b, s, _CMP_NEQ_OQ);
+    __m256i u = _mm256_castps_si256(f), one = _mm256_set1_epi32(1);
+    __m128i h;
+    u = _mm256_mask_sub_epi32(u, up, u, one);
+    u = _mm256_mask_or_epi32(u, inexact, u, one);
+    if (dt == DT_F16) {
+      h = _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
+    } else {
+      __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+      h = _mm256_cvtepi32_epi16(_mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd),
+        16));
+    }
+    h = _mm_mask_blend_epi16(isnan, h, _mm_set1_epi16((short)nan16));
+    _mm_storeu_si128((__m128i *)(void *)o, h);
+  }
+}
+
+/* A row of float64 terms all mid-range (zeros included, so the zero
+ * lanes beyond n are too): Blue's value is then the lane tree of the
+ * squares (kernels_avx2.c's mid4). */
+TGT ALWAYS_INLINE int mid_row(__m512d lo, __m512d hi)
+{
+  const __m512d big = _mm512_set1_pd(BLUE_BIG),
+                small = _mm512_set1_pd(BLUE_SMALL);
+  __m512d a = _mm512_abs_pd(lo), b = _mm512_abs_pd(hi);
+  __mmask8 ma = _mm512_cmp_pd_mask(a, big, _CMP_LE_OQ) &
+                (_mm512_cmp_pd_mask(a, small, _CMP_GE_OQ) |
+                 _mm512_cmp_pd_mask(a, _mm512_setzero_pd(), _CMP_EQ_OQ));
+  __mmask8 mb = _mm512_cmp_pd_mask(b, big, _CMP_LE_OQ) &
+                (_mm512_cmp_pd_mask(b, small, _CMP_GE_OQ) |
+                 _mm512_cmp_pd_mask(b, _mm512_setzero_pd(), _CMP_EQ_OQ));
+  return (ma & mb) == 0xff;
+}
+
+/* One float64 row by the scalar definition (zeroed accumulator, value,
+ * store), as kernels_avx2.c's row_f64_scalar. */
+static void row_f64_scalar(unsigned char *o, const unsigned char *x, size_t n,
+                           int l2)
+{
+  struct rd__blue a;
+  memset(&a, 0, sizeof a);
+  rd__rows_f64_short(&a, x, n, 1);
+  rd__float_store(RD_FLOAT64, rd__acc_value(RD__ACC_BLUE, &a, l2), o);
+}
+
+/* The eight row sums (before fin8) of the rows at x (stride rs); float64:
+ * bit q of *bad set for a row q with a non-mid term. */
+TGT ALWAYS_INLINE __m512d sums8(const unsigned char *x, size_t rs, __mmask16 m,
+                                int term, int dt, int wide, unsigned *bad)
+{
+  __m512d lo, hi, p0, p1, p2, p3, p4, p5, p6, p7;
+  for (size_t b = 0; b < 8 * rs; b += 64)
+    PF8(x + b);
+#define ROW(q, pq)                                                             \
+  do {                                                                         \
+    row_ld(x + (q)*rs, dt, wide, m, &lo, &hi);                                 \
+    if (dt == DT_F64 && !mid_row(lo, hi))                                      \
+      *bad |= 1u << (q);                                                       \
+    pq = row_p(lo, hi, wide, dt, term);                                        \
+  } while (0)
+  ROW(0, p0);
+  ROW(1, p1);
+  ROW(2, p2);
+  ROW(3, p3);
+  ROW(4, p4);
+  ROW(5, p5);
+  ROW(6, p6);
+  ROW(7, p7);
+#undef ROW
+  return rows8_tail(pair_c(p0, p1), pair_c(p2, p3), pair_c(p4, p5),
+                    pair_c(p6, p7));
+}
+
+/* Groups of eight rows per LOG block: log() is called in a plain loop
+ * over the block's sums (calls between the vector steps left the core
+ * idle while the registers were saved around each one). */
+#define LOG_GROUPS 8
+
+/* Eight rows at a time from x (stride rs), outputs at o; returns the rows
+ * done (a multiple of 8). */
+TGT ALWAYS_INLINE size_t z_rows_out(unsigned char *o, const unsigned char *x,
+                                    size_t n, size_t nrows, int fin, int term,
+                                    int dt, int wide)
+{
+  const size_t esz = dt == DT_F64 ? 8 : dt == DT_F32 ? 4 : 2;
+  const size_t rs = n * esz, ob = dt == DT_F64 ? 8 : dt == DT_F32 ? 4 : 2;
+  const __mmask16 m = (__mmask16)((1u << n) - 1);
+  const int nt = dt == DT_F32 && nrows >= NT_ROWS && ((uintptr_t)o & 15) == 0;
+  const uint16_t nan16 = dt == DT_F16    ? rd_f64_to_f16(NAN)
+                         : dt == DT_BF16 ? rd_f64_to_bf16(NAN)
+                                         : 0;
+  size_t r = 0;
+  if (fin == RD__OUT_LOG && dt != DT_F64) {
+    while (r + 8 <= nrows) {
+      double d[8 * LOG_GROUPS];
+      size_t g = (nrows - r) / 8, i;
+      unsigned bad = 0;
+      if (g > LOG_GROUPS)
+        g = LOG_GROUPS;
+      for (i = 0; i < g; i++)
+        _mm512_storeu_pd(d + 8 * i, fin8(sums8(x + 8 * i * rs, rs, m, term, dt,
+                                               wide, &bad),
+                                         term, RD__OUT_SUM, n));
+      for (i = 0; i < 8 * g; i++)
+        d[i] = log(d[i]); /* libm's, as finalize.c */
+      for (i = 0; i < g; i++)
+        store8(dt, _mm512_loadu_pd(d + 8 * i), nt, nan16, o + 8 * i * ob);
+      r += 8 * g;
+      x += 8 * g * rs;
+      o += 8 * g * ob;
+    }
+  }
+  for (; r + 8 <= nrows; r += 8, x += 8 * rs, o += 8 * ob) {
+    unsigned bad = 0;
+    __m512d s = fin8(sums8(x, rs, m, term, dt, wide, &bad), term, fin, n);
+    if (dt == DT_F64) {
+      _mm512_storeu_pd((double *)(void *)o, s);
+      for (unsigned q = 0; bad != 0; q++, bad >>= 1)
+        if (bad & 1) /* a non-mid term: the scalar definition */
+          row_f64_scalar(o + 8 * q, x + q * rs, n, fin == RD__OUT_SQRT);
+    } else {
+      store8(dt, s, nt, nan16, o);
+    }
+  }
+  if (nt)
+    _mm_sfence(); /* order the streaming stores before what follows */
+  return r;
+}
+
+/* The two row widths, n a constant in the common case of 16. */
+TGT ALWAYS_INLINE size_t z_rows_out_n(unsigned char *o, const unsigned char *x,
+                                      size_t n, size_t nrows, int fin, int term,
+                                      int dt)
+{
+  if (n == 16)
+    return z_rows_out(o, x, 16, nrows, fin, term, dt, 1);
+  if (n > 8)
+    return z_rows_out(o, x, n, nrows, fin, term, dt, 1);
+  return z_rows_out(o, x, n, nrows, fin, term, dt, 0);
+}
+
+#define Z_ROWS_OUT(name, dt, term)                                             \
+  TGT static size_t zro_##name(unsigned char *o, const unsigned char *x,       \
+                               size_t n, size_t nrows, int fin)                \
+  {                                                                            \
+    return z_rows_out_n(o, x, n, nrows, fin, term, dt);                        \
+  }
+Z_ROWS_OUT(sq_f32, DT_F32, RD__TERM_SQ)
+Z_ROWS_OUT(sq_f16, DT_F16, RD__TERM_SQ)
+Z_ROWS_OUT(sq_bf16, DT_BF16, RD__TERM_SQ)
+Z_ROWS_OUT(sum_f32, DT_F32, RD__TERM_X)
+Z_ROWS_OUT(sum_f16, DT_F16, RD__TERM_X)
+Z_ROWS_OUT(sum_bf16, DT_BF16, RD__TERM_X)
+Z_ROWS_OUT(abs_f32, DT_F32, RD__TERM_ABS)
+Z_ROWS_OUT(abs_f16, DT_F16, RD__TERM_ABS)
+Z_ROWS_OUT(abs_bf16, DT_BF16, RD__TERM_ABS)
+Z_ROWS_OUT(sq_f64, DT_F64, RD__TERM_SQ)
+
+int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
+                    size_t n, size_t nrows, int fin)
+{
+  static size_t (*const tab[3][3])(unsigned char *, const unsigned char *,
+                                   size_t, size_t, int) = {
+    { zro_sq_f32, zro_sq_f16, zro_sq_bf16 },
+    { zro_sum_f32, zro_sum_f16, zro_sum_bf16 },
+    { zro_abs_f32, zro_abs_f16, zro_abs_bf16 },
+  };
+  unsigned char *o = out;
+  size_t done, esz = rd_dtype_size(dtype);
+  if (n == 0 || n > L || term < RD__TERM_SQ || term > RD__TERM_ABS ||
+      fin < RD__OUT_SUM || fin > RD__OUT_LOG)
+    return -1;
+  if (dtype == RD_FLOAT64) {
+    if (term != RD__TERM_SQ || fin > RD__OUT_SQRT)
+      return -1;
+    done = zro_sq_f64(o, x, n, nrows, fin);
+  } else if (dtype == RD_FLOAT32 || dtype == RD_FLOAT16 ||
+             dtype == RD_BFLOAT16) {
+    int t = dtype == RD_FLOAT32 ? 0 : dtype == RD_FLOAT16 ? 1 : 2;
+    done = tab[term][t](o, x, n, nrows, fin);
+  } else {
+    return -1;
+  }
+  /* the last nrows % 8 rows: the AVX2 form (the same bits) */
+  if (done < nrows &&
+      rd__avx2_rows_out(dtype, term, o + done * esz, x + done * n * esz, n,
+                        nrows - done, fin) != 0)
+    return -1; /* not reached: the AVX2 form takes every case above */
+  return 0;
+}
+
+#else /* no x86-64 SIMD path in this build */
+
+int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
+                    size_t n, size_t nrows, int fin)
+{
+  (void)dtype;
+  (void)term;
+  (void)out;
+  (void)x;
+  (void)n;
+  (void)nrows;
+  (void)fin;
+  return -1;
+}
+
+#endif
