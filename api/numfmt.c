@@ -483,6 +483,36 @@ static size_t format_float(char *buf, int dtype, const void *elem)
   return n ? n : format_float_slow(buf, dtype, elem);
 }
 
+/* v in decimal and a NUL at buf (at most 21 bytes). */
+static size_t put_u64(char *buf, uint64_t v)
+{
+  char t[20];
+  size_t n = 0, i;
+
+  do {
+    t[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (i = 0; i < n; i++)
+    buf[i] = t[n - 1 - i];
+  buf[n] = '\0';
+  return n;
+}
+
+size_t api_format_u64(char buf[API_NUMFMT_MAX], uint64_t v)
+{
+  return put_u64(buf, v);
+}
+
+size_t api_format_i64(char buf[API_NUMFMT_MAX], int64_t v)
+{
+  if (v >= 0)
+    return put_u64(buf, (uint64_t)v);
+  buf[0] = '-';
+  /* 0 - (uint64_t)v: |INT64_MIN| without overflow. */
+  return 1 + put_u64(buf + 1, 0 - (uint64_t)v);
+}
+
 size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
 {
   int8_t i8;
@@ -493,6 +523,7 @@ size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
   uint16_t u16;
   uint32_t u32;
   uint64_t u64;
+  size_t n;
 
   switch (dtype) {
   case RD_FLOAT32:
@@ -501,34 +532,39 @@ size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
   case RD_BFLOAT16: return format_float(buf, dtype, elem);
   case RD_BOOL:
     memcpy(&u8, elem, sizeof u8);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, u8 ? "true" : "false");
-  case RD_INT8:
-    memcpy(&i8, elem, sizeof i8);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%d", (int)i8);
-  case RD_UINT8:
-    memcpy(&u8, elem, sizeof u8);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%u", (unsigned)u8);
+    if (u8) {
+      memcpy(buf, "true", 5);
+      return 4;
+    }
+    memcpy(buf, "false", 6);
+    return 5;
+  case RD_INT8: memcpy(&i8, elem, sizeof i8); return api_format_i64(buf, i8);
+  case RD_UINT8: memcpy(&u8, elem, sizeof u8); return api_format_u64(buf, u8);
   case RD_INT16:
     memcpy(&i16, elem, sizeof i16);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%d", (int)i16);
+    return api_format_i64(buf, i16);
   case RD_UINT16:
     memcpy(&u16, elem, sizeof u16);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%u", (unsigned)u16);
+    return api_format_u64(buf, u16);
   case RD_INT32:
     memcpy(&i32, elem, sizeof i32);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRId32, i32);
+    return api_format_i64(buf, i32);
   case RD_INT64:
     memcpy(&i64, elem, sizeof i64);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRId64, i64);
+    return api_format_i64(buf, i64);
   case RD_UINT32:
     memcpy(&u32, elem, sizeof u32);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRIu32, u32);
+    return api_format_u64(buf, u32);
   case RD_UINT64:
     memcpy(&u64, elem, sizeof u64);
+    if (u64 <= INT64_MAX)
+      return api_format_u64(buf, u64);
     /* Quoted above 2^63-1: many JSON readers lose such integers. */
-    return (size_t)snprintf(buf, API_NUMFMT_MAX,
-                            u64 > INT64_MAX ? "\"%" PRIu64 "\"" : "%" PRIu64,
-                            u64);
-  default: return (size_t)snprintf(buf, API_NUMFMT_MAX, "null");
+    buf[0] = '"';
+    n = 1 + put_u64(buf + 1, u64);
+    buf[n++] = '"';
+    buf[n] = '\0';
+    return n;
+  default: memcpy(buf, "null", 5); return 4;
   }
 }

@@ -241,6 +241,74 @@ static void test_f64(void **state)
   assert_int_equal(mismatches, 0);
 }
 
+/* Every value of the 8- and 16-bit integer dtypes and bool (every byte),
+ * random and edge values of the 32- and 64-bit ones, an unknown dtype. */
+static void run_ints(fmt_fn fn)
+{
+  static const int small[] = { RD_BOOL, RD_INT8, RD_UINT8, RD_INT16,
+                               RD_UINT16 };
+  static const uint64_t edge[] = { 0,
+                                   1,
+                                   9,
+                                   10,
+                                   99,
+                                   100,
+                                   0x7FFFFFFFULL,
+                                   0x80000000ULL,
+                                   0xFFFFFFFFULL,
+                                   0x100000000ULL,
+                                   999999999999999999ULL,
+                                   1000000000000000000ULL,
+                                   9999999999999999999ULL,
+                                   10000000000000000000ULL,
+                                   0x7FFFFFFFFFFFFFFFULL,
+                                   0x8000000000000000ULL,
+                                   0xFFFFFFFFFFFFFFFFULL };
+  uint64_t u64;
+  uint32_t u32;
+  size_t i;
+
+  for (i = 0; i < sizeof small / sizeof small[0]; i++)
+    for (uint32_t v = 0; v < 65536; v++) {
+      uint16_t h = (uint16_t)v;
+
+      cmp(fn, small[i], &h, v); /* host order: a byte dtype sees the low one */
+    }
+  for (i = 0; i < 400000 + sizeof edge / sizeof edge[0]; i++) {
+    u64 = i < sizeof edge / sizeof edge[0] ? edge[i] : rng() >> (rng() % 64);
+    if (i % 2)
+      u64 = 0 - u64;
+    u32 = (uint32_t)u64;
+    cmp(fn, RD_INT32, &u32, u32);
+    cmp(fn, RD_UINT32, &u32, u32);
+    cmp(fn, RD_INT64, &u64, u64);
+    cmp(fn, RD_UINT64, &u64, u64);
+  }
+  cmp(fn, 999, &u64, 0);
+}
+
+static void test_ints(void **state)
+{
+  char a[API_NUMFMT_MAX], b[API_NUMFMT_MAX];
+  int64_t v;
+
+  (void)state;
+  mismatches = 0;
+  run_ints(api_format_elem);
+  assert_int_equal(mismatches, 0);
+  for (int i = 0; i < 100000; i++) { /* the helpers the encoder uses */
+    v = (int64_t)(rng() >> (rng() % 64)) * (i % 2 ? -1 : 1);
+    if (i == 0)
+      v = INT64_MIN;
+    assert_int_equal(api_format_i64(a, v),
+                     snprintf(b, sizeof b, "%lld", (long long)v));
+    assert_string_equal(a, b);
+    assert_int_equal(api_format_u64(a, (uint64_t)v),
+                     snprintf(b, sizeof b, "%llu", (unsigned long long)v));
+    assert_string_equal(a, b);
+  }
+}
+
 /* A formatter that is right almost everywhere: 9 significant digits for
  * float32 where the oracle would write fewer, from one value in 4096. */
 static size_t mutant_format_elem(char buf[API_NUMFMT_MAX], int dtype,
@@ -273,8 +341,11 @@ static void test_negative_control(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_half_exhaustive),  cmocka_unit_test(test_f32_edges),
-    cmocka_unit_test(test_f32_random),       cmocka_unit_test(test_f64),
+    cmocka_unit_test(test_half_exhaustive),
+    cmocka_unit_test(test_f32_edges),
+    cmocka_unit_test(test_f32_random),
+    cmocka_unit_test(test_f64),
+    cmocka_unit_test(test_ints),
     cmocka_unit_test(test_negative_control),
   };
 
