@@ -149,6 +149,22 @@ static int expect_string(const json_t *v, const char *name,
                   api__type_name(v));
 }
 
+/* name = "prefix[i]" (what snprintf "%s[%zu]" wrote) for the field names
+ * of error messages; built for every entry, so without printf.  `name`
+ * has room for the prefix and 24 more bytes (i < RD_MAX_RANK here). */
+static void index_name(char *name, const char *prefix, size_t i)
+{
+  char t[API_NUMFMT_MAX];
+  size_t n = strlen(prefix), k = api_format_u64(t, i);
+
+  memcpy(name, prefix, n);
+  name[n++] = '[';
+  memcpy(name + n, t, k);
+  n += k;
+  name[n++] = ']';
+  name[n] = '\0';
+}
+
 /* "a, b, c" from a name table queried by index (NULLs skipped). */
 static void list_names(const char *(*name_of)(int), int lo, int hi, char *out,
                        size_t size)
@@ -234,7 +250,7 @@ static int decode_axes(const json_t *root, struct api_request *req,
                     "dimension of an input of rank <= %d, without duplicates)",
                     n, RD_MAX_RANK, RD_MAX_RANK);
   for (i = 0; i < n; i++) {
-    snprintf(name, sizeof name, "axes[%zu]", i);
+    index_name(name, "axes", i);
     if ((rc = attr_int(json_array_get(v, i), name, 0, &req->axes[i], err)))
       return rc;
   }
@@ -336,7 +352,7 @@ static int decode_shape(const json_t *v, int64_t *shape, size_t *rank,
                     "input.shape has %zu dimensions; at most %d are supported",
                     n, RD_MAX_RANK);
   for (i = 0; i < n; i++) {
-    snprintf(name, sizeof name, "input.shape[%zu]", i);
+    index_name(name, "input.shape", i);
     if ((rc = attr_int(json_array_get(v, i), name, 0, &shape[i], err)))
       return rc;
   }
