@@ -10,6 +10,10 @@
  * value takes the shorter of that plain spelling and the exponent one
  * ("100", not "1e+2"; bfloat16 70330089472 as "7.03e+10"), the plain one on
  * a tie.
+ * float32, float16 and bfloat16 normally take format_float_fast(), which
+ * makes the same decisions with exact double arithmetic and hands any
+ * case it cannot decide to that printf/strtod code (format_float_slow);
+ * tests/unit/test_numfmt.c holds the two to the same bytes.
  */
 #include <inttypes.h>
 #include <math.h>
