@@ -149,6 +149,22 @@ static int expect_string(const json_t *v, const char *name,
                   api__type_name(v));
 }
 
+/* name = "prefix[i]" (what snprintf "%s[%zu]" wrote) for the field names
+ * of error messages; built for every entry, so without printf.  `name`
+ * has room for the prefix and 24 more bytes (i < RD_MAX_RANK here). */
+static void index_name(char *name, const char *prefix, size_t i)
+{
+  char t[API_NUMFMT_MAX];
+  size_t n = strlen(prefix), k = api_format_u64(t, i);
+
+  memcpy(name, prefix, n);
+  name[n++] = '[';
+  memcpy(name + n, t, k);
+  n += k;
+  name[n++] = ']';
+  name[n] = '\0';
+}
+
 /* "a, b, c" from a name table queried by index (NULLs skipped). */
 static void list_names(const char *(*name_of)(int), int lo, int hi, char *out,
                        size_t size)
@@ -234,7 +250,7 @@ static int decode_axes(const json_t *root, struct api_request *req,
                     "dimension of an input of rank <= %d, without duplicates)",
                     n, RD_MAX_RANK, RD_MAX_RANK);
   for (i = 0; i < n; i++) {
-    snprintf(name, sizeof name, "axes[%zu]", i);
+    index_name(name, "axes", i);
     if ((rc = attr_int(json_array_get(v, i), name, 0, &req->axes[i], err)))
       return rc;
   }
@@ -336,7 +352,7 @@ static int decode_shape(const json_t *v, int64_t *shape, size_t *rank,
                     "input.shape has %zu dimensions; at most %d are supported",
                     n, RD_MAX_RANK);
   for (i = 0; i < n; i++) {
-    snprintf(name, sizeof name, "input.shape[%zu]", i);
+    index_name(name, "input.shape", i);
     if ((rc = attr_int(json_array_get(v, i), name, 0, &shape[i], err)))
       return rc;
   }
@@ -632,24 +648,29 @@ static int input_shape(const json_t *shape_v, const int64_t *nest, size_t nrank,
                     *count, max_elements);
   if (shape_v == NULL)
     return 0;
-  api__shape_text(req->shape, p->rank, s1, sizeof s1);
-  if (nrank == 0 && p->rank != 0)
+  /* s1 (the shape as text) only for the errors: printf is not free. */
+  if (nrank == 0 && p->rank != 0) {
+    api__shape_text(req->shape, p->rank, s1, sizeof s1);
     return api_fail(err, API_E_SHAPE_MISMATCH,
                     "input.data is a single element (rank 0) but "
                     "input.shape is %s; write the data as a list",
                     s1);
+  }
   if (nrank == 1) {
     /* Flat data: any shape with the same element count. */
-    if ((uint64_t)nest[0] != *count)
+    if ((uint64_t)nest[0] != *count) {
+      api__shape_text(req->shape, p->rank, s1, sizeof s1);
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "input.data has %" PRId64 " elements; shape %s "
                       "needs %" PRIu64,
                       nest[0], s1, *count);
+    }
   } else if (nrank > 1) {
     for (i = 0; i < nrank && nrank == p->rank; i++)
       if (nest[i] != req->shape[i])
         break;
     if (nrank != p->rank || i < nrank) {
+      api__shape_text(req->shape, p->rank, s1, sizeof s1);
       api__shape_text(nest, nrank, s2, sizeof s2);
       return api_fail(err, API_E_SHAPE_MISMATCH,
                       "input.data is nested as shape %s but input.shape "
@@ -892,6 +913,15 @@ void api_request_free(struct api_request *req)
 /* Responses                                                          */
 /* ================================================================== */
 
+/* Appends v in decimal.  0 or RD_E_NOMEM. */
+static int put_i64(struct api_buf *b, int64_t v)
+{
+  char t[API_NUMFMT_MAX];
+  size_t n = api_format_i64(t, v);
+
+  return api_buf_append(b, t, n);
+}
+
 int api_json_encode_result(const struct rd_plan *plan, int64_t opset,
                            const void *out, struct api_buf *b)
 {
@@ -901,13 +931,18 @@ int api_json_encode_result(const struct rd_plan *plan, int64_t opset,
 
   if (op == NULL || dt == NULL)
     return RD_E_INVALID;
-  if (api_buf_printf(b,
-                     "{\"op\":\"%s\",\"opset\":%" PRId64 ",\"op_version\":"
-                     "%d,\"output\":{\"dtype\":\"%s\",\"shape\":[",
-                     op, opset, plan->version, dt) != 0)
+  /* Pieces and api_format_i64() rather than printf: this runs for every
+   * small request. */
+  if (api_buf_puts(b, "{\"op\":\"") != 0 || api_buf_puts(b, op) != 0 ||
+      api_buf_puts(b, "\",\"opset\":") != 0 || put_i64(b, opset) != 0 ||
+      api_buf_puts(b, ",\"op_version\":") != 0 ||
+      put_i64(b, plan->version) != 0 ||
+      api_buf_puts(b, ",\"output\":{\"dtype\":\"") != 0 ||
+      api_buf_puts(b, dt) != 0 || api_buf_puts(b, "\",\"shape\":[") != 0)
     goto nomem;
   for (i = 0; i < plan->out_rank; i++)
-    if (api_buf_printf(b, "%s%" PRId64, i ? "," : "", plan->out_shape[i]))
+    if ((i != 0 && api_buf_puts(b, ",") != 0) ||
+        put_i64(b, plan->out_shape[i]) != 0)
       goto nomem;
   if (api_buf_puts(b, "],\"data\":[") != 0)
     goto nomem;

@@ -68,3 +68,10 @@ UNIT_TESTS += tests/unit/test_encoding
 tests_unit_test_encoding_SOURCES = tests/unit/test_encoding.c
 tests_unit_test_encoding_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_test_encoding_LDADD = api/libapi.a lib/libreduce.a $(ZLIB_LIBS) $(CMOCKA_LIBS) -lm
+
+# api_format_elem() against the formatter it replaced (byte for byte).
+check_PROGRAMS += tests/unit/test_numfmt
+UNIT_TESTS += tests/unit/test_numfmt
+tests_unit_test_numfmt_SOURCES = tests/unit/test_numfmt.c tests/unit/numfmt_oracle.c
+tests_unit_test_numfmt_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_numfmt_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) -lm

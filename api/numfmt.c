@@ -10,6 +10,10 @@
  * value takes the shorter of that plain spelling and the exponent one
  * ("100", not "1e+2"; bfloat16 70330089472 as "7.03e+10"), the plain one on
  * a tie.
+ * float32, float16 and bfloat16 normally take format_float_fast(), which
+ * makes the same decisions with exact double arithmetic and hands any
+ * case it cannot decide to that printf/strtod code (format_float_slow);
+ * tests/unit/test_numfmt.c holds the two to the same bytes.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -132,6 +136,24 @@ static void round_digits(double a, const struct digits *g, int p, char *d,
   }
 }
 
+/* Writes "e+X" / "e-X" (X unpadded, at most 3 digits: |exp10| <= 324) and
+ * a NUL, as snprintf("e%c%d") did. */
+static size_t put_exp(char *buf, int exp10)
+{
+  unsigned x = (unsigned)(exp10 < 0 ? -exp10 : exp10);
+  size_t n = 0;
+
+  buf[n++] = 'e';
+  buf[n++] = exp10 < 0 ? '-' : '+';
+  if (x >= 100)
+    buf[n++] = (char)('0' + x / 100);
+  if (x >= 10)
+    buf[n++] = (char)('0' + x / 10 % 10);
+  buf[n++] = (char)('0' + x % 10);
+  buf[n] = '\0';
+  return n;
+}
+
 /* Writes p digits as printf's "%.{p}g" would (exponent form when
  * exp10 < -4 or exp10 >= p, trailing zeros dropped), but with the exponent
  * unpadded ("1e+20", "1e-5"). */
@@ -151,8 +173,7 @@ static size_t compose(char *buf, int neg, const char *d, int p, int exp10)
       memcpy(buf + n, d + 1, (size_t)nd - 1);
       n += (size_t)nd - 1;
     }
-    n += (size_t)snprintf(buf + n, API_NUMFMT_MAX - n, "e%c%d",
-                          exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    n += put_exp(buf + n, exp10);
     return n;
   }
   if (exp10 < 0) { /* 0.000ddd */
@@ -211,7 +232,7 @@ static int round_trips(char *buf, size_t *len, int dtype, double v,
   return read_back(dtype, buf) == bits;
 }
 
-static size_t format_float(char *buf, int dtype, const void *elem)
+static size_t format_float_slow(char *buf, int dtype, const void *elem)
 {
   uint64_t bits;
   double v = float_value(dtype, elem, &bits);
@@ -270,6 +291,232 @@ static size_t format_float(char *buf, int dtype, const void *elem)
   return len;
 }
 
+/* The fast path (float32, float16, bfloat16): the same search as
+ * format_float_slow(), probe for probe, but each probe in a few double
+ * operations instead of printf and strtod.  Any probe it cannot decide
+ * exactly sends the whole value to the slow path, so the text is the same.
+ *
+ * Such a value is a double with at most 24 significant bits, so for
+ * |q| <= 22 (10^q exact) s = |v| * 10^q is one correctly rounded operation,
+ * off by at most 2^-53 relative: for s < 10^9 that is < 1.2e-7, so unless
+ * s is within 1e-6 of a half-integer its nearest integer is that of the
+ * exact value (exact ties, left to printf before, go to the slow path).
+ * Reading D * 10^k back (D < 2^53, |k| <= 22) is one correctly rounded
+ * multiply or divide, which is what strtod returns for that text. */
+static const double p10[23] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+
+/* a * 10^q in one rounding; 0 when |q| > 22 (not exact). */
+static int scale10(double a, int q, double *s)
+{
+  if (q >= 0 && q <= 22) {
+    *s = a * p10[q];
+    return 1;
+  }
+  if (q < 0 && q >= -22) {
+    *s = a / p10[-q];
+    return 1;
+  }
+  return 0;
+}
+
+enum { PROBE_FAIL = 0, PROBE_OK = 1, PROBE_UNSURE = -1 };
+
+/* p-digit probe of a = |v| (p <= 9): the correctly rounded digits as the
+ * integer *dig in [10^(p-1), 10^p) and exponent *exp10 (a ~ dig.ddd x
+ * 10^exp10), and whether they read back as `bits`.  *e10 is the running
+ * estimate of floor(log10 a), corrected here. */
+static int probe(int dtype, double a, int neg, int p, uint64_t bits, int *e10,
+                 uint64_t *dig, int *exp10)
+{
+  double s, fl, fr, r;
+  uint64_t dd, lo = (uint64_t)p10[p - 1], hi = (uint64_t)p10[p];
+  int k, tries;
+  float f;
+  uint32_t u32;
+  uint64_t got;
+
+  /* Near a power of ten the estimate may be one off either way; the
+   * rounded digits are the same whichever side s lands on, so only the
+   * range check matters. */
+  for (tries = 0;; tries++) {
+    if (tries > 2 || !scale10(a, p - 1 - *e10, &s))
+      return PROBE_UNSURE;
+    if (s < (double)lo)
+      --*e10;
+    else if (s >= (double)hi)
+      ++*e10;
+    else
+      break;
+  }
+  fl = floor(s);
+  fr = s - fl;
+  if (fabs(fr - 0.5) <= 1e-6)
+    return PROBE_UNSURE;
+  dd = (uint64_t)fl + (fr > 0.5);
+  *exp10 = *e10;
+  if (dd == hi) { /* 99.9 -> 100 */
+    dd = lo;
+    ++*exp10;
+  }
+  *dig = dd;
+  k = *exp10 - (p - 1);
+  if (k >= 0 && k <= 22)
+    r = (double)dd * p10[k];
+  else if (k < 0 && k >= -22)
+    r = (double)dd / p10[-k];
+  else
+    return PROBE_UNSURE;
+  if (neg)
+    r = -r;
+  switch (dtype) {
+  case RD_FLOAT32:
+    f = (float)r;
+    memcpy(&u32, &f, sizeof u32);
+    got = u32;
+    break;
+  case RD_FLOAT16: got = rd_f64_to_f16(r); break;
+  default: got = rd_f64_to_bf16(r); break; /* RD_BFLOAT16 */
+  }
+  return got == bits ? PROBE_OK : PROBE_FAIL;
+}
+
+/* The text for a probe that read back, as round_trips() writes it. */
+static size_t fast_text(char *buf, double v, int p, uint64_t dig, int exp10)
+{
+  char d[17], plain[API_NUMFMT_MAX];
+  size_t len, n;
+  int i;
+
+  for (i = p - 1; i >= 0; i--) {
+    d[i] = (char)('0' + dig % 10);
+    dig /= 10;
+  }
+  len = compose(buf, signbit(v) != 0, d, p, exp10);
+  if (fabs(v) < 1e16 && exp10 >= p - 1 && exp10 < 17) {
+    n = compose_plain(plain, signbit(v) != 0, d, p, exp10);
+    if (n <= len) {
+      memcpy(buf, plain, n + 1);
+      len = n;
+    }
+  }
+  return len;
+}
+
+/* Mirrors the search in format_float_slow(); 0 when it cannot decide. */
+static size_t format_float_fast(char *buf, int dtype, double v, uint64_t bits,
+                                int maxd, int pow2)
+{
+  double a = fabs(v);
+  int neg = signbit(v) != 0, lo, hi, mid, e10, exp10, rc;
+  uint64_t dig;
+
+  e10 = (int)floor(log10(a));
+  if (pow2) {
+    for (lo = 1; lo < maxd; lo++) {
+      rc = probe(dtype, a, neg, lo, bits, &e10, &dig, &exp10);
+      if (rc == PROBE_UNSURE)
+        return 0;
+      if (rc == PROBE_OK)
+        break;
+    }
+  } else {
+    lo = 1;
+    hi = maxd;
+    while (lo < hi) {
+      mid = lo + (hi - lo) / 2;
+      rc = probe(dtype, a, neg, mid, bits, &e10, &dig, &exp10);
+      if (rc == PROBE_UNSURE)
+        return 0;
+      if (rc == PROBE_OK)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+  }
+  /* The slow path writes 17 digits when lo fails; leave that to it. */
+  if (probe(dtype, a, neg, lo, bits, &e10, &dig, &exp10) != PROBE_OK)
+    return 0;
+  return fast_text(buf, v, lo, dig, exp10);
+}
+
+static size_t format_float(char *buf, int dtype, const void *elem)
+{
+  uint64_t bits;
+  double v = float_value(dtype, elem, &bits);
+  size_t n;
+  int maxd, pow2;
+
+  if (isnan(v)) {
+    memcpy(buf, "\"NaN\"", 6);
+    return 5;
+  }
+  if (isinf(v)) {
+    if (v > 0) {
+      memcpy(buf, "\"Infinity\"", 11);
+      return 10;
+    }
+    memcpy(buf, "\"-Infinity\"", 12);
+    return 11;
+  }
+  if (v == 0) {
+    if (signbit(v)) {
+      memcpy(buf, "-0", 3);
+      return 2;
+    }
+    memcpy(buf, "0", 2);
+    return 1;
+  }
+  switch (dtype) {
+  case RD_FLOAT32:
+    maxd = 9;
+    pow2 = (bits & 0x7FFFFF) == 0;
+    break;
+  case RD_FLOAT16:
+    maxd = 5;
+    pow2 = (bits & 0x3FF) == 0;
+    break;
+  case RD_BFLOAT16:
+    maxd = 4;
+    pow2 = (bits & 0x7F) == 0;
+    break;
+  default: return format_float_slow(buf, dtype, elem); /* RD_FLOAT64 */
+  }
+  n = format_float_fast(buf, dtype, v, bits, maxd, pow2);
+  return n ? n : format_float_slow(buf, dtype, elem);
+}
+
+/* v in decimal and a NUL at buf (at most 21 bytes). */
+static size_t put_u64(char *buf, uint64_t v)
+{
+  char t[20];
+  size_t n = 0, i;
+
+  do {
+    t[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (i = 0; i < n; i++)
+    buf[i] = t[n - 1 - i];
+  buf[n] = '\0';
+  return n;
+}
+
+size_t api_format_u64(char buf[API_NUMFMT_MAX], uint64_t v)
+{
+  return put_u64(buf, v);
+}
+
+size_t api_format_i64(char buf[API_NUMFMT_MAX], int64_t v)
+{
+  if (v >= 0)
+    return put_u64(buf, (uint64_t)v);
+  buf[0] = '-';
+  /* 0 - (uint64_t)v: |INT64_MIN| without overflow. */
+  return 1 + put_u64(buf + 1, 0 - (uint64_t)v);
+}
+
 size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
 {
   int8_t i8;
@@ -280,6 +527,7 @@ size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
   uint16_t u16;
   uint32_t u32;
   uint64_t u64;
+  size_t n;
 
   switch (dtype) {
   case RD_FLOAT32:
@@ -288,34 +536,39 @@ size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem)
   case RD_BFLOAT16: return format_float(buf, dtype, elem);
   case RD_BOOL:
     memcpy(&u8, elem, sizeof u8);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, u8 ? "true" : "false");
-  case RD_INT8:
-    memcpy(&i8, elem, sizeof i8);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%d", (int)i8);
-  case RD_UINT8:
-    memcpy(&u8, elem, sizeof u8);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%u", (unsigned)u8);
+    if (u8) {
+      memcpy(buf, "true", 5);
+      return 4;
+    }
+    memcpy(buf, "false", 6);
+    return 5;
+  case RD_INT8: memcpy(&i8, elem, sizeof i8); return api_format_i64(buf, i8);
+  case RD_UINT8: memcpy(&u8, elem, sizeof u8); return api_format_u64(buf, u8);
   case RD_INT16:
     memcpy(&i16, elem, sizeof i16);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%d", (int)i16);
+    return api_format_i64(buf, i16);
   case RD_UINT16:
     memcpy(&u16, elem, sizeof u16);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%u", (unsigned)u16);
+    return api_format_u64(buf, u16);
   case RD_INT32:
     memcpy(&i32, elem, sizeof i32);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRId32, i32);
+    return api_format_i64(buf, i32);
   case RD_INT64:
     memcpy(&i64, elem, sizeof i64);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRId64, i64);
+    return api_format_i64(buf, i64);
   case RD_UINT32:
     memcpy(&u32, elem, sizeof u32);
-    return (size_t)snprintf(buf, API_NUMFMT_MAX, "%" PRIu32, u32);
+    return api_format_u64(buf, u32);
   case RD_UINT64:
     memcpy(&u64, elem, sizeof u64);
+    if (u64 <= INT64_MAX)
+      return api_format_u64(buf, u64);
     /* Quoted above 2^63-1: many JSON readers lose such integers. */
-    return (size_t)snprintf(buf, API_NUMFMT_MAX,
-                            u64 > INT64_MAX ? "\"%" PRIu64 "\"" : "%" PRIu64,
-                            u64);
-  default: return (size_t)snprintf(buf, API_NUMFMT_MAX, "null");
+    buf[0] = '"';
+    n = 1 + put_u64(buf + 1, u64);
+    buf[n++] = '"';
+    buf[n] = '\0';
+    return n;
+  default: memcpy(buf, "null", 5); return 4;
   }
 }

@@ -4,6 +4,7 @@
 #define API_NUMFMT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Longest text api_format_elem() writes, including the NUL. */
 #define API_NUMFMT_MAX 32
@@ -24,5 +25,10 @@
  *  - integers in decimal; uint64 above 2^63-1 as a quoted decimal string;
  *  - an unknown dtype as "null". */
 size_t api_format_elem(char buf[API_NUMFMT_MAX], int dtype, const void *elem);
+
+/* Writes v in decimal (as printf's %lld / %llu would) into `buf`
+ * (NUL-terminated) and returns the length; no printf, for the hot path. */
+size_t api_format_i64(char buf[API_NUMFMT_MAX], int64_t v);
+size_t api_format_u64(char buf[API_NUMFMT_MAX], uint64_t v);
 
 #endif /* API_NUMFMT_H */
