@@ -232,6 +232,18 @@ static int round_trips(char *buf, size_t *len, int dtype, double v,
   return read_back(dtype, buf) == bits;
 }
 
+/* The digits that always suffice for dtype (max_digits10 of the format)
+ * and whether the value is a power of two (its mantissa bits are 0). */
+static int float_limits(int dtype, uint64_t bits, int *pow2)
+{
+  switch (dtype) {
+  case RD_FLOAT32: *pow2 = (bits & 0x7FFFFF) == 0; return 9;
+  case RD_FLOAT16: *pow2 = (bits & 0x3FF) == 0; return 5;
+  case RD_BFLOAT16: *pow2 = (bits & 0x7F) == 0; return 4;
+  default: *pow2 = (bits & 0xFFFFFFFFFFFFFULL) == 0; return 17;
+  }
+}
+
 static size_t format_float_slow(char *buf, int dtype, const void *elem)
 {
   uint64_t bits;
@@ -247,22 +259,7 @@ static size_t format_float_slow(char *buf, int dtype, const void *elem)
                             v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
   if (v == 0)
     return (size_t)snprintf(buf, API_NUMFMT_MAX, signbit(v) ? "-0" : "0");
-  /* Digits that always suffice (max_digits10 of the format). */
-  switch (dtype) {
-  case RD_FLOAT32:
-    maxd = 9;
-    pow2 = (bits & 0x7FFFFF) == 0;
-    break;
-  case RD_FLOAT16:
-    maxd = 5;
-    pow2 = (bits & 0x3FF) == 0;
-    break;
-  case RD_BFLOAT16:
-    maxd = 4;
-    pow2 = (bits & 0x7F) == 0;
-    break;
-  default: maxd = 17; pow2 = (bits & 0xFFFFFFFFFFFFFULL) == 0;
-  }
+  maxd = float_limits(dtype, bits, &pow2);
   get_digits(fabs(v), &g);
   /* Where the read-back interval around v is symmetric, the correctly
    * rounded p-digit decimal is never farther from v than any shorter one,
@@ -468,21 +465,9 @@ static size_t format_float(char *buf, int dtype, const void *elem)
     memcpy(buf, "0", 2);
     return 1;
   }
-  switch (dtype) {
-  case RD_FLOAT32:
-    maxd = 9;
-    pow2 = (bits & 0x7FFFFF) == 0;
-    break;
-  case RD_FLOAT16:
-    maxd = 5;
-    pow2 = (bits & 0x3FF) == 0;
-    break;
-  case RD_BFLOAT16:
-    maxd = 4;
-    pow2 = (bits & 0x7F) == 0;
-    break;
-  default: return format_float_slow(buf, dtype, elem); /* RD_FLOAT64 */
-  }
+  if (dtype == RD_FLOAT64)
+    return format_float_slow(buf, dtype, elem);
+  maxd = float_limits(dtype, bits, &pow2);
   n = format_float_fast(buf, dtype, v, bits, maxd, pow2);
   return n ? n : format_float_slow(buf, dtype, elem);
 }
