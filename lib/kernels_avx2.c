@@ -1199,6 +1199,7 @@ TGT int32_t rd__avx2_best32(const unsigned char *x, size_t n, int is_max,
     __m256i u1 = _mm256_loadu_si256(
       (const __m256i *)(const void *)(x + i * 4 + 32));
     __m256i k0, k1, n0, n1;
+    PF(x + i * 4);
     if (zero_tie) {
       u0 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u0, negz), u0);
       u1 = _mm256_andnot_si256(_mm256_cmpeq_epi32(u1, negz), u1);

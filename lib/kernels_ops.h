@@ -85,6 +85,18 @@ size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
                               const unsigned char *x, size_t stride,
                               size_t nvec);
 
+/* float32 Max/Min/ArgMax/ArgMin of short rows (ops.c's rd__ops_rows_out,
+ * kernels_keyrows.c), mode one of kernels_impl.h's RD__C32_*: for each of
+ * the nrows rows of n (1..16) elements at x, the output of the accumulator
+ * path: Max/Min the best element's float32 bits (-0 < +0) at out[r];
+ * ArgMax/ArgMin the int64 index of its first (..L modes: last) occurrence,
+ * -0 tying +0.  redo[r] = 1 (out[r] unspecified) for a row holding a NaN
+ * and for the rows after the last whole group of 16; every row without
+ * the AVX-512 form (the caller computes those). */
+void rd__opk_key_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows,
+                          int mode);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

@@ -7,7 +7,7 @@ lib_libreduce_a_SOURCES = \
 	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
 	lib/kernels_avx512.c lib/kernels_rows512.c lib/kernels_rows_int.h \
 	lib/kernels_rows_int.c \
-	lib/kernels_ops.h lib/kernels_ops_avx2.c
+	lib/kernels_ops.h lib/kernels_ops_avx2.c lib/kernels_keyrows.c
 # Kahan steps must round the product before subtracting, on every compiler
 # and -std mode: never contract a*b-c into an FMA.
 lib_libreduce_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off

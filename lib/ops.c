@@ -1887,7 +1887,8 @@ const struct rd__kernel *rd__op_kernel(int kernel_id)
 }
 
 /* ------------------------------------------------------------------ */
-/* Direct output: float Prod and LogSumExp, one whole run per output   */
+/* Direct output: float Prod and LogSumExp, float32 Max/Min/ArgMax/    */
+/* ArgMin, one whole run per output                                   */
 /* ------------------------------------------------------------------ */
 
 int rd__ops_direct(int op, int dtype)
@@ -1897,7 +1898,21 @@ int rd__ops_direct(int op, int dtype)
   if (!row || !dt_float(dtype))
     return 0;
   fam = dtype == RD_FLOAT64 ? row->f64_family : row->float_family;
-  return fam == RD__F_PROD || fam == RD__F_LSE;
+  return fam == RD__F_PROD || fam == RD__F_LSE ||
+         (dtype == RD_FLOAT32 && (fam == RD__F_MAXMIN || fam == RD__F_ARG));
+}
+
+/* The RD__C32_* mode of a float32 Max/Min/Arg kernel (its merge names the
+ * operator and select_last_index), or -1. */
+static int key_mode(const struct rd__kernel *k)
+{
+  return k->merge == max_merge       ? RD__C32_MAX
+         : k->merge == min_merge     ? RD__C32_MIN
+         : k->merge == argmax_merge  ? RD__C32_ARGMAX
+         : k->merge == argmaxl_merge ? RD__C32_ARGMAXL
+         : k->merge == argmin_merge  ? RD__C32_ARGMIN
+         : k->merge == argminl_merge ? RD__C32_ARGMINL
+                                     : -1;
 }
 
 /* Rows per block of dout_rows(): the accumulators stay in L1. */
@@ -1914,6 +1929,8 @@ static void dout_rows(const struct rd__kernel *k, const struct rd__final *f,
   union {
     struct rd__acc_prod p[DOUT_BLOCK];
     struct rd__acc_lse l[DOUT_BLOCK];
+    struct rd__acc_key k[DOUT_BLOCK];
+    struct rd__acc_arg g[DOUT_BLOCK];
   } a;
   const size_t esz = dt_size(f->dtype), osz = dt_size(f->out_dtype);
   assert(k->acc_size * DOUT_BLOCK <= sizeof a);
@@ -1935,6 +1952,24 @@ void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
 {
   unsigned char *o = out;
   const int prod = f->family == RD__F_PROD;
+  const int mode = f->dtype == RD_FLOAT32 ? key_mode(k) : -1;
+  if (mode >= 0 && n <= L && rd__opk_avx512()) {
+    /* sixteen rows per step (kernels_keyrows.c); rows holding a NaN and
+     * the last few by the accumulator path */
+    const size_t osz = dt_size(f->out_dtype);
+    unsigned char redo[DOUT_BATCH];
+    while (nrows > 0) {
+      size_t m = nrows < DOUT_BATCH ? nrows : DOUT_BATCH;
+      rd__opk_key_rows_f32(o, redo, x, n, m, mode);
+      for (size_t r = 0; r < m; r++)
+        if (redo[r])
+          dout_rows(k, f, o + r * osz, x + r * n * 4, n, 1);
+      o += m * osz;
+      x += m * n * 4;
+      nrows -= m;
+    }
+    return;
+  }
   if (f->dtype == RD_FLOAT32 && (prod || f->family == RD__F_LSE) && n >= 1 &&
       n <= L && rd__kernels_active() >= RD__IMPL_AVX2) {
     /* several rows per vector (kernels_ops_avx2.c); the rows it leaves

@@ -98,16 +98,18 @@ const struct rd__kernel *rd__op_kernel(int kernel_id);
 const struct rd__kernel *rd__op_kernel_impl(int kernel_id, int impl);
 
 /* Direct output (reduce.c's direct mode, [kept, reduced] shapes where every
- * output is one whole run): 1 if op on dtype is a float Prod or LogSumExp,
- * whose outputs rd__ops_rows_out() writes as soon as their rows are
- * reduced (no accumulator set, no final pass). */
+ * output is one whole run): 1 if op on dtype is a float Prod or LogSumExp
+ * or a float32 Max, Min, ArgMax or ArgMin, whose outputs rd__ops_rows_out()
+ * writes as soon as their rows are reduced (no accumulator set, no final
+ * pass). */
 int rd__ops_direct(int op, int dtype);
 struct rd__final;
 /* The outputs (f->out_dtype elements at out) of nrows rows of n >= 1
  * elements at x for kernel k of a plan with rd__ops_direct(): the bits of
  * k->init(), k->rows() and rd__finalize(f) of each row, which is what the
  * accumulator path writes.  Short float32 rows use the vector helpers of
- * kernels_ops_avx2.c while the SIMD implementation is active. */
+ * kernels_ops_avx2.c (Prod, LogSumExp) while the SIMD implementation is
+ * active, and of kernels_keyrows.c (Max, Min, Arg) in the AVX-512 form. */
 void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
                       void *out, const unsigned char *x, size_t n,
                       size_t nrows);

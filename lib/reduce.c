@@ -529,7 +529,7 @@ struct geom {
   size_t osz;     /* bytes per output slot of the buffers */
   int direct;     /* slots are finished output elements */
   int direct_int; /* direct, integer class: finalised by rd__finalize() */
-  int direct_op;  /* prodlse: float Prod/LogSumExp, rd__ops_rows_out() */
+  int direct_op;  /* rd__ops_direct(): Prod/LSE/Max/Min/Arg, rd__ops_rows_out() */
   int l2, dtype;
   int ofin;             /* direct float: rd__rows_out()'s enum rd__out_fin */
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */
@@ -601,7 +601,7 @@ static void geom_init(struct geom *g, const struct rd_plan *pl)
   g->direct_op = g->direct_op && g->direct;
   g->direct_int = g->direct && (g->k->acc_class == RD__ACC_U128 ||
                                 g->k->acc_class == RD__ACC_U192);
-  g->osz = g->direct ? g->esz : g->accsz;
+  g->osz = g->direct ? pl->out_elem_size : g->accsz;
   for (size_t i = g->ng; i-- > 0;)
     if (!pl->priv.reduced[i]) {
       g->ostride[i] = prod;
@@ -756,6 +756,8 @@ static void flush_segment(struct cursor *c, const struct geom *g,
       double d;
       struct rd__acc_prod prod; /* prodlse: direct_op */
       struct rd__acc_lse lse;
+      struct rd__acc_key key; /* float32 Max/Min/Arg: direct_op */
+      struct rd__acc_arg arg;
     } tmp;
     memset(&tmp, 0, sizeof tmp);
     if (g->direct_op) { /* prodlse: the empty state, then finalised */

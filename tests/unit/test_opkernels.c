@@ -12,6 +12,7 @@
  * the CPU or build has no SIMD path the test only checks the reference
  * against the portable kernel.
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -569,6 +570,186 @@ static void test_lse_rows_out_ties(void **state)
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* float32 Max/Min/ArgMax/ArgMin of short rows (kernels_keyrows.c)     */
+/* ------------------------------------------------------------------ */
+
+/* The accumulator path for (op, last) of key_rows_ops[]: per row the
+ * empty state, rows() and rd__finalize(), portable; out_dtype bytes. */
+static void ref_key_rows(int op, int last, const float *x, size_t n,
+                         size_t nrows, unsigned char *out)
+{
+  int id = rd__op_kernel_id(op, RD_FLOAT32, last), was = rd__kernels_active();
+  const struct rd__kernel *k = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  struct rd__final f = final_of(op, RD_FLOAT32);
+  f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
+  assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+  for (size_t r = 0; r < nrows; r++) {
+    struct rd__acc_arg acc; /* the larger of the two states */
+    k->init(&acc, 1);
+    k->rows(&acc, (const unsigned char *)(x + r * n), n, 1);
+    assert_int_equal(rd__finalize(&f, &acc,
+                                  out + r * rd_dtype_size(f.out_dtype), r,
+                                  NULL),
+                     0);
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
+static const struct {
+  int op, last;
+} key_rows_ops[] = {
+  { RD_OP_MAX, 0 },    { RD_OP_MIN, 0 },    { RD_OP_ARGMAX, 0 },
+  { RD_OP_ARGMAX, 1 }, { RD_OP_ARGMIN, 0 }, { RD_OP_ARGMIN, 1 },
+};
+
+/* rd__ops_rows_out of every implementation and both helper forms, then the
+ * engine (rd_execute, and a stream fed 29 bytes at a time) on [nrows, n]
+ * reduced over axis 1: the bits of ref_key_rows. */
+static void check_key_rows(int op, int last, const float *x, size_t n,
+                           size_t nrows)
+{
+  enum { MAXR = 160 };
+  unsigned char a[MAXR * 8], b[MAXR * 8];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, last), was = rd__kernels_active();
+  struct rd__final f = final_of(op, RD_FLOAT32);
+  struct rd_params p;
+  struct rd_plan pl;
+  struct rd_stream *s;
+  int64_t shape[2] = { (int64_t)nrows, (int64_t)n }, axes[1] = { 1 };
+  size_t bytes = nrows * n * 4, osz;
+  f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
+  osz = rd_dtype_size(f.out_dtype);
+  assert_true(nrows <= MAXR);
+  ref_key_rows(op, last, x, n, nrows, a);
+  for (int impl = RD__IMPL_PORTABLE; impl < RD__IMPL_COUNT; impl++) {
+    const struct rd__kernel *k = rd__op_kernel_impl(id, impl);
+    if (!k || rd__kernels_select(impl) != 0)
+      continue;
+    for (int form = 0; form < 2; form++) {
+      int w = rd__opk_avx512_select(form);
+      memset(b, 0x5a, sizeof b);
+      rd__ops_rows_out(k, &f, b, (const unsigned char *)x, n, nrows);
+      assert_memory_equal(a, b, nrows * osz);
+      rd__opk_avx512_select(w);
+    }
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+  rd_params_init(&p);
+  p.op = op;
+  p.dtype = RD_FLOAT32;
+  p.rank = 2;
+  p.shape = shape;
+  if (op == RD_OP_ARGMAX || op == RD_OP_ARGMIN) {
+    p.axis = 1;
+    p.select_last_index = last;
+  } else {
+    p.axes = axes;
+    p.naxes = 1;
+  }
+  assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
+  memset(b, 0x5a, sizeof b);
+  assert_int_equal(rd_execute(&pl, x, b, NULL), 0);
+  assert_memory_equal(a, b, nrows * osz);
+  memset(b, 0x5a, sizeof b);
+  assert_int_equal(rd_stream_create(&pl, &s), 0);
+  for (size_t at = 0; at < bytes; at += 29)
+    assert_int_equal(rd_stream_feed(s, (const unsigned char *)x + at,
+                                    bytes - at < 29 ? bytes - at : 29, NULL),
+                     0);
+  assert_int_equal(rd_stream_finish(s, b, NULL), 0);
+  rd_stream_destroy(s);
+  assert_memory_equal(a, b, nrows * osz);
+}
+
+/* Key data: mode 0 uniform in [-10, 10) (the benchmark's); 1 few distinct
+ * values (ties: first and last index differ) with -0 and +0 among them;
+ * 2 the same as 0 with NaNs of both signs, infinities, -0, +0 and
+ * subnormals, some rows all -inf or all +inf, some all NaN. */
+static void gen_key(float *x, size_t n, size_t nrows, int mode)
+{
+  static const float sp[] = { NAN,   -NAN,  INFINITY,  -INFINITY,
+                              -0.0f, 0.0f,  0x1p-149f, -0x1p-149f,
+                              FLT_MAX, -FLT_MAX };
+  static const float few[] = { -0.0f, 0.0f, 1.5f, -1.5f, -0.0f };
+  for (size_t r = 0; r < nrows; r++) {
+    uint64_t rq = next();
+    for (size_t i = 0; i < n; i++) {
+      uint64_t q = next();
+      float v = (float)((double)(q >> 11) * 0x1p-52 - 1.0) * 10.0f;
+      if (mode == 1)
+        v = few[q % 5];
+      if (mode == 2 && q % 23 == 0)
+        v = sp[(q >> 8) % (sizeof sp / sizeof sp[0])];
+      if (mode == 2 && rq % 11 < 3)
+        v = rq % 11 == 0 ? -INFINITY : rq % 11 == 1 ? INFINITY : NAN;
+      x[r * n + i] = v;
+    }
+  }
+}
+
+static void test_key_rows_out(void **state)
+{
+  enum { NR = 150 };
+  static float x[NR * 40];
+  (void)state;
+  for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++)
+    for (int mode = 0; mode < 3; mode++)
+      for (size_t n = 1; n <= 40; n += n < 17 ? 1 : 11) {
+        gen_key(x, n, NR, mode);
+        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, n, NR);
+        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, n, 17);
+        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, n, 5);
+      }
+}
+
+/* The helper itself, AVX-512 form: rows without NaN are written (redo 0)
+ * and hold the reference bits, rows with one NaN anywhere are left
+ * (redo 1), and so are the rows after the last whole group of 16; and a
+ * negative control: -0 and +0 swapped in a Max row changes its output
+ * bits, so the comparison sees the sign of zero. */
+static void test_key_rows_helper(void **state)
+{
+  enum { NR = 37 };
+  float x[NR * 16];
+  unsigned char out[NR * 8], ref[NR * 8], redo[NR];
+  (void)state;
+  if (!rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    skip();
+  int was = rd__opk_avx512_select(1);
+  for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++) {
+    int op = key_rows_ops[o].op, last = key_rows_ops[o].last;
+    int mode = op == RD_OP_MAX      ? RD__C32_MAX
+               : op == RD_OP_MIN    ? RD__C32_MIN
+               : op == RD_OP_ARGMAX ? RD__C32_ARGMAX + last
+                                    : RD__C32_ARGMIN + last;
+    size_t osz = rd_dtype_size(rd_op_out_dtype(op, RD_FLOAT32));
+    gen_key(x, 16, NR, 1);
+    x[3 * 16 + 7] = NAN;   /* row 3 */
+    x[20 * 16 + 15] = -NAN; /* row 20, the last lane */
+    ref_key_rows(op, last, x, 16, NR, ref);
+    rd__opk_key_rows_f32(out, redo, (const unsigned char *)x, 16, NR, mode);
+    for (size_t r = 0; r < NR; r++) {
+      int want = r == 3 || r == 20 || r >= 32;
+      assert_int_equal(redo[r], want);
+      if (!want)
+        assert_memory_equal(out + r * osz, ref + r * osz, osz);
+    }
+  }
+  for (size_t i = 0; i < 16; i++)
+    x[i] = i == 4 ? -0.0f : i == 9 ? 0.0f : -1.0f;
+  ref_key_rows(RD_OP_MAX, 0, x, 16, 1, ref);
+  x[4] = 0.0f;
+  x[9] = -0.0f;
+  ref_key_rows(RD_OP_MAX, 0, x, 16, 1, out);
+  assert_memory_equal(ref, out, 4); /* Max of {-0, +0} is +0 either way */
+  x[9] = -0.0f;
+  x[4] = -0.0f;
+  ref_key_rows(RD_OP_MAX, 0, x, 16, 1, out);
+  assert_true(memcmp(ref, out, 4) != 0);
+  rd__opk_avx512_select(was);
+}
+
 /* rd__opk_prod_cols4_f32 against four rows of rd__opk_prod_cols_f32 up to
  * the first group with a special value in any of the four rows (a zero,
  * -0, inf or NaN at every position in turn), both forms; then the float32
@@ -665,6 +846,8 @@ int main(void)
     cmocka_unit_test(test_prod_rows_out),
     cmocka_unit_test(test_lse_rows_out),
     cmocka_unit_test(test_lse_rows_out_ties),
+    cmocka_unit_test(test_key_rows_out),
+    cmocka_unit_test(test_key_rows_helper),
     cmocka_unit_test(test_prod_cols4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

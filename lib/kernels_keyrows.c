@@ -1,0 +1,198 @@
+/* kernels_keyrows.c - float32 Max/Min/ArgMax/ArgMin of short rows, written
+ * as outputs (kernels_ops.h's rd__opk_key_rows_f32): the AVX-512 form,
+ * sixteen rows per step.
+ *
+ * The results are exact (a best element, or its index), so any grouping
+ * gives the bits of the accumulator path: each row is one vector of
+ * 32-bit order keys (Max/Min: ops.c's key32, -0 < +0; ArgMax/ArgMin: sign
+ * and magnitude as a two's complement integer, -0 = +0, a tie), the sixteen vectors of a step are folded into one
+ * vector of sixteen row bests by a transposing tree (each level halves the
+ * lanes per row and doubles the rows per vector), and an Arg row's index
+ * is the first (last) lane whose key equals its best.  Rows holding a NaN
+ * are left to the accumulator path (redo), which owns the NaN rules.
+ */
+#include "kernels_ops.h"
+
+#include <string.h>
+
+#include "kernels_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#define TGT5 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,f16c")))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Prefetch distance in bytes: sixteen rows of up to 64 bytes per step, so
+ * a few steps ahead (as the other loops: without it the reorder window,
+ * not DRAM, bounds the lines in flight). */
+#define KR_PF 4096
+
+TGT5 ALWAYS_INLINE __m512i kr_best(__m512i a, __m512i b, int is_max)
+{
+  return is_max ? _mm512_max_epi32(a, b) : _mm512_min_epi32(a, b);
+}
+
+/* k[r]: the keys of row r (lanes >= n hold the identity); returns the
+ * vector whose lane r is the best key of row r. */
+TGT5 ALWAYS_INLINE __m512i kr_tree(const __m512i *k, int is_max)
+{
+  __m512i w[8], y[4], z[2], a, b, f;
+  /* 256-bit halves: w[i] lanes 0-7 row 2i, lanes 8-15 row 2i + 1 */
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    a = _mm512_shuffle_i64x2(k[2 * i], k[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0));
+    b = _mm512_shuffle_i64x2(k[2 * i], k[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2));
+    w[i] = kr_best(a, b, is_max);
+  }
+  /* 128-bit quarters: y[i] quarter q is row 4i + q */
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; i++) {
+    a = _mm512_shuffle_i64x2(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0));
+    b = _mm512_shuffle_i64x2(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1));
+    y[i] = kr_best(a, b, is_max);
+  }
+  /* 64-bit pairs: z[i] quarter q holds rows 8i + q, then 8i + 4 + q */
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; i++) {
+    a = _mm512_unpacklo_epi64(y[2 * i], y[2 * i + 1]);
+    b = _mm512_unpackhi_epi64(y[2 * i], y[2 * i + 1]);
+    z[i] = kr_best(a, b, is_max);
+  }
+  /* single lanes: lane 4q + j is row 4j + q */
+  a = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(z[0]),
+                                            _mm512_castsi512_ps(z[1]),
+                                            _MM_SHUFFLE(2, 0, 2, 0)));
+  b = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(z[0]),
+                                            _mm512_castsi512_ps(z[1]),
+                                            _MM_SHUFFLE(3, 1, 3, 1)));
+  f = kr_best(a, b, is_max);
+  /* into row order: lane r = lane 4 (r % 4) + r / 4 */
+  return _mm512_permutexvar_epi32(
+    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), f);
+}
+
+/* Row r's NaN flag in bit r of the result: the sixteen rows of a step at
+ * p (row bytes rb, lane mask lm), read again -- only for a step whose
+ * elements include a NaN somewhere. */
+TGT5 ALWAYS_INLINE unsigned kr_nan_rows(const unsigned char *p, size_t rb,
+                                        __mmask16 lm)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  unsigned bad = 0;
+  for (int r = 0; r < 16; r++) {
+    __m512i u = _mm512_maskz_loadu_epi32(lm, p + (size_t)r * rb);
+    bad |= (unsigned)(_mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf) !=
+                      0)
+           << r;
+  }
+  return bad;
+}
+
+TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
+                                const unsigned char *x, size_t n, size_t nrows,
+                                int is_max, int arg, int last)
+{
+  const __mmask16 lm = (__mmask16)((1u << n) - 1);
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i idv = _mm512_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  const size_t rb = n * 4;
+  size_t r0 = 0;
+  for (; r0 + 16 <= nrows; r0 += 16) {
+    const unsigned char *p = x + r0 * rb;
+    __m512i k[16], best, amax = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) {
+      __m512i u = _mm512_maskz_loadu_epi32(lm, p + (size_t)r * rb);
+      __m512i a = _mm512_and_si512(u, absm);
+      _mm_prefetch((const char *)p + (size_t)r * rb + KR_PF, _MM_HINT_T0);
+      amax = _mm512_max_epu32(amax, a); /* a NaN anywhere: above inf */
+      if (arg) /* sign and magnitude as an integer: -0 ties +0 */
+        u = _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(u),
+                                  _mm512_setzero_si512(), a);
+      else /* ops.c's key32: -0 < +0 */
+        u = _mm512_xor_si512(u,
+                             _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+      k[r] = n == 16 ? u : _mm512_mask_mov_epi32(idv, lm, u);
+    }
+    best = kr_tree(k, is_max);
+    if (!arg) {
+      /* key32 is its own inverse: the best element's bits */
+      __m512i v = _mm512_xor_si512(
+        best, _mm512_and_si512(_mm512_srai_epi32(best, 31), absm));
+      _mm512_storeu_si512((void *)(out + r0 * 4), v);
+    } else {
+      int32_t b[16];
+      int64_t idx[16];
+      _mm512_storeu_si512((void *)b, best);
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; r++) {
+        unsigned eq = _mm512_cmpeq_epi32_mask(k[r], _mm512_set1_epi32(b[r]));
+        /* eq != 0 for a row without NaN (the identity is no number's key);
+         * lanes >= n hold the identity */
+        idx[r] = eq ? (last ? 31 - __builtin_clz(eq) : __builtin_ctz(eq)) : 0;
+      }
+      memcpy(out + r0 * 8, idx, sizeof idx);
+    }
+    if (_mm512_cmpgt_epu32_mask(amax, inf)) {
+      unsigned bad = kr_nan_rows(p, rb, lm);
+      for (int r = 0; r < 16; r++)
+        redo[r0 + (size_t)r] = (unsigned char)(bad >> r & 1);
+    } else {
+      memset(redo + r0, 0, 16);
+    }
+  }
+  for (; r0 < nrows; r0++)
+    redo[r0] = 1;
+}
+
+/* The whole-vector rows (n 16) apart: no lane mask in the loop. */
+#define KR_ROWS(out, redo, x, n, nrows, is_max, arg, last)                     \
+  do {                                                                         \
+    if ((n) == 16)                                                             \
+      kr_rows(out, redo, x, 16, nrows, is_max, arg, last);                     \
+    else                                                                       \
+      kr_rows(out, redo, x, n, nrows, is_max, arg, last);                      \
+  } while (0)
+
+TGT5 static void key_rows_avx512(unsigned char *out, unsigned char *redo,
+                                 const unsigned char *x, size_t n,
+                                 size_t nrows, int mode)
+{
+  switch (mode) {
+  case RD__C32_MAX: KR_ROWS(out, redo, x, n, nrows, 1, 0, 0); break;
+  case RD__C32_MIN: KR_ROWS(out, redo, x, n, nrows, 0, 0, 0); break;
+  case RD__C32_ARGMAX: KR_ROWS(out, redo, x, n, nrows, 1, 1, 0); break;
+  case RD__C32_ARGMAXL: KR_ROWS(out, redo, x, n, nrows, 1, 1, 1); break;
+  case RD__C32_ARGMIN: KR_ROWS(out, redo, x, n, nrows, 0, 1, 0); break;
+  default: KR_ROWS(out, redo, x, n, nrows, 0, 1, 1); break;
+  }
+}
+
+void rd__opk_key_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows,
+                          int mode)
+{
+  if (rd__opk_avx512() && n >= 1 && n <= 16)
+    key_rows_avx512(out, redo, x, n, nrows, mode);
+  else
+    memset(redo, 1, nrows);
+}
+
+#else /* no x86-64 SIMD path in this build: every row to the caller */
+
+void rd__opk_key_rows_f32(void *out, unsigned char *redo,
+                          const unsigned char *x, size_t n, size_t nrows,
+                          int mode)
+{
+  (void)out;
+  (void)x;
+  (void)n;
+  (void)mode;
+  memset(redo, 1, nrows);
+}
+
+#endif
