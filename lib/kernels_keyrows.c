@@ -1,6 +1,7 @@
-/* kernels_keyrows.c - float32 Max/Min/ArgMax/ArgMin of short rows, written
- * as outputs (kernels_ops.h's rd__opk_key_rows_f32): the AVX-512 form,
- * sixteen rows per step.
+/* kernels_keyrows.c - float32 Max/Min/ArgMax/ArgMin in AVX-512 (see
+ * kernels_ops.h): short rows written as outputs, sixteen rows per step
+ * (rd__opk_key_rows_f32), and columns, sixteen per vector
+ * (rd__opk_key_cols_f32, the form of kernels_avx2.c's avx_cols32).
  *
  * The results are exact (a best element, or its index), so any grouping
  * gives the bits of the accumulator path: each row is one vector of
@@ -69,8 +70,9 @@ TGT5 ALWAYS_INLINE __m512i kr_tree(const __m512i *k, int is_max)
                                             _MM_SHUFFLE(3, 1, 3, 1)));
   f = kr_best(a, b, is_max);
   /* into row order: lane r = lane 4 (r % 4) + r / 4 */
-  return _mm512_permutexvar_epi32(
-    _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), f);
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2,
+                                                    6, 10, 14, 3, 7, 11, 15),
+                                  f);
 }
 
 /* Row r's NaN flag in bit r of the result: the sixteen rows of a step at
@@ -84,9 +86,9 @@ TGT5 ALWAYS_INLINE unsigned kr_nan_rows(const unsigned char *p, size_t rb,
   unsigned bad = 0;
   for (int r = 0; r < 16; r++) {
     __m512i u = _mm512_maskz_loadu_epi32(lm, p + (size_t)r * rb);
-    bad |= (unsigned)(_mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf) !=
-                      0)
-           << r;
+    bad |=
+      (unsigned)(_mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf) != 0)
+      << r;
   }
   return bad;
 }
@@ -121,8 +123,9 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
     best = kr_tree(k, is_max);
     if (!arg) {
       /* key32 is its own inverse: the best element's bits */
-      __m512i v = _mm512_xor_si512(
-        best, _mm512_and_si512(_mm512_srai_epi32(best, 31), absm));
+      __m512i v = _mm512_xor_si512(best,
+                                   _mm512_and_si512(_mm512_srai_epi32(best, 31),
+                                                    absm));
       _mm512_storeu_si512((void *)(out + r0 * 4), v);
     } else {
       int32_t b[16];
@@ -158,9 +161,138 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
       kr_rows(out, redo, x, n, nrows, is_max, arg, last);                      \
   } while (0)
 
+/* ------------------------------------------------------------------ */
+/* Columns: ops.c's cols32_tile, sixteen columns per vector            */
+/* ------------------------------------------------------------------ */
+
+/* One element row u of 16 columns into the state (b, bi, nn) as row rv:
+ * lane by lane what kernels_avx2.c's avx_col8 does (a NaN leaves b and bi,
+ * and sets nn where it is -1, or always with `last`; Max/Min keep only
+ * whether nn >= 0, so any NaN row will do there). */
+TGT5 ALWAYS_INLINE void kc_col16(__m512i u, __m512i rv, int is_max, int arg,
+                                 int last, __m512i *b, __m512i *bi, __m512i *nn)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  __mmask16 isn, upd;
+  __m512i k;
+  if (arg) /* -0 ties +0 */
+    u = _mm512_mask_mov_epi32(
+      u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32((int32_t)0x80000000u)),
+      _mm512_setzero_si512());
+  isn = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf);
+  k = _mm512_xor_si512(u, _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+  if (!arg) {
+    *nn = _mm512_mask_mov_epi32(*nn, isn, rv);
+    *b = is_max ? _mm512_mask_max_epi32(*b, (__mmask16)~isn, *b, k)
+                : _mm512_mask_min_epi32(*b, (__mmask16)~isn, *b, k);
+    return;
+  }
+  if (last)
+    *nn = _mm512_mask_mov_epi32(*nn, isn, rv);
+  else
+    *nn = _mm512_mask_mov_epi32(
+      *nn, isn & _mm512_cmpeq_epi32_mask(*nn, _mm512_set1_epi32(-1)), rv);
+  if (last) /* k >= b (k <= b) */
+    upd = is_max ? _mm512_mask_cmpge_epi32_mask((__mmask16)~isn, k, *b)
+                 : _mm512_mask_cmple_epi32_mask((__mmask16)~isn, k, *b);
+  else
+    upd = is_max ? _mm512_mask_cmpgt_epi32_mask((__mmask16)~isn, k, *b)
+                 : _mm512_mask_cmplt_epi32_mask((__mmask16)~isn, k, *b);
+  *b = _mm512_mask_mov_epi32(*b, upd, k);
+  *bi = _mm512_mask_mov_epi32(*bi, upd, rv);
+}
+
+#define KLD(p) _mm512_loadu_si512((const void *)(p))
+#define KST(p, v) _mm512_storeu_si512((void *)(p), v)
+
+/* ncols (a multiple of 16) columns over nrows rows, the state in the
+ * caller's arrays, four rows (in order) per load of the state, the four
+ * rows after them prefetched. */
+TGT5 ALWAYS_INLINE void kc_cols(const unsigned char *x, size_t stride,
+                                size_t ncols, size_t nrows, int is_max, int arg,
+                                int last, int32_t *best, int32_t *bidx,
+                                int32_t *nidx)
+{
+  const size_t rs = stride * 4;
+  size_t r = 0;
+  for (; r + 4 <= nrows; r += 4, x += 4 * rs) {
+    const __m512i r0 = _mm512_set1_epi32((int32_t)r);
+    const __m512i r1 = _mm512_set1_epi32((int32_t)r + 1);
+    const __m512i r2 = _mm512_set1_epi32((int32_t)r + 2);
+    const __m512i r3 = _mm512_set1_epi32((int32_t)r + 3);
+    for (size_t j = 0; j < ncols; j += 16) {
+      const unsigned char *p = x + j * 4;
+      __m512i b = KLD(best + j), nn = KLD(nidx + j);
+      __m512i bi = arg ? KLD(bidx + j) : _mm512_setzero_si512();
+      if (r + 8 <= nrows) {
+        _mm_prefetch((const char *)(p + 4 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 5 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 6 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 7 * rs), _MM_HINT_T0);
+      }
+      kc_col16(KLD(p), r0, is_max, arg, last, &b, &bi, &nn);
+      kc_col16(KLD(p + rs), r1, is_max, arg, last, &b, &bi, &nn);
+      kc_col16(KLD(p + 2 * rs), r2, is_max, arg, last, &b, &bi, &nn);
+      kc_col16(KLD(p + 3 * rs), r3, is_max, arg, last, &b, &bi, &nn);
+      KST(best + j, b);
+      KST(nidx + j, nn);
+      if (arg)
+        KST(bidx + j, bi);
+    }
+  }
+  for (; r < nrows; r++, x += rs) {
+    const __m512i rv = _mm512_set1_epi32((int32_t)r);
+    for (size_t j = 0; j < ncols; j += 16) {
+      __m512i b = KLD(best + j), nn = KLD(nidx + j);
+      __m512i bi = arg ? KLD(bidx + j) : _mm512_setzero_si512();
+      kc_col16(KLD(x + j * 4), rv, is_max, arg, last, &b, &bi, &nn);
+      KST(best + j, b);
+      KST(nidx + j, nn);
+      if (arg)
+        KST(bidx + j, bi);
+    }
+  }
+}
+
+TGT5 static void key_cols_avx512(const unsigned char *x, size_t stride,
+                                 size_t ncols, size_t nrows, int mode,
+                                 int32_t *best, int32_t *bidx, int32_t *nidx)
+{
+  switch (mode) {
+  case RD__C32_MAX:
+    kc_cols(x, stride, ncols, nrows, 1, 0, 0, best, bidx, nidx);
+    break;
+  case RD__C32_MIN:
+    kc_cols(x, stride, ncols, nrows, 0, 0, 0, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMAX:
+    kc_cols(x, stride, ncols, nrows, 1, 1, 0, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMAXL:
+    kc_cols(x, stride, ncols, nrows, 1, 1, 1, best, bidx, nidx);
+    break;
+  case RD__C32_ARGMIN:
+    kc_cols(x, stride, ncols, nrows, 0, 1, 0, best, bidx, nidx);
+    break;
+  default: kc_cols(x, stride, ncols, nrows, 0, 1, 1, best, bidx, nidx); break;
+  }
+}
+
+size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
+                            size_t nrows, int mode, int32_t *best,
+                            int32_t *bidx, int32_t *nidx)
+{
+  ncols &= ~(size_t)15;
+  if (!rd__opk_avx512() || ncols == 0)
+    return 0;
+  key_cols_avx512(x, stride, ncols, nrows, mode, best, bidx, nidx);
+  return ncols;
+}
+
 TGT5 static void key_rows_avx512(unsigned char *out, unsigned char *redo,
-                                 const unsigned char *x, size_t n,
-                                 size_t nrows, int mode)
+                                 const unsigned char *x, size_t n, size_t nrows,
+                                 int mode)
 {
   switch (mode) {
   case RD__C32_MAX: KR_ROWS(out, redo, x, n, nrows, 1, 0, 0); break;
@@ -183,6 +315,21 @@ void rd__opk_key_rows_f32(void *out, unsigned char *redo,
 }
 
 #else /* no x86-64 SIMD path in this build: every row to the caller */
+
+size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
+                            size_t nrows, int mode, int32_t *best,
+                            int32_t *bidx, int32_t *nidx)
+{
+  (void)x;
+  (void)stride;
+  (void)ncols;
+  (void)nrows;
+  (void)mode;
+  (void)best;
+  (void)bidx;
+  (void)nidx;
+  return 0;
+}
 
 void rd__opk_key_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows,

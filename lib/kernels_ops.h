@@ -97,6 +97,15 @@ void rd__opk_key_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows,
                           int mode);
 
+/* float32 Max/Min/ArgMax/ArgMin columns (ops.c's cols32_tile, which
+ * documents the state best/bidx/nidx; kernels_keyrows.c): the columns of
+ * the first ncols & ~15 (16 per vector) over nrows rows of stride elements,
+ * the same state as kernels_impl.h's rd__avx2_cols32.  Returns the columns
+ * done: ncols & ~15 in the AVX-512 form, else 0. */
+size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
+                            size_t nrows, int mode, int32_t *best,
+                            int32_t *bidx, int32_t *nidx);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

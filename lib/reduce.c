@@ -529,7 +529,7 @@ struct geom {
   size_t osz;     /* bytes per output slot of the buffers */
   int direct;     /* slots are finished output elements */
   int direct_int; /* direct, integer class: finalised by rd__finalize() */
-  int direct_op;  /* rd__ops_direct(): Prod/LSE/Max/Min/Arg, rd__ops_rows_out() */
+  int direct_op;  /* rd__ops_direct(): rows by rd__ops_rows_out() */
   int l2, dtype;
   int ofin;             /* direct float: rd__rows_out()'s enum rd__out_fin */
   int sq;               /* ReduceL2/ReduceSumSquare (kernels.c) */

@@ -588,10 +588,8 @@ static void ref_key_rows(int op, int last, const float *x, size_t n,
     struct rd__acc_arg acc; /* the larger of the two states */
     k->init(&acc, 1);
     k->rows(&acc, (const unsigned char *)(x + r * n), n, 1);
-    assert_int_equal(rd__finalize(&f, &acc,
-                                  out + r * rd_dtype_size(f.out_dtype), r,
-                                  NULL),
-                     0);
+    assert_int_equal(
+      rd__finalize(&f, &acc, out + r * rd_dtype_size(f.out_dtype), r, NULL), 0);
   }
   assert_int_equal(rd__kernels_select(was), 0);
 }
@@ -668,9 +666,10 @@ static void check_key_rows(int op, int last, const float *x, size_t n,
  * subnormals, some rows all -inf or all +inf, some all NaN. */
 static void gen_key(float *x, size_t n, size_t nrows, int mode)
 {
-  static const float sp[] = { NAN,   -NAN,  INFINITY,  -INFINITY,
-                              -0.0f, 0.0f,  0x1p-149f, -0x1p-149f,
-                              FLT_MAX, -FLT_MAX };
+  static const float sp[] = {
+    NAN,  -NAN,      INFINITY,   -INFINITY, -0.0f,
+    0.0f, 0x1p-149f, -0x1p-149f, FLT_MAX,   -FLT_MAX
+  };
   static const float few[] = { -0.0f, 0.0f, 1.5f, -1.5f, -0.0f };
   for (size_t r = 0; r < nrows; r++) {
     uint64_t rq = next();
@@ -725,7 +724,7 @@ static void test_key_rows_helper(void **state)
                                     : RD__C32_ARGMIN + last;
     size_t osz = rd_dtype_size(rd_op_out_dtype(op, RD_FLOAT32));
     gen_key(x, 16, NR, 1);
-    x[3 * 16 + 7] = NAN;   /* row 3 */
+    x[3 * 16 + 7] = NAN;    /* row 3 */
     x[20 * 16 + 15] = -NAN; /* row 20, the last lane */
     ref_key_rows(op, last, x, 16, NR, ref);
     rd__opk_key_rows_f32(out, redo, (const unsigned char *)x, 16, NR, mode);
@@ -748,6 +747,51 @@ static void test_key_rows_helper(void **state)
   ref_key_rows(RD_OP_MAX, 0, x, 16, 1, out);
   assert_true(memcmp(ref, out, 4) != 0);
   rd__opk_avx512_select(was);
+}
+
+/* The float32 Max/Min/Arg cols() of the active implementation (AVX-512
+ * columns 16 per vector, then AVX2 8, then scalar; both helper forms)
+ * against the portable one: the same accumulator bytes, over column counts
+ * around the vector widths and the 1024-column tile and row counts 1-9
+ * (the four-row steps and the rows after them), with ties, -0/+0 and NaNs
+ * (first and last NaN rows differ). */
+static void test_key_cols(void **state)
+{
+  static const size_t ncs[] = { 1,  15,   16,   17,   24,  31,
+                                40, 1023, 1024, 1040, 2064 };
+  enum { MAXC = 2064, MAXR = 9 };
+  static float x[MAXC * MAXR];
+  static struct rd__acc_arg a[MAXC], b[MAXC];
+  const int was = rd__kernels_active();
+  (void)state;
+  for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++) {
+    int op = key_rows_ops[o].op, last = key_rows_ops[o].last;
+    int id = rd__op_kernel_id(op, RD_FLOAT32, last);
+    const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+    const struct rd__kernel *ks = rd__op_kernel_impl(id, was);
+    assert_non_null(kp);
+    assert_non_null(ks);
+    for (int mode = 0; mode < 3; mode++)
+      for (size_t c = 0; c < sizeof ncs / sizeof ncs[0]; c++)
+        for (size_t nr = 1; nr <= MAXR; nr += nr < 5 ? 1 : 4) {
+          size_t nc = ncs[c];
+          gen_key(x, nc, nr, mode);
+          assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+          kp->init(a, nc);
+          kp->cols(a, (const unsigned char *)x, nc, nr);
+          assert_int_equal(rd__kernels_select(was), 0);
+          for (int form = 0; form < 2; form++) {
+            int w = rd__opk_avx512_select(form);
+            ks->init(b, nc);
+            ks->cols(b, (const unsigned char *)x, nc, nr);
+            if (memcmp(a, b, nc * ks->acc_size) != 0)
+              fail_msg("%s last %d: cols() of %zu x %zu (mode %d, form %d) "
+                       "differs from the portable kernel",
+                       rd_op_name(op), last, nr, nc, mode, form);
+            rd__opk_avx512_select(w);
+          }
+        }
+  }
 }
 
 /* rd__opk_prod_cols4_f32 against four rows of rd__opk_prod_cols_f32 up to
@@ -848,6 +892,7 @@ int main(void)
     cmocka_unit_test(test_lse_rows_out_ties),
     cmocka_unit_test(test_key_rows_out),
     cmocka_unit_test(test_key_rows_helper),
+    cmocka_unit_test(test_key_cols),
     cmocka_unit_test(test_prod_cols4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
