@@ -1,7 +1,8 @@
 /* kernels_keyrows.c - float32 Max/Min/ArgMax/ArgMin in AVX-512 (see
  * kernels_ops.h): short rows written as outputs, sixteen rows per step
- * (rd__opk_key_rows_f32), and columns, sixteen per vector
- * (rd__opk_key_cols_f32, the form of kernels_avx2.c's avx_cols32).
+ * (rd__opk_key_rows_f32), columns, sixteen per vector
+ * (rd__opk_key_cols_f32, the form of kernels_avx2.c's avx_cols32), and the
+ * best key of a block (rd__opk_best32, of kernels_avx2.c's best32).
  *
  * The results are exact (a best element, or its index), so any grouping
  * gives the bits of the accumulator path: each row is one vector of
@@ -162,6 +163,82 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
   } while (0)
 
 /* ------------------------------------------------------------------ */
+/* One block: ops.c's block_best32, sixteen elements per vector        */
+/* ------------------------------------------------------------------ */
+
+TGT5 ALWAYS_INLINE int32_t kb_best(const unsigned char *x, size_t n, int is_max,
+                                   int zero_tie, int *nan)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i negz = _mm512_set1_epi32((int32_t)0x80000000u);
+  const __m512i idv = _mm512_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  __m512i b0 = idv, b1 = idv;
+  __mmask16 an = 0;
+  size_t i = 0;
+  for (;; i += 32) {
+    __m512i u0, u1;
+    __mmask16 n0, n1, m0 = 0xffff, m1 = 0xffff;
+    if (i + 32 > n) { /* the tail, masked (lanes beyond n: +0, no NaN) */
+      size_t left = n - i;
+      if (left == 0)
+        break;
+      m0 = (__mmask16)(left >= 16 ? 0xffffu : (1u << left) - 1);
+      m1 = (__mmask16)(left <= 16 ? 0 : (1u << (left - 16)) - 1);
+    }
+    u0 = _mm512_maskz_loadu_epi32(m0, x + i * 4);
+    u1 = _mm512_maskz_loadu_epi32(m1, x + i * 4 + 64);
+    _mm_prefetch((const char *)(x + i * 4) + KR_PF, _MM_HINT_T0);
+    _mm_prefetch((const char *)(x + i * 4) + KR_PF + 64, _MM_HINT_T0);
+    if (zero_tie) {
+      u0 = _mm512_mask_mov_epi32(u0, _mm512_cmpeq_epi32_mask(u0, negz),
+                                 _mm512_setzero_si512());
+      u1 = _mm512_mask_mov_epi32(u1, _mm512_cmpeq_epi32_mask(u1, negz),
+                                 _mm512_setzero_si512());
+    }
+    n0 = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u0, absm), inf);
+    n1 = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u1, absm), inf);
+    an |= n0 | n1;
+    u0 = _mm512_xor_si512(u0,
+                          _mm512_and_si512(_mm512_srai_epi32(u0, 31), absm));
+    u1 = _mm512_xor_si512(u1,
+                          _mm512_and_si512(_mm512_srai_epi32(u1, 31), absm));
+    /* numbers only: NaN lanes and lanes beyond n leave the best */
+    m0 &= (__mmask16)~n0;
+    m1 &= (__mmask16)~n1;
+    b0 = is_max ? _mm512_mask_max_epi32(b0, m0, b0, u0)
+                : _mm512_mask_min_epi32(b0, m0, b0, u0);
+    b1 = is_max ? _mm512_mask_max_epi32(b1, m1, b1, u1)
+                : _mm512_mask_min_epi32(b1, m1, b1, u1);
+    if (i + 32 >= n)
+      break;
+  }
+  *nan = an != 0;
+  b0 = is_max ? _mm512_max_epi32(b0, b1) : _mm512_min_epi32(b0, b1);
+  return is_max ? _mm512_reduce_max_epi32(b0) : _mm512_reduce_min_epi32(b0);
+}
+
+TGT5 static int32_t best32_avx512(const unsigned char *x, size_t n, int mode,
+                                  int *nan)
+{
+  switch (mode) {
+  case 0: return kb_best(x, n, 0, 0, nan);
+  case 1: return kb_best(x, n, 1, 0, nan);
+  case 2: return kb_best(x, n, 0, 1, nan);
+  default: return kb_best(x, n, 1, 1, nan);
+  }
+}
+
+int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
+                   int32_t *best, int *nan)
+{
+  if (!rd__opk_avx512())
+    return -1;
+  *best = best32_avx512(x, n, (is_max ? 1 : 0) + (zero_tie ? 2 : 0), nan);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Columns: ops.c's cols32_tile, sixteen columns per vector            */
 /* ------------------------------------------------------------------ */
 
@@ -315,6 +392,18 @@ void rd__opk_key_rows_f32(void *out, unsigned char *redo,
 }
 
 #else /* no x86-64 SIMD path in this build: every row to the caller */
+
+int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
+                   int32_t *best, int *nan)
+{
+  (void)x;
+  (void)n;
+  (void)is_max;
+  (void)zero_tie;
+  (void)best;
+  (void)nan;
+  return -1;
+}
 
 size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
                             size_t nrows, int mode, int32_t *best,

@@ -106,6 +106,13 @@ size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
                             size_t nrows, int mode, int32_t *best,
                             int32_t *bidx, int32_t *nidx);
 
+/* The best 32-bit key of n float32 elements (ops.c's block_best32: NaNs
+ * excluded and reported in *nan, zero_tie maps -0 to +0; the identity if
+ * no number), in *best.  Returns 0, or -1 (nothing done) without the
+ * AVX-512 form (kernels_keyrows.c). */
+int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
+                   int32_t *best, int *nan);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

@@ -908,13 +908,15 @@ static inline int is_nan32(uint32_t u)
 
 /* Best key of n (<= KBLOCK) float32 elements; *nan: any NaN.  zero_tie
  * maps -0 to +0.  The SIMD implementation, when active, computes the same
- * exact result in kernels_avx2.c. */
+ * exact result in kernels_avx2.c (kernels_keyrows.c in the AVX-512 form). */
 static inline int32_t block_best32(const unsigned char *x, size_t n, int is_max,
                                    int zero_tie, int *nan)
 {
+  int32_t best[16];
+  if (rd__opk_best32(x, n, is_max, zero_tie, best, nan) == 0)
+    return best[0];
   if (rd__kernels_active() >= RD__IMPL_AVX2)
     return rd__avx2_best32(x, n, is_max, zero_tie, nan);
-  int32_t best[16];
   uint32_t anynan = 0;
   const int32_t ident = is_max ? INT32_MIN : INT32_MAX;
   for (size_t l = 0; l < 16; l++)
