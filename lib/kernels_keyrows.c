@@ -239,6 +239,67 @@ int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
 }
 
 /* ------------------------------------------------------------------ */
+/* One ArgMax/ArgMin row: its best key, then where it first (last) is  */
+/* ------------------------------------------------------------------ */
+
+/* The index of the first (last) element of the n at x whose bits, -0
+ * taken as +0, are v's (a number's, present); the second pass reads what
+ * the first has just brought into the caches. */
+TGT5 ALWAYS_INLINE int64_t ka_find(const unsigned char *x, size_t n, uint32_t v,
+                                   int last)
+{
+  const __m512i vv = _mm512_set1_epi32((int32_t)v);
+  /* -0 ties +0: compare without the sign bit when v is +0 */
+  const __m512i mk = _mm512_set1_epi32(v == 0 ? 0x7fffffff : -1);
+  if (!last) {
+    for (size_t i = 0; i < n; i += 16) {
+      __mmask16 lm = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+      __m512i u = _mm512_maskz_loadu_epi32(lm, x + i * 4);
+      unsigned eq = _mm512_mask_cmpeq_epi32_mask(lm, _mm512_and_si512(u, mk),
+                                                 vv);
+      if (eq)
+        return (int64_t)(i + (size_t)__builtin_ctz(eq));
+    }
+  } else {
+    for (size_t e = n; e > 0;) {
+      size_t i = e >= 16 ? e - 16 : 0;
+      __mmask16 lm = (__mmask16)(e - i >= 16 ? 0xffffu : (1u << (e - i)) - 1);
+      __m512i u = _mm512_maskz_loadu_epi32(lm, x + i * 4);
+      unsigned eq = _mm512_mask_cmpeq_epi32_mask(lm, _mm512_and_si512(u, mk),
+                                                 vv);
+      if (eq)
+        return (int64_t)(i + 31 - (size_t)__builtin_clz(eq));
+      e = i;
+    }
+  }
+  return -1; /* not reached: v is one of the elements */
+}
+
+TGT5 static int arg_row_avx512(const unsigned char *x, size_t n, int is_max,
+                               int last, int64_t *idx)
+{
+  int nan;
+  int32_t b = is_max ? kb_best(x, n, 1, 1, &nan) : kb_best(x, n, 0, 1, &nan);
+  if (nan)
+    return -1;
+  /* key32 is its own inverse: b's bits (+0 for a zero: the tie) */
+  *idx = ka_find(x, n,
+                 (uint32_t)(b ^ (int32_t)((uint32_t)(b >> 31) & 0x7fffffffu)),
+                 last);
+  return 0;
+}
+
+int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
+                        int64_t *idx)
+{
+  if (!rd__opk_avx512() || n == 0)
+    return -1;
+  return arg_row_avx512(x, n, mode == RD__C32_ARGMAX || mode == RD__C32_ARGMAXL,
+                        mode == RD__C32_ARGMAXL || mode == RD__C32_ARGMINL,
+                        idx);
+}
+
+/* ------------------------------------------------------------------ */
 /* Columns: ops.c's cols32_tile, sixteen columns per vector            */
 /* ------------------------------------------------------------------ */
 
@@ -392,6 +453,16 @@ void rd__opk_key_rows_f32(void *out, unsigned char *redo,
 }
 
 #else /* no x86-64 SIMD path in this build: every row to the caller */
+
+int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
+                        int64_t *idx)
+{
+  (void)x;
+  (void)n;
+  (void)mode;
+  (void)idx;
+  return -1;
+}
 
 int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
                    int32_t *best, int *nan)

@@ -113,6 +113,14 @@ size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
 int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
                    int32_t *best, int *nan);
 
+/* float32 ArgMax/ArgMin (mode RD__C32_ARG*) of one row of n elements at x
+ * (kernels_keyrows.c): *idx, the output of the accumulator path, when the
+ * row holds no NaN; returns 0 then, or -1 (*idx unset) for a row holding
+ * a NaN, n 0, or without the AVX-512 form.  The row is read twice (its
+ * best key, then where it is), so it suits rows that stay in the caches. */
+int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
+                        int64_t *idx);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

@@ -1922,6 +1922,9 @@ static int key_mode(const struct rd__kernel *k)
 
 /* Rows per block of dout_rows(): the accumulators stay in L1. */
 #define DOUT_BLOCK 64
+/* The longest Arg row read twice by rd__opk_arg_row_f32 (256 KiB: the
+ * second pass finds it in L2). */
+#define ARG_ROW_MAX 65536
 /* Rows per call of the vector helpers (their redo flags on the stack). */
 #define DOUT_BATCH 512
 
@@ -1972,6 +1975,18 @@ void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
       o += m * osz;
       x += m * n * 4;
       nrows -= m;
+    }
+    return;
+  }
+  if (mode >= RD__C32_ARGMAX && n <= ARG_ROW_MAX && rd__opk_avx512()) {
+    /* longer Arg rows one at a time (kernels_keyrows.c): best key, then
+     * its index; a row holding a NaN by the accumulator path */
+    for (size_t r = 0; r < nrows; r++, o += 8, x += n * 4) {
+      int64_t idx;
+      if (rd__opk_arg_row_f32(x, n, mode, &idx) == 0)
+        memcpy(o, &idx, sizeof idx);
+      else
+        dout_rows(k, f, o, x, n, 1);
     }
     return;
   }

@@ -691,7 +691,17 @@ static void test_key_rows_out(void **state)
 {
   enum { NR = 150 };
   static float x[NR * 40];
+  static const size_t longn[] = { 63, 64, 65, 257, 1030 };
   (void)state;
+  /* longer rows (one at a time in the AVX-512 form): masked tails of 32
+   * and 16, first and last ties far apart */
+  for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++)
+    for (int mode = 0; mode < 3; mode++)
+      for (size_t i = 0; i < sizeof longn / sizeof longn[0]; i++) {
+        gen_key(x, longn[i], 5, mode);
+        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, longn[i],
+                       5);
+      }
   for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++)
     for (int mode = 0; mode < 3; mode++)
       for (size_t n = 1; n <= 40; n += n < 17 ? 1 : 11) {
