@@ -9,7 +9,8 @@
  *    priv.part_len indices; a part is a contiguous range of the row-major
  *    input.  g0 kept: about one part per 1 MiB of input, parts write
  *    disjoint outputs.  g0 reduced: about one part per 4 MiB, at most
- *    64 MiB of partial accumulators in all; each part accumulates its own
+ *    64 MiB of partial accumulators in all, at most 16 parts for Max, Min,
+ *    ArgMax, ArgMin (exact selections); each part accumulates its own
  *    partial per output, and the result is ((0 + p0) + p1) + ... in part
  *    order.  Empty inputs and noop plans: one part.  At most RD_MAX_PARTS.
  *  - Innermost group reduced: a "run segment" is the part of one row of the
@@ -53,6 +54,11 @@ typedef unsigned __int128 u128;
 #define PART_BYTES_KEPT ((uint64_t)1 << 20)    /* outer group kept */
 #define PART_BYTES_REDUCED ((uint64_t)4 << 20) /* outer group reduced */
 #define PARTIALS_MAX_BYTES ((uint64_t)64 << 20)
+/* Max, Min, ArgMax, ArgMin with the outer group reduced: their results are
+ * exact selections (any part split gives the same bits), so fewer parts
+ * only shorten the serial merge of the partial sets (16: still many per
+ * thread on the machines this runs on). */
+#define PARTS_EXACT_REDUCED 16
 
 /* ------------------------------------------------------------------ */
 /* Errors and names                                                   */
@@ -272,6 +278,10 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
     n = pl->in_bytes / PART_BYTES_REDUCED;
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
+    if ((pl->op == RD_OP_MAX || pl->op == RD_OP_MIN ||
+         pl->op == RD_OP_ARGMAX || pl->op == RD_OP_ARGMIN) &&
+        n > PARTS_EXACT_REDUCED)
+      n = PARTS_EXACT_REDUCED;
   }
   if (n < 1)
     n = 1;
