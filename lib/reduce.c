@@ -278,8 +278,8 @@ static void canonicalise(struct rd_plan *pl, const unsigned char *red)
     n = pl->in_bytes / PART_BYTES_REDUCED;
     if (per_part > 0 && n > PARTIALS_MAX_BYTES / per_part)
       n = PARTIALS_MAX_BYTES / per_part;
-    if ((pl->op == RD_OP_MAX || pl->op == RD_OP_MIN ||
-         pl->op == RD_OP_ARGMAX || pl->op == RD_OP_ARGMIN) &&
+    if ((pl->op == RD_OP_MAX || pl->op == RD_OP_MIN || pl->op == RD_OP_ARGMAX ||
+         pl->op == RD_OP_ARGMIN) &&
         n > PARTS_EXACT_REDUCED)
       n = PARTS_EXACT_REDUCED;
   }
