@@ -121,6 +121,14 @@ int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
 int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
                         int64_t *idx);
 
+/* float32 Prod lanes (ops.c's prodl_run): kernels_impl.h's
+ * rd__avx2_prod_f32 (the same contract: nblocks blocks of 16 elements
+ * into the 16 lanes m/e and the sign parity *neg, stopping before a block
+ * holding a zero, inf or NaN; returns the blocks done), 16 lanes per step
+ * in the AVX-512 form. */
+size_t rd__opk_prod_run_f32(double *m, int64_t *e, const unsigned char *x,
+                            size_t nblocks, uint32_t *neg);
+
 /* 1: the AVX-512 forms are used (the CPU has them and they are selected);
  * 0: the AVX2 forms. */
 int rd__opk_avx512(void);

@@ -1376,6 +1376,72 @@ size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 }
 
 /* ------------------------------------------------------------------ */
+/* float32 Prod lanes (ops.c's prodl_run)                             */
+/* ------------------------------------------------------------------ */
+
+/* kernels_avx2.c's rd__avx2_prod_f32 on 16 lanes in two registers: per
+ * lane p = m * |x| (exact operands: m in [0.5, 1), |x| a float32, so p is
+ * a normal double), m = p's mantissa in [0.5, 1) by bits, e += p's
+ * exponent + 1 (getexp: the same integer as the bits' field - 1022,
+ * summed in double lanes, exact, and added to e at the end). */
+TGT5 static size_t prod_run_avx512(double *m, int64_t *e,
+                                   const unsigned char *x, size_t nblocks,
+                                   uint32_t *neg)
+{
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i lim = _mm512_set1_epi32(0x7f7ffffe); /* FLT_MAX bits - 1 */
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  __m512d m0 = _mm512_loadu_pd(m), m1 = _mm512_loadu_pd(m + 8);
+  __m512d d0 = _mm512_setzero_pd(), d1 = _mm512_setzero_pd();
+  unsigned ng = 0;
+  size_t b = 0;
+  for (; b < nblocks; b++, x += 64) {
+    __m512i u = _mm512_loadu_si512((const void *)x), a;
+    __m512 f;
+    __m512d p0, p1;
+    /* ordinary: |u| - 1 in [0, lim] unsigned (zero wraps to 2^32 - 1) */
+    a = _mm512_sub_epi32(_mm512_and_si512(u, absm), one);
+    if (_mm512_cmpgt_epu32_mask(a, lim))
+      break;
+    OPK_PF(x);
+    ng ^= (unsigned)__builtin_popcount((unsigned)_mm512_movepi32_mask(u));
+    f = _mm512_castsi512_ps(_mm512_and_si512(u, absm));
+    p0 = _mm512_mul_pd(m0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+    p1 = _mm512_mul_pd(m1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
+    /* (bits & ~emask) | ebias */
+    m0 = _mm512_castsi512_pd(
+      _mm512_ternarylogic_epi64(_mm512_castpd_si512(p0), emask, ebias, 0xba));
+    m1 = _mm512_castsi512_pd(
+      _mm512_ternarylogic_epi64(_mm512_castpd_si512(p1), emask, ebias, 0xba));
+    d0 = _mm512_add_pd(d0, _mm512_getexp_pd(p0));
+    d1 = _mm512_add_pd(d1, _mm512_getexp_pd(p1));
+  }
+  _mm512_storeu_pd(m, m0);
+  _mm512_storeu_pd(m + 8, m1);
+  {
+    const __m512i nb = _mm512_set1_epi64((int64_t)b); /* the + 1s */
+    _mm512_storeu_si512(
+      e, _mm512_add_epi64(_mm512_loadu_si512(e),
+                          _mm512_add_epi64(_mm512_cvtpd_epi64(d0), nb)));
+    _mm512_storeu_si512(
+      e + 8, _mm512_add_epi64(_mm512_loadu_si512(e + 8),
+                              _mm512_add_epi64(_mm512_cvtpd_epi64(d1), nb)));
+  }
+  *neg ^= ng & 1;
+  return b;
+}
+
+size_t rd__opk_prod_run_f32(double *m, int64_t *e, const unsigned char *x,
+                            size_t nblocks, uint32_t *neg)
+{
+  if (rd__opk_avx512())
+    return prod_run_avx512(m, e, x, nblocks, neg);
+  return rd__avx2_prod_f32(m, e, x, nblocks, neg);
+}
+
+/* ------------------------------------------------------------------ */
 /* Selection                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -1395,6 +1461,17 @@ int rd__opk_avx512_select(int on)
 }
 
 #else /* no x86-64 SIMD path in this build: ops.c never calls these */
+
+size_t rd__opk_prod_run_f32(double *m, int64_t *e, const unsigned char *x,
+                            size_t nblocks, uint32_t *neg)
+{
+  (void)m;
+  (void)e;
+  (void)x;
+  (void)nblocks;
+  (void)neg;
+  return 0;
+}
 
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m)

@@ -1445,8 +1445,8 @@ static inline void prodl_run(union rd__lanes *ln, const unsigned char *x,
   for (; i + L <= n; i += L) {
     double v[L];
     if (avx) { /* the same lane steps, vectorised, up to a rare block */
-      i += L * rd__avx2_prod_f32(st->m, st->e, x + i * esz, (n - i) / L,
-                                 &st->h.neg);
+      i += L * rd__opk_prod_run_f32(st->m, st->e, x + i * esz, (n - i) / L,
+                                    &st->h.neg);
       if (i + L > n)
         break;
     }

@@ -804,6 +804,58 @@ static void test_key_cols(void **state)
   }
 }
 
+/* rd__opk_prod_run_f32 (both forms) against kernels_avx2.c's
+ * rd__avx2_prod_f32: the same lanes, exponents, sign parity and stopping
+ * block, over runs of 0..40 blocks with magnitudes 2^-60 .. 2^60 (the
+ * exponent sums), and with one zero, -0, inf, NaN or subnormal placed at
+ * every position of a 12-block run (the stop at its block; subnormals are
+ * ordinary). */
+static void test_prod_run(void **state)
+{
+  enum { RB = 40 };
+  static const float sp[] = {
+    0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f
+  };
+  float x[RB * 16];
+  (void)state;
+  if (!simd() && !rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int rep = 0; rep < 3 * 7; rep++) {
+      size_t nb = (size_t)rep * 6 < RB ? (size_t)rep * 6 : RB, at = SIZE_MAX;
+      double m0[16], m1[16];
+      int64_t e0[16], e1[16];
+      uint32_t n0 = (uint32_t)rep & 1, n1 = n0;
+      for (size_t i = 0; i < RB * 16; i++) {
+        uint64_t q = next();
+        double u = ldexp((double)(q >> 11) * 0x1p-53 + 0.5,
+                         (int)(q % 121) - 60);
+        x[i] = (float)(q & 1 ? -u : u);
+      }
+      if (rep >= 7) { /* a special value somewhere in the first 12 blocks */
+        at = next() % (12 * 16);
+        x[at] = sp[rep % 6];
+        nb = 12;
+      }
+      for (int l = 0; l < 16; l++) {
+        m0[l] = m1[l] = 0.5 + (double)l / 64;
+        e0[l] = e1[l] = (int64_t)l * 3 - 20;
+      }
+      size_t b0 = rd__avx2_prod_f32(m0, e0, (const unsigned char *)x, nb, &n0);
+      size_t b1 = rd__opk_prod_run_f32(m1, e1, (const unsigned char *)x, nb,
+                                       &n1);
+      assert_int_equal(b0, b1);
+      if (at != SIZE_MAX && x[at] != 0x1p-149f)
+        assert_int_equal(b1, at / 16);
+      assert_memory_equal(m0, m1, sizeof m0);
+      assert_memory_equal(e0, e1, sizeof e0);
+      assert_int_equal(n0, n1);
+    }
+    rd__opk_avx512_select(was);
+  }
+}
+
 /* rd__opk_prod_cols4_f32 against four rows of rd__opk_prod_cols_f32 up to
  * the first group with a special value in any of the four rows (a zero,
  * -0, inf or NaN at every position in turn), both forms; then the float32
@@ -903,6 +955,7 @@ int main(void)
     cmocka_unit_test(test_key_rows_out),
     cmocka_unit_test(test_key_rows_helper),
     cmocka_unit_test(test_key_cols),
+    cmocka_unit_test(test_prod_run),
     cmocka_unit_test(test_prod_cols4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
