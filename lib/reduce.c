@@ -34,6 +34,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -943,6 +944,15 @@ struct rd_exec {
   int borrowed;       /* acc is the caller's output (rd_exec_create_out) */
   int bound;          /* rd_exec_create_out: finish takes only bound_out */
   void *bound_out;
+  /* Outer reduced with several parts: the partial sets are merged into
+   * `total` in part order as soon as they are done, by whichever part's
+   * thread finds the next one done (exec_merge_done()), so the merge runs
+   * beside the parts still running instead of after them all.  mu guards
+   * done[], merged and merging. */
+  unsigned char *total; /* sets 0 .. merged-1 merged from empty, or NULL */
+  size_t merged;
+  int merging; /* a thread is merging (outside mu) */
+  pthread_mutex_t mu;
   unsigned char done[RD_MAX_PARTS];
   uint64_t bad[RD_MAX_PARTS]; /* first invalid bool element, per part */
   unsigned char badval[RD_MAX_PARTS];
@@ -990,11 +1000,23 @@ static int exec_create(const struct rd_plan *plan, void *direct_out,
     ex->acc = alloc_accs_big(ex->g.outer_red ? plan->nparts : 1,
                              plan->out_count, ex->g.osz, &ex->acc_map);
   }
-  if (!ex->acc) {
+  if (ex->acc && ex->g.outer_red && plan->nparts > 1 && plan->out_count > 0 &&
+      !(ex->total = alloc_accs(1, plan->out_count, ex->g.accsz))) {
+    free_accs_big(ex->acc, ex->acc_map);
+    ex->acc = NULL;
+  }
+  if (!ex->acc || pthread_mutex_init(&ex->mu, NULL) != 0) {
+    if (ex->acc && !ex->borrowed)
+      free_accs_big(ex->acc, ex->acc_map);
+    free(ex->total);
     free(ex);
     return RD_E_NOMEM;
   }
-  if (ex->g.k->init && !ex->g.direct)
+  /* with a total, each part empties its own set (on its own thread, where
+   * the pages are first touched) */
+  if (ex->total)
+    acc_empty(ex->g.k, ex->total, plan->out_count);
+  else if (ex->g.k->init && !ex->g.direct)
     acc_empty(ex->g.k, ex->acc,
               (ex->g.outer_red ? plan->nparts : 1) * plan->out_count);
   for (size_t p = 0; p < RD_MAX_PARTS; p++)
@@ -1024,6 +1046,30 @@ int rd_exec_create_out(const struct rd_plan *plan, void *out,
 }
 
 /* Runs on the caller's thread; distinct parts touch disjoint memory. */
+/* Marks `part` done and, unless another thread is at it, merges every
+ * set from the first unmerged one while the next is done: each set exactly
+ * once, in part order, so `total` is ((0 + p0) + p1) + ... as
+ * write_outputs() would add them.  Runs on the part's thread; the merge
+ * itself outside the lock, so the other parts only wait to mark theirs. */
+static void exec_merge_done(struct rd_exec *ex, size_t part)
+{
+  const uint64_t set_bytes = ex->plan.out_count * ex->g.accsz;
+  pthread_mutex_lock(&ex->mu);
+  ex->done[part] = 1;
+  if (ex->total && !ex->merging) {
+    ex->merging = 1;
+    while (ex->merged < ex->plan.nparts && ex->done[ex->merged]) {
+      const unsigned char *set = ex->acc + ex->merged * set_bytes;
+      pthread_mutex_unlock(&ex->mu);
+      acc_merge_n(ex->g.k, ex->total, set, ex->plan.out_count);
+      pthread_mutex_lock(&ex->mu);
+      ex->merged++;
+    }
+    ex->merging = 0;
+  }
+  pthread_mutex_unlock(&ex->mu);
+}
+
 int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
 {
   const struct rd_plan *pl;
@@ -1048,6 +1094,8 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
         ex->badval[part] = x[at];
       }
     }
+    if (ex->total && ex->g.k->init)
+      acc_empty(ex->g.k, acc, pl->out_count);
     cursor_init(&c, pl, &ex->g, start);
     process(&c, pl, &ex->g, acc,
             (const unsigned char *)in + start * pl->elem_size, end - start);
@@ -1058,7 +1106,7 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
       ex->ferr[part].err = c.err;
     }
   }
-  ex->done[part] = 1;
+  exec_merge_done(ex, part);
   return 0;
 }
 
@@ -1082,10 +1130,11 @@ static int direct_error(const struct rd_plan *pl, const struct geom *g,
 #define MERGE_BLOCK 64
 
 /* Writes every output; partials (if any) are added in part order, each
- * output's sum starting from zero: ((0 + p0) + p1) + ... */
+ * output's sum starting from zero: ((0 + p0) + p1) + ... -- or, with a
+ * base (the sets before these, merged), from the base. */
 static int write_outputs(const struct rd_plan *pl, const struct geom *g,
-                         const unsigned char *acc, size_t nsets, void *out,
-                         struct rd_error *err)
+                         const unsigned char *base, const unsigned char *acc,
+                         size_t nsets, void *out, struct rd_error *err)
 {
   uint64_t set_bytes = pl->out_count * g->accsz;
   union {
@@ -1109,8 +1158,13 @@ static int write_outputs(const struct rd_plan *pl, const struct geom *g,
                                                 : MERGE_BLOCK;
     const unsigned char *a = acc + o0 * g->accsz;
     int rc;
-    if (nsets > 0) {
-      acc_empty(g->k, tmp, m);
+    if (base && nsets == 0) {
+      a = base + o0 * g->accsz;
+    } else if (nsets > 0) {
+      if (base)
+        memcpy(tmp, base + o0 * g->accsz, m * g->accsz);
+      else
+        acc_empty(g->k, tmp, m);
       for (size_t p = 0; p < nsets; p++)
         acc_merge_n(g->k, tmp, a + p * set_bytes, m);
       a = (const unsigned char *)tmp;
@@ -1144,7 +1198,13 @@ int rd_exec_finish(struct rd_exec *ex, void *out, struct rd_error *err)
     if (ex->ferr[p].rc != 0) /* parts hold increasing outputs */
       return direct_error(&ex->plan, &ex->g, ex->acc, out, ex->ferr[p].rc,
                           ex->ferr[p].o, &ex->ferr[p].err, err);
-  return write_outputs(&ex->plan, &ex->g, ex->acc,
+  if (ex->total) /* the sets not merged yet (none if the parts ran in
+                  * order), after the total */
+    return write_outputs(&ex->plan, &ex->g, ex->total,
+                         ex->acc +
+                           ex->merged * ex->plan.out_count * ex->g.accsz,
+                         ex->plan.nparts - ex->merged, out, err);
+  return write_outputs(&ex->plan, &ex->g, NULL, ex->acc,
                        ex->g.outer_red ? ex->plan.nparts : 0, out, err);
 }
 
@@ -1153,6 +1213,8 @@ void rd_exec_destroy(struct rd_exec *ex)
   if (ex) {
     if (!ex->borrowed)
       free_accs_big(ex->acc, ex->acc_map);
+    free(ex->total);
+    pthread_mutex_destroy(&ex->mu);
     free(ex);
   }
 }
@@ -1320,7 +1382,7 @@ int rd_stream_finish(struct rd_stream *s, void *out, struct rd_error *err)
   if (s->c.rc != 0)
     return direct_error(&s->plan, &s->g, s->total, out, s->c.rc, s->c.err_o,
                         &s->c.err, err);
-  return write_outputs(&s->plan, &s->g, s->total, 0, out, err);
+  return write_outputs(&s->plan, &s->g, NULL, s->total, 0, out, err);
 }
 
 void rd_stream_destroy(struct rd_stream *s)
