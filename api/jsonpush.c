@@ -39,6 +39,8 @@
 
 /* A chunked body's element buffer starts with room for this many. */
 #define JP_START_ELEMS 65536u
+/* HEAD appends the text in steps of this many bytes (head_feed()). */
+#define JP_HEAD_STEP 4096u
 
 enum jp_mode {
   JP_HEAD,  /* looking for root.input.data's '[' */
@@ -452,16 +454,25 @@ static void array_feed(struct api_jpush *p, char *d, size_t n)
 
 static void head_feed(struct api_jpush *p, char *d, size_t n)
 {
-  size_t base = p->text.len, i;
+  size_t base = p->text.len, i = 0, put_end = 0, step;
   int r = 0;
 
-  /* Appended first: the walk compares keys in the text. */
-  put(p, &p->text, d, n);
-  if (p->nomem)
-    return;
-  for (i = 0; i < n && r == 0; i++)
-    r = head_byte(p, d[i], base + i);
+  /* Each byte is appended before it is walked (the walk compares keys in
+   * the text), JP_HEAD_STEP bytes at a time: appending the whole chunk
+   * would copy the elements after the '[' too, and leave a text buffer
+   * twice the chunk (256 KiB for the 128 KiB buffers of post.c), half of
+   * it touched, held for the whole request. */
+  while (i < n && r == 0) {
+    step = n - put_end < JP_HEAD_STEP ? n - put_end : JP_HEAD_STEP;
+    put(p, &p->text, d + put_end, step);
+    if (p->nomem)
+      return;
+    put_end += step;
+    for (; i < put_end && r == 0; i++)
+      r = head_byte(p, d[i], base + i);
+  }
   if (r < 0) {
+    put(p, &p->text, d + put_end, n - put_end);
     p->mode = JP_WHOLE;
     return;
   }
@@ -470,6 +481,7 @@ static void head_feed(struct api_jpush *p, char *d, size_t n)
   /* d[i - 1] is the '[': the text ends with it, the rest is elements. */
   p->open = base + i - 1;
   if (!start_array(p)) {
+    put(p, &p->text, d + put_end, n - put_end);
     p->mode = JP_WHOLE;
     return;
   }

@@ -318,13 +318,101 @@ static void test_large(void **state)
   free(b);
 }
 
+/* Whole, cut once around the 4 KiB steps of head_feed(), and at random. */
+static void check_long(const char *body, size_t len)
+{
+  size_t cuts[1024], n;
+
+  for (int hint = 0; hint <= 1; hint++) {
+    same_or_fail(body, len, NULL, 0, hint, "whole");
+    for (size_t at = 4094; at < len && at < 12300;
+         at += at % 4096 < 4 ? 1 : 4093) {
+      cuts[0] = at;
+      same_or_fail(body, len, cuts, 1, hint, "one cut");
+    }
+    for (int r = 0; r < 10; r++) {
+      size_t at = 0;
+      for (n = 0; at < len && n < 1024; n++) {
+        at += 1 + rnd() % (r < 5 ? 300 : 9000);
+        cuts[n] = at < len ? at : len;
+      }
+      same_or_fail(body, len, cuts, n, hint, "random cuts");
+    }
+  }
+}
+
+/* Heads longer than the steps head_feed() appends the text in (4 KiB),
+ * the '[' or the walk's end beyond the first step: each body whole (one
+ * chunk through several steps) and cut. */
+static void test_long_head(void **state)
+{
+  size_t size = 40000, n;
+  char *b = malloc(size), *pad = malloc(9001);
+  (void)state;
+  assert_non_null(b);
+  assert_non_null(pad);
+  memset(pad, ' ', 9000);
+  pad[9000] = '\0';
+  for (int form = 0; form < 6; form++) {
+    switch (form) {
+    case 0: /* the '[' after 9 KiB of an unknown key */
+      n = (size_t)snprintf(b, size,
+                           "{\"x\":\"%s\",\"op\":\"ReduceSum\","
+                           "\"input\":{\"dtype\":\"float32\",\"data\":[",
+                           pad);
+      break;
+    case 1: /* white space between the keys */
+      n = (size_t)snprintf(b, size,
+                           "{\"op\":\"ReduceSum\",%s\"input\":{%s"
+                           "\"dtype\":\"float32\",%s\"data\":%s[",
+                           pad + 6000, pad + 5000, pad + 7000, pad + 8000);
+      break;
+    case 2: /* bool: not taken, jansson's (the rest of the text kept) */
+      n = (size_t)snprintf(b, size,
+                           "{%s\"op\":\"ReduceSum\",\"input\":{"
+                           "\"dtype\":\"bool\",\"data\":[",
+                           pad + 4000);
+      break;
+    case 3: /* no dtype before the data */
+      n = (size_t)snprintf(b, size,
+                           "{%s\"op\":\"ReduceSum\",\"input\":{"
+                           "\"data\":[",
+                           pad + 3000);
+      break;
+    case 4: /* the walk ends (a '}' too many) after the first step */
+      n = (size_t)snprintf(b, size,
+                           "{%s}}\"op\":\"ReduceSum\",\"input\":{"
+                           "\"dtype\":\"float32\",\"data\":[",
+                           pad + 2000);
+      break;
+    default: /* no data at all */
+      n = (size_t)snprintf(b, size,
+                           "{\"op\":\"ReduceSum\",%s\"input\":{"
+                           "\"dtype\":\"float32\",\"shape\":[0],\"data\":",
+                           pad);
+      n += (size_t)snprintf(b + n, size - n, "%s", "null}}");
+      check_long(b, n);
+      continue;
+    }
+    for (int i = 0; i < 3000; i++)
+      n += (size_t)snprintf(b + n, size - n, "%s,",
+                            form == 2 ? (i % 3 ? "true" : "false")
+                                      : (i % 3 ? "1.5" : "-2"));
+    n--;
+    n += (size_t)snprintf(b + n, size - n, "]}}");
+    check_long(b, n);
+  }
+  free(pad);
+  free(b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_valid),  cmocka_unit_test(test_taken_over),
     cmocka_unit_test(test_errors), cmocka_unit_test(test_max_elements),
     cmocka_unit_test(test_random), cmocka_unit_test(test_oracle_control),
-    cmocka_unit_test(test_large),
+    cmocka_unit_test(test_large),  cmocka_unit_test(test_long_head),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
