@@ -401,6 +401,32 @@ static size_t fast_text(char *buf, double v, int p, uint64_t dig, int exp10)
   return len;
 }
 
+/* floor(log10 a) for a finite a > 0, or one off (probe() corrects that),
+ * without libm: log10() was the only libm function a JSON answer called,
+ * and that one call made 192 KiB of libm resident (its code and tables,
+ * mapped 64 KiB at a time by the kernel's fault-around), a quarter of
+ * what a 1M-element JSON request held besides its tensor.  From the binary
+ * exponent e (a in [2^e, 2^(e+1)), so log10 a in [e lg 2, (e+1) lg 2),
+ * less than 1 wide): floor(e lg 2) (78913 / 2^18 is lg 2 to within 1e-6,
+ * close enough for |e| < 1100), plus one if a reaches the next power of
+ * ten. */
+static int log10_floor(double a)
+{
+  uint64_t u;
+  int e, k;
+  double s;
+
+  memcpy(&u, &a, sizeof u);
+  e = (int)((u >> 52) & 0x7ff) - 1023;
+  if (e == -1023) /* subnormal (not one of the narrow dtypes'): rare */
+    return (int)floor(log10(a));
+  k = e >= 0 ? e * 78913 / (1 << 18)
+             : -((-e * 78913 + (1 << 18) - 1) / (1 << 18));
+  if (scale10(a, -(k + 1), &s) && s >= 1.0)
+    k++;
+  return k;
+}
+
 /* Mirrors the search in format_float_slow(); 0 when it cannot decide. */
 static size_t format_float_fast(char *buf, int dtype, double v, uint64_t bits,
                                 int maxd, int pow2)
@@ -409,7 +435,7 @@ static size_t format_float_fast(char *buf, int dtype, double v, uint64_t bits,
   int neg = signbit(v) != 0, lo, hi, mid, e10, exp10, rc;
   uint64_t dig;
 
-  e10 = (int)floor(log10(a));
+  e10 = log10_floor(a);
   if (pow2) {
     for (lo = 1; lo < maxd; lo++) {
       rc = probe(dtype, a, neg, lo, bits, &e10, &dig, &exp10);
