@@ -366,20 +366,27 @@ static struct rd__final final_of(int op, int dtype)
   return f;
 }
 
-/* The accumulator path (what the engine wrote before the direct mode):
- * per row the empty state, rows() and rd__finalize(), portable. */
-static void ref_rows_out(int op, const float *x, size_t n, size_t nrows,
-                         float *out)
+/* The accumulator path (what the engine wrote before the direct mode) of
+ * op with select_last_index `last`: per row the empty state, rows() and
+ * rd__finalize(), portable; out_dtype elements at out. */
+static void ref_rows_out_l(int op, int last, const float *x, size_t n,
+                           size_t nrows, unsigned char *out)
 {
-  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  int id = rd__op_kernel_id(op, RD_FLOAT32, last), was = rd__kernels_active();
   const struct rd__kernel *k = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
   struct rd__final f = final_of(op, RD_FLOAT32);
+  f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
   assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
   for (size_t r = 0; r < nrows; r++) {
-    unsigned char acc[sizeof(struct rd__acc_prod) + sizeof(struct rd__acc_lse)];
-    k->init(acc, 1);
-    k->rows(acc, (const unsigned char *)(x + r * n), n, 1);
-    assert_int_equal(rd__finalize(&f, acc, out + r, r, NULL), 0);
+    union {
+      struct rd__acc_prod p;
+      struct rd__acc_lse l;
+      struct rd__acc_arg a;
+    } acc;
+    k->init(&acc, 1);
+    k->rows(&acc, (const unsigned char *)(x + r * n), n, 1);
+    assert_int_equal(
+      rd__finalize(&f, &acc, out + r * rd_dtype_size(f.out_dtype), r, NULL), 0);
   }
   assert_int_equal(rd__kernels_select(was), 0);
 }
@@ -387,15 +394,23 @@ static void ref_rows_out(int op, const float *x, size_t n, size_t nrows,
 /* rd__ops_rows_out of every implementation the machine has (both forms of
  * the helpers), and the engine (rd_execute, and a stream fed in pieces of
  * 29 bytes, which splits rows and elements) on shape [nrows, n], axis 1:
- * the bits of ref_rows_out. */
-static void check_rows_out(int op, const float *x, size_t n, size_t nrows)
+ * the bits of ref_rows_out_l. */
+static void check_rows_out_l(int op, int last, const float *x, size_t n,
+                             size_t nrows)
 {
   enum { MAXR = 160 };
-  float a[MAXR], b[MAXR];
-  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  unsigned char a[MAXR * 8], b[MAXR * 8];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, last), was = rd__kernels_active();
   struct rd__final f = final_of(op, RD_FLOAT32);
+  struct rd_params p;
+  struct rd_plan pl;
+  struct rd_stream *s;
+  int64_t shape[2] = { (int64_t)nrows, (int64_t)n }, axes[1] = { 1 };
+  size_t bytes = nrows * n * 4, osz;
+  f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
+  osz = rd_dtype_size(f.out_dtype);
   assert_true(nrows <= MAXR);
-  ref_rows_out(op, x, n, nrows, a);
+  ref_rows_out_l(op, last, x, n, nrows, a);
   for (int impl = RD__IMPL_PORTABLE; impl < RD__IMPL_COUNT; impl++) {
     const struct rd__kernel *k = rd__op_kernel_impl(id, impl);
     if (!k || rd__kernels_select(impl) != 0)
@@ -404,38 +419,48 @@ static void check_rows_out(int op, const float *x, size_t n, size_t nrows)
       int w = rd__opk_avx512_select(form);
       memset(b, 0x5a, sizeof b);
       rd__ops_rows_out(k, &f, b, (const unsigned char *)x, n, nrows);
-      assert_memory_equal(a, b, nrows * sizeof a[0]);
+      assert_memory_equal(a, b, nrows * osz);
       rd__opk_avx512_select(w);
     }
   }
   assert_int_equal(rd__kernels_select(was), 0);
-  {
-    struct rd_params p;
-    struct rd_plan pl;
-    struct rd_stream *s;
-    int64_t shape[2] = { (int64_t)nrows, (int64_t)n }, axes[1] = { 1 };
-    size_t bytes = nrows * n * 4;
-    rd_params_init(&p);
-    p.op = op;
-    p.dtype = RD_FLOAT32;
-    p.rank = 2;
-    p.shape = shape;
+  rd_params_init(&p);
+  p.op = op;
+  p.dtype = RD_FLOAT32;
+  p.rank = 2;
+  p.shape = shape;
+  if (op == RD_OP_ARGMAX || op == RD_OP_ARGMIN) {
+    p.axis = 1;
+    p.select_last_index = last;
+  } else {
     p.axes = axes;
     p.naxes = 1;
-    assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
-    memset(b, 0x5a, sizeof b);
-    assert_int_equal(rd_execute(&pl, x, b, NULL), 0);
-    assert_memory_equal(a, b, nrows * sizeof a[0]);
-    memset(b, 0x5a, sizeof b);
-    assert_int_equal(rd_stream_create(&pl, &s), 0);
-    for (size_t at = 0; at < bytes; at += 29)
-      assert_int_equal(rd_stream_feed(s, (const unsigned char *)x + at,
-                                      bytes - at < 29 ? bytes - at : 29, NULL),
-                       0);
-    assert_int_equal(rd_stream_finish(s, b, NULL), 0);
-    rd_stream_destroy(s);
-    assert_memory_equal(a, b, nrows * sizeof a[0]);
   }
+  assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
+  memset(b, 0x5a, sizeof b);
+  assert_int_equal(rd_execute(&pl, x, b, NULL), 0);
+  assert_memory_equal(a, b, nrows * osz);
+  memset(b, 0x5a, sizeof b);
+  assert_int_equal(rd_stream_create(&pl, &s), 0);
+  for (size_t at = 0; at < bytes; at += 29)
+    assert_int_equal(rd_stream_feed(s, (const unsigned char *)x + at,
+                                    bytes - at < 29 ? bytes - at : 29, NULL),
+                     0);
+  assert_int_equal(rd_stream_finish(s, b, NULL), 0);
+  rd_stream_destroy(s);
+  assert_memory_equal(a, b, nrows * osz);
+}
+
+/* The float32 outputs of ops with one output type (Prod, LogSumExp). */
+static void ref_rows_out(int op, const float *x, size_t n, size_t nrows,
+                         float *out)
+{
+  ref_rows_out_l(op, 0, x, n, nrows, (unsigned char *)out);
+}
+
+static void check_rows_out(int op, const float *x, size_t n, size_t nrows)
+{
+  check_rows_out_l(op, 0, x, n, nrows);
 }
 
 /* Prod data: mode 0 near 1 (the benchmark's), 1 magnitudes 2^-20 .. 2^20
@@ -574,91 +599,12 @@ static void test_lse_rows_out_ties(void **state)
 /* float32 Max/Min/ArgMax/ArgMin of short rows (kernels_keyrows.c)     */
 /* ------------------------------------------------------------------ */
 
-/* The accumulator path for (op, last) of key_rows_ops[]: per row the
- * empty state, rows() and rd__finalize(), portable; out_dtype bytes. */
-static void ref_key_rows(int op, int last, const float *x, size_t n,
-                         size_t nrows, unsigned char *out)
-{
-  int id = rd__op_kernel_id(op, RD_FLOAT32, last), was = rd__kernels_active();
-  const struct rd__kernel *k = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
-  struct rd__final f = final_of(op, RD_FLOAT32);
-  f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
-  assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
-  for (size_t r = 0; r < nrows; r++) {
-    struct rd__acc_arg acc; /* the larger of the two states */
-    k->init(&acc, 1);
-    k->rows(&acc, (const unsigned char *)(x + r * n), n, 1);
-    assert_int_equal(
-      rd__finalize(&f, &acc, out + r * rd_dtype_size(f.out_dtype), r, NULL), 0);
-  }
-  assert_int_equal(rd__kernels_select(was), 0);
-}
-
 static const struct {
   int op, last;
 } key_rows_ops[] = {
   { RD_OP_MAX, 0 },    { RD_OP_MIN, 0 },    { RD_OP_ARGMAX, 0 },
   { RD_OP_ARGMAX, 1 }, { RD_OP_ARGMIN, 0 }, { RD_OP_ARGMIN, 1 },
 };
-
-/* rd__ops_rows_out of every implementation and both helper forms, then the
- * engine (rd_execute, and a stream fed 29 bytes at a time) on [nrows, n]
- * reduced over axis 1: the bits of ref_key_rows. */
-static void check_key_rows(int op, int last, const float *x, size_t n,
-                           size_t nrows)
-{
-  enum { MAXR = 160 };
-  unsigned char a[MAXR * 8], b[MAXR * 8];
-  int id = rd__op_kernel_id(op, RD_FLOAT32, last), was = rd__kernels_active();
-  struct rd__final f = final_of(op, RD_FLOAT32);
-  struct rd_params p;
-  struct rd_plan pl;
-  struct rd_stream *s;
-  int64_t shape[2] = { (int64_t)nrows, (int64_t)n }, axes[1] = { 1 };
-  size_t bytes = nrows * n * 4, osz;
-  f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
-  osz = rd_dtype_size(f.out_dtype);
-  assert_true(nrows <= MAXR);
-  ref_key_rows(op, last, x, n, nrows, a);
-  for (int impl = RD__IMPL_PORTABLE; impl < RD__IMPL_COUNT; impl++) {
-    const struct rd__kernel *k = rd__op_kernel_impl(id, impl);
-    if (!k || rd__kernels_select(impl) != 0)
-      continue;
-    for (int form = 0; form < 2; form++) {
-      int w = rd__opk_avx512_select(form);
-      memset(b, 0x5a, sizeof b);
-      rd__ops_rows_out(k, &f, b, (const unsigned char *)x, n, nrows);
-      assert_memory_equal(a, b, nrows * osz);
-      rd__opk_avx512_select(w);
-    }
-  }
-  assert_int_equal(rd__kernels_select(was), 0);
-  rd_params_init(&p);
-  p.op = op;
-  p.dtype = RD_FLOAT32;
-  p.rank = 2;
-  p.shape = shape;
-  if (op == RD_OP_ARGMAX || op == RD_OP_ARGMIN) {
-    p.axis = 1;
-    p.select_last_index = last;
-  } else {
-    p.axes = axes;
-    p.naxes = 1;
-  }
-  assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
-  memset(b, 0x5a, sizeof b);
-  assert_int_equal(rd_execute(&pl, x, b, NULL), 0);
-  assert_memory_equal(a, b, nrows * osz);
-  memset(b, 0x5a, sizeof b);
-  assert_int_equal(rd_stream_create(&pl, &s), 0);
-  for (size_t at = 0; at < bytes; at += 29)
-    assert_int_equal(rd_stream_feed(s, (const unsigned char *)x + at,
-                                    bytes - at < 29 ? bytes - at : 29, NULL),
-                     0);
-  assert_int_equal(rd_stream_finish(s, b, NULL), 0);
-  rd_stream_destroy(s);
-  assert_memory_equal(a, b, nrows * osz);
-}
 
 /* Key data: mode 0 uniform in [-10, 10) (the benchmark's); 1 few distinct
  * values (ties: first and last index differ) with -0 and +0 among them;
@@ -699,16 +645,16 @@ static void test_key_rows_out(void **state)
     for (int mode = 0; mode < 3; mode++)
       for (size_t i = 0; i < sizeof longn / sizeof longn[0]; i++) {
         gen_key(x, longn[i], 5, mode);
-        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, longn[i],
-                       5);
+        check_rows_out_l(key_rows_ops[o].op, key_rows_ops[o].last, x, longn[i],
+                         5);
       }
   for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++)
     for (int mode = 0; mode < 3; mode++)
       for (size_t n = 1; n <= 40; n += n < 17 ? 1 : 11) {
         gen_key(x, n, NR, mode);
-        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, n, NR);
-        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, n, 17);
-        check_key_rows(key_rows_ops[o].op, key_rows_ops[o].last, x, n, 5);
+        check_rows_out_l(key_rows_ops[o].op, key_rows_ops[o].last, x, n, NR);
+        check_rows_out_l(key_rows_ops[o].op, key_rows_ops[o].last, x, n, 17);
+        check_rows_out_l(key_rows_ops[o].op, key_rows_ops[o].last, x, n, 5);
       }
 }
 
@@ -736,7 +682,7 @@ static void test_key_rows_helper(void **state)
     gen_key(x, 16, NR, 1);
     x[3 * 16 + 7] = NAN;    /* row 3 */
     x[20 * 16 + 15] = -NAN; /* row 20, the last lane */
-    ref_key_rows(op, last, x, 16, NR, ref);
+    ref_rows_out_l(op, last, x, 16, NR, ref);
     rd__opk_key_rows_f32(out, redo, (const unsigned char *)x, 16, NR, mode);
     for (size_t r = 0; r < NR; r++) {
       int want = r == 3 || r == 20 || r >= 32;
@@ -747,14 +693,14 @@ static void test_key_rows_helper(void **state)
   }
   for (size_t i = 0; i < 16; i++)
     x[i] = i == 4 ? -0.0f : i == 9 ? 0.0f : -1.0f;
-  ref_key_rows(RD_OP_MAX, 0, x, 16, 1, ref);
+  ref_rows_out_l(RD_OP_MAX, 0, x, 16, 1, ref);
   x[4] = 0.0f;
   x[9] = -0.0f;
-  ref_key_rows(RD_OP_MAX, 0, x, 16, 1, out);
+  ref_rows_out_l(RD_OP_MAX, 0, x, 16, 1, out);
   assert_memory_equal(ref, out, 4); /* Max of {-0, +0} is +0 either way */
   x[9] = -0.0f;
   x[4] = -0.0f;
-  ref_key_rows(RD_OP_MAX, 0, x, 16, 1, out);
+  ref_rows_out_l(RD_OP_MAX, 0, x, 16, 1, out);
   assert_true(memcmp(ref, out, 4) != 0);
   rd__opk_avx512_select(was);
 }
