@@ -18,6 +18,8 @@ api_libapi_a_CPPFLAGS = $(API_CPPFLAGS)
 
 check_PROGRAMS += tests/unit/test_api
 UNIT_TESTS += tests/unit/test_api
+# runs decoded requests through rd_execute: again on every kernel path
+KERNEL_UNIT_TESTS += tests/unit/test_api
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_api_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
@@ -38,6 +40,7 @@ tests_unit_test_jsonpush_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(
 
 check_PROGRAMS += tests/unit/test_binary
 UNIT_TESTS += tests/unit/test_binary
+KERNEL_UNIT_TESTS += tests/unit/test_binary
 tests_unit_test_binary_SOURCES = tests/unit/test_binary.c
 tests_unit_test_binary_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_binary_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm

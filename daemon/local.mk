@@ -49,6 +49,8 @@ EXTRA_DIST += api/openapi.yaml daemon/embed.awk docs/mhd-libuv.md
 # Unit test of the metrics text (compiles the real metrics.c).
 check_PROGRAMS += tests/unit/test_metrics
 UNIT_TESTS += tests/unit/test_metrics
+# counters bumped from several threads at once
+THREADED_UNIT_TESTS += tests/unit/test_metrics
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c daemon/metrics.c
 tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_metrics_LDADD = api/libapi.a lib/libreduce.a $(CMOCKA_LIBS) $(PTHREAD_LIBS) -lm

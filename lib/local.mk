@@ -21,9 +21,15 @@ UNIT_LIBS = lib/libreduce.a $(CMOCKA_LIBS) -lm
 check_PROGRAMS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
 	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels \
 	tests/unit/test_exec_out tests/unit/test_rows_int
-UNIT_TESTS += tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
+LIB_UNIT_TESTS = tests/unit/test_f16 tests/unit/test_plan tests/unit/test_random \
 	tests/unit/test_kernels tests/unit/test_golden tests/unit/test_opkernels \
 	tests/unit/test_exec_out tests/unit/test_rows_int
+UNIT_TESTS += $(LIB_UNIT_TESTS)
+# run again on every kernel path (tests/local.mk)
+KERNEL_UNIT_TESTS += $(LIB_UNIT_TESTS)
+# the parts of one request run on several threads, on every kernel path
+THREADED_UNIT_TESTS += tests/unit/test_random
+THREADED_KERNEL_UNIT_TESTS = tests/unit/test_random
 tests_unit_test_f16_SOURCES = tests/unit/test_f16.c lib/f16.c
 tests_unit_test_f16_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_f16_LDADD = $(CMOCKA_LIBS) -lm

@@ -65,12 +65,13 @@ AM_TESTS_ENVIRONMENT = \
 	TEST_TIMEOUT='$(TEST_TIMEOUT)'; \
 	export top_srcdir top_builddir TEST_TIMEOUT;
 
-# ---- the unit tests again on the other kernel paths (x86-64, where the
-# widest SIMD path the CPU has is the default): TEST-portable and TEST-avx2
-# run TEST with REDUCED_KERNELS=portable and =avx2 (on an AVX-512 machine
-# the default run covers AVX-512; on an AVX2-only one TEST-avx2 repeats it).
+# ---- the unit tests that run kernels again on the other kernel paths
+# (x86-64, where the widest SIMD path the CPU has is the default):
+# TEST-portable and TEST-avx2 run TEST with REDUCED_KERNELS=portable and
+# =avx2 (on an AVX-512 machine the default run covers AVX-512; on an
+# AVX2-only one TEST-avx2 repeats it).
 if SIMD_KERNELS
-KERNEL_TESTS = $(UNIT_TESTS:=-portable) $(UNIT_TESTS:=-avx2)
+KERNEL_TESTS = $(KERNEL_UNIT_TESTS:=-portable) $(KERNEL_UNIT_TESTS:=-avx2)
 TESTS += $(KERNEL_TESTS)
 check_SCRIPTS += $(KERNEL_TESTS)
 CLEANFILES += $(KERNEL_TESTS)

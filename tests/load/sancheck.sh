@@ -1,8 +1,8 @@
 #!/bin/bash
 # sancheck.sh KIND - `make check-asan` / `make check-tsan`: configures a
 # separate build with --enable-asan (AddressSanitizer + UBSan) or
-# --enable-tsan (ThreadSanitizer) in $SAN_WORK, builds it and runs the whole
-# `make check` there: unit tests, the corpus replay, the black-box
+# --enable-tsan (ThreadSanitizer) in $SAN_WORK, builds it and runs
+# `make check` there (make check-tsan: its tests that run threads): unit tests, the corpus replay, the black-box
 # integration tests (the daemon's threaded paths: 16 parallel clients, a
 # 20 MB request split over the worker pool, overload, shutdown) and the
 # conformance suite.
@@ -69,8 +69,10 @@ browser=$top_builddir/tests/browser-tools
 [ -d "$browser" ] || browser=$top_srcdir/tests/browser-tools
 grpc_tools=$top_builddir/tests/grpc-tools
 [ -d "$grpc_tools" ] || grpc_tools=$top_srcdir/tests/grpc-tools
-# SAN_TESTS: a subset (make check TESTS=...), e.g. while working on one test
-REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser GRPC_TOOLS=$grpc_tools make check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
+# SAN_TESTS: a subset (make check TESTS=...): make check-tsan passes the
+# tests that run threads (TSAN_TESTS), or one test while working on it
+# -jN: N tests side by side, as many as cores (the harness, tests/local.mk)
+REDUCED_OPENAPI_TOOLS=$tools REDUCED_BROWSER_TOOLS=$browser GRPC_TOOLS=$grpc_tools make -j"$(nproc)" check TEST_TIMEOUT="$SAN_TEST_TIMEOUT" \
   ${SAN_TESTS:+TESTS="$SAN_TESTS"} >"$SAN_WORK/check.log" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|XFAIL|ERROR|SKIP|XPASS):' "$SAN_WORK/check.log"
