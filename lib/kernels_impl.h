@@ -404,6 +404,13 @@ int rd__avx2_rows_out(int dtype, int term, void *out, const unsigned char *x,
                       size_t n, size_t nrows, int fin);
 int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
                     size_t n, size_t nrows, int fin);
+/* d[i] = log(d[i]) for i < n (AVX-512; kernels_rows512.c), bit for bit
+ * as libm's log once rounded to float32, float16 or bfloat16 (not as a
+ * double): a vector log, and libm's for any d[i] that is not a positive
+ * normal number or whose log lies within ulps + 1 units in the last place
+ * of a number of 25 significant bits.  ulps must bound the vector log's
+ * error (LOG_ULPS there); tests pass others. */
+void rd__rows512_log_narrow(double *d, size_t n, unsigned ulps);
 /* Sets run/cols/rows of `k` to the AVX2 Sum (absval 0) or L1 (1) kernels
  * of RD__F_SUMD for dtype float32 (1), float16 (10) or bfloat16 (16).
  * Returns 0, or -1 without a SIMD path (the caller checks the CPU). */

@@ -274,10 +274,90 @@ TGT ALWAYS_INLINE __m512d sums8(const unsigned char *x, size_t rs, __mmask16 m,
                     pair_c(p6, p7));
 }
 
-/* Groups of eight rows per LOG block: log() is called in a plain loop
- * over the block's sums (calls between the vector steps left the core
- * idle while the registers were saved around each one). */
+/* Groups of eight rows per LOG block: the block's sums, then their logs
+ * (log_narrow), then the stores. */
 #define LOG_GROUPS 8
+
+/* ---- LogSum's log, for outputs narrower than float64 ----
+ * libm's log of every row sum cost as much as the sums (case F: 16
+ * elements per output).  What the output keeps of it is its rounding to
+ * float32 (or to float16/bfloat16 through float32 rounded to odd, which
+ * is decided by the same float32 neighbours), and that rounding is the
+ * same for every value between two numbers of 25 significant bits (a
+ * float32 or the midpoint of two).  So a vector log with a bounded error
+ * is enough wherever it lies farther than that bound from such a number;
+ * the other lanes, and every input that is not a positive normal number,
+ * get libm's log.  The outputs are libm's, bit for bit. */
+
+/* The error bound of vlog8 in units in the last place of its result,
+ * with room to spare: fdlibm's analysis gives under 1; test_kernels
+ * (test_log_narrow) finds it within 1 of libm's over millions of inputs
+ * (and fails above 2); the check adds one more for libm's own error
+ * (glibc: under 1). */
+#define LOG_ULPS 16
+
+/* log x for positive normal x: fdlibm's e_log.c method, in its order of
+ * operations (no FMA: -ffp-contract=off): x = 2^k m, m in (sqrt(1/2),
+ * sqrt(2)], f = m - 1 (exact), s = f / (2 + f), log m = f - hfsq +
+ * s (hfsq + R(s^2)) with its degree-14 minimax R, k ln 2 in two parts. */
+TGT ALWAYS_INLINE __m512d vlog8(__m512d x)
+{
+  const __m512d ln2_hi = _mm512_set1_pd(6.93147180369123816490e-01);
+  const __m512d ln2_lo = _mm512_set1_pd(1.90821492927058770002e-10);
+  const __m512d one = _mm512_set1_pd(1.0), half = _mm512_set1_pd(0.5);
+  __m512d k = _mm512_getexp_pd(x);
+  __m512d m = _mm512_getmant_pd(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+  __mmask8 big = _mm512_cmp_pd_mask(m, _mm512_set1_pd(1.41421356237309504880),
+                                    _CMP_GT_OQ);
+  m = _mm512_mask_mul_pd(m, big, m, half);
+  k = _mm512_mask_add_pd(k, big, k, one);
+  __m512d f = _mm512_sub_pd(m, one);
+  __m512d s = _mm512_div_pd(f, _mm512_add_pd(_mm512_set1_pd(2.0), f));
+  __m512d z = _mm512_mul_pd(s, s), w = _mm512_mul_pd(z, z);
+#define C(v) _mm512_set1_pd(v)
+#define MA(a, b, c) _mm512_add_pd(a, _mm512_mul_pd(b, c))
+  __m512d t1 = _mm512_mul_pd(w, MA(C(3.999999999940941908e-01), w,
+                                   MA(C(2.222219843214978396e-01), w,
+                                      C(1.531383769920937332e-01))));
+  __m512d t2 = _mm512_mul_pd(z, MA(C(6.666666666666735130e-01), w,
+                                   MA(C(2.857142874366239149e-01), w,
+                                      MA(C(1.818357216161805012e-01), w,
+                                         C(1.479819860511658591e-01)))));
+#undef MA
+#undef C
+  __m512d r = _mm512_add_pd(t2, t1);
+  __m512d hfsq = _mm512_mul_pd(_mm512_mul_pd(half, f), f);
+  __m512d t = _mm512_add_pd(_mm512_mul_pd(s, _mm512_add_pd(hfsq, r)),
+                            _mm512_mul_pd(k, ln2_lo));
+  return _mm512_sub_pd(_mm512_mul_pd(k, ln2_hi),
+                       _mm512_sub_pd(_mm512_sub_pd(hfsq, t), f));
+}
+
+TGT void rd__rows512_log_narrow(double *d, size_t n, unsigned ulps)
+{
+  /* 2^28 units of a double's last place: one unit of the 25th bit */
+  const __m512i low = _mm512_set1_epi64(((int64_t)1 << 28) - 1);
+  const __m512i unit = _mm512_set1_epi64((int64_t)1 << 28);
+  const __m512i near = _mm512_set1_epi64((int64_t)ulps + 1);
+  size_t i;
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m512d x = _mm512_loadu_pd(d + i), v = vlog8(x);
+    /* not positive normal: NaN, +-0, +-inf, subnormal, negative */
+    __mmask8 redo = _mm512_fpclass_pd_mask(x, 0xff);
+    __m512i b = _mm512_and_si512(_mm512_castpd_si512(v), low);
+    __m512i dist = _mm512_min_epu64(b, _mm512_sub_epi64(unit, b));
+    redo |= _mm512_cmp_epu64_mask(dist, near, _MM_CMPINT_LE);
+    _mm512_storeu_pd(d + i, v);
+    for (; redo != 0; redo &= (__mmask8)(redo - 1)) {
+      int q = __builtin_ctz(redo);
+      double xs[8];
+      _mm512_storeu_pd(xs, x);
+      d[i + q] = log(xs[q]); /* libm's, as finalize.c */
+    }
+  }
+  for (; i < n; i++)
+    d[i] = log(d[i]);
+}
 
 /* Eight rows at a time from x (stride rs), outputs at o; returns the rows
  * done (a multiple of 8). */
@@ -304,8 +384,7 @@ TGT ALWAYS_INLINE size_t z_rows_out(unsigned char *o, const unsigned char *x,
         _mm512_storeu_pd(d + 8 * i, fin8(sums8(x + 8 * i * rs, rs, m, term, dt,
                                                wide, &bad),
                                          term, RD__OUT_SUM, n));
-      for (i = 0; i < 8 * g; i++)
-        d[i] = log(d[i]); /* libm's, as finalize.c */
+      rd__rows512_log_narrow(d, 8 * g, LOG_ULPS);
       for (i = 0; i < g; i++)
         store8(dt, _mm512_loadu_pd(d + 8 * i), nt, nan16, o + 8 * i * ob);
       r += 8 * g;
@@ -405,6 +484,13 @@ int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
   (void)nrows;
   (void)fin;
   return -1;
+}
+
+void rd__rows512_log_narrow(double *d, size_t n, unsigned ulps)
+{
+  (void)ulps;
+  for (size_t i = 0; i < n; i++)
+    d[i] = log(d[i]);
 }
 
 #endif

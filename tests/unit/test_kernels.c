@@ -16,6 +16,7 @@
  * point, and whole plans of every operator run under each implementation.
  * test_select checks REDUCED_KERNELS and rd__kernels_select().
  */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
@@ -30,6 +31,7 @@
 
 #include "f16.h"
 #include "kernels.h"
+#include "kernels_impl.h"
 #include "ops.h"
 #include "reduce.h"
 
@@ -1461,6 +1463,215 @@ static void test_select(void **state)
   assert_int_equal(rd__kernels_select(saved), 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* LogSum's vector log for narrow outputs (rd__rows512_log_narrow)     */
+/* ------------------------------------------------------------------ */
+
+/* The vector log's error bound as the kernel assumes it (LOG_ULPS in
+ * kernels_rows512.c) and the most this test allows it to be measured at. */
+#define LOG_ULPS 16
+#define LOG_MEASURED 2
+
+static uint64_t dbits(double v)
+{
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+/* Units in the last place between two finite doubles of one sign. */
+static uint64_t ulps_apart(double a, double b)
+{
+  uint64_t x = dbits(a), y = dbits(b);
+  return x > y ? x - y : y - x;
+}
+
+/* Distance of v from the nearest number of 25 significant bits, in units
+ * of v's last place (the kernel's own test, computed here apart). */
+static uint64_t dist25(double v)
+{
+  uint64_t low = dbits(v) & ((UINT64_C(1) << 28) - 1);
+  return low < (UINT64_C(1) << 27) ? low : (UINT64_C(1) << 28) - low;
+}
+
+/* A positive double of a random order of magnitude: 2^-1022 .. 2^1023. */
+static double any_positive(void)
+{
+  return ldexp(1.0 + (double)(next() >> 11) * 0x1p-53,
+               (int)(next() % 2046) - 1022);
+}
+
+/* Inputs whose log lies next to a float32 midpoint: x = exp(y), y a
+ * number of 25 significant bits (a float32 plus half its last place) in
+ * [-40, 40]; libm's log x comes back within a unit or two of y. */
+static double at_midpoint(void)
+{
+  float f;
+  do
+    f = (float)((double)(next() >> 11) * 0x1p-53 * 80.0 - 40.0);
+  while (f == 0.0f);
+  return exp((double)f + ldexp(1.0, ilogb(f) - 24));
+}
+
+/* Against libm's log: (1) as float32, float16 and bfloat16, every input:
+ * random magnitudes, sums next to 1, float32 row sums, inputs next to
+ * float32 midpoints, and every special input (which must be libm's double
+ * itself); (2) the vector log's own error, where the kernel kept it,
+ * within LOG_MEASURED ulps of libm, so LOG_ULPS bounds it with room;
+ * (3) inputs whose log lies within the bound of a midpoint are libm's
+ * double exactly (the fallback ran).  Negative control: with a bound of 0
+ * the midpoint inputs do not all come back as libm's doubles, so (3)
+ * tells the fallback from the vector log. */
+static void test_log_narrow(void **state)
+{
+  enum { N = 1 << 20, ROUNDS = 8 };
+  static const double specials[] = {
+    0.0,
+    -0.0,
+    -1.0,
+    -DBL_MAX,
+    INFINITY,
+    -INFINITY,
+    NAN,
+    -NAN,
+    DBL_MIN,
+    DBL_MAX,
+    0x1p-1074,
+    0x1p-1030,
+    1.0,
+    2.0,
+    0.5,
+    1.41421356237309504880,
+    0.70710678118654752440,
+    0x1.6a09e667f3bcdp+0,
+    0x1.6a09e667f3bccp+0,
+    0x1.0000000000001p+0,
+    0x1.fffffffffffffp-1,
+  };
+  double *x = malloc(N * sizeof *x), *d = malloc(N * sizeof *d);
+  uint64_t worst = 0;
+  size_t kept = 0, redone = 0, near = 0, control = 0;
+  (void)state;
+  assert_true(x && d);
+  if (!rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512)) {
+    printf("test_kernels: no AVX-512 on this build/CPU; skipping\n");
+    free(x);
+    free(d);
+    skip();
+  }
+  for (int round = 0; round < ROUNDS; round++) {
+    for (size_t i = 0; i < N; i++) {
+      switch ((i + (size_t)round) % 5) {
+      case 0: x[i] = any_positive(); break;
+      case 1: /* next to 1: logs near 0 */
+        x[i] = 1.0 + ((double)(next() >> 11) * 0x1p-53 - 0.5) *
+                       ldexp(1.0, -(int)(next() % 50));
+        break;
+      case 2: /* a row sum of float32 values */
+        x[i] = (double)(float)((double)(next() >> 11) * 0x1p-53 * 1e6);
+        break;
+      default: x[i] = at_midpoint(); break;
+      }
+      if (i < sizeof specials / sizeof specials[0] && round == 0)
+        x[i] = specials[i];
+    }
+    memcpy(d, x, N * sizeof *d);
+    rd__rows512_log_narrow(d, N - (size_t)round, LOG_ULPS); /* tails too */
+    for (size_t i = 0; i < N - (size_t)round; i++) {
+      double g = log(x[i]);
+      if ((float)g != (float)d[i] && !(isnan(g) && isnan(d[i])))
+        fail_msg("log_narrow(%a) = %a, libm %a: float32 %a vs %a", x[i], d[i],
+                 g, (double)(float)d[i], (double)(float)g);
+      if (rd_f64_to_f16(g) != rd_f64_to_f16(d[i]) ||
+          rd_f64_to_bf16(g) != rd_f64_to_bf16(d[i]))
+        fail_msg("log_narrow(%a) = %a, libm %a: 16-bit roundings differ", x[i],
+                 d[i], g);
+      if (!(x[i] >= DBL_MIN && x[i] <= DBL_MAX)) {
+        if (dbits(g) != dbits(d[i]) && !(isnan(g) && isnan(d[i])))
+          fail_msg("log_narrow(%a) = %a: a special input, not libm's %a", x[i],
+                   d[i], g);
+        continue;
+      }
+      if (dist25(g) + LOG_MEASURED + 1 <= LOG_ULPS) {
+        near++;
+        if (dbits(g) != dbits(d[i]))
+          fail_msg("log_narrow(%a) = %a: %" PRIu64 " ulps from a float32 "
+                   "midpoint, not libm's %a",
+                   x[i], d[i], dist25(g), g);
+      }
+      if (dbits(g) == dbits(d[i])) {
+        redone++; /* or the vector log gave libm's double */
+      } else {
+        uint64_t u = ulps_apart(g, d[i]);
+        kept++;
+        worst = u > worst ? u : worst;
+      }
+    }
+    /* the negative control, on the midpoint inputs */
+    for (size_t i = 0; i < N; i++)
+      d[i] = x[i];
+    rd__rows512_log_narrow(d, N, 0);
+    for (size_t i = 3; i < N; i += 5)
+      if (x[i] >= DBL_MIN && dist25(log(x[i])) <= LOG_ULPS &&
+          dbits(d[i]) != dbits(log(x[i])))
+        control++;
+  }
+  printf("test_kernels: log_narrow: %zu logs not libm's double (at most "
+         "%" PRIu64 " ulps from it), %zu equal to it, %zu next to a "
+         "midpoint; control (bound 0): %zu of those not libm's\n",
+         kept, worst, redone, near, control);
+  assert_true(worst <= LOG_MEASURED);
+  assert_true(near > 1000); /* the midpoint inputs got there */
+  assert_true(control > 0); /* and (3) could have failed */
+  free(x);
+  free(d);
+}
+
+/* LogSum float32 rows (n = 3 and 16) whose sums' logs lie next to float32
+ * midpoints, through rd__rows_out() on AVX-512, against the staged
+ * definition (libm's log): the kernel's own bound (LOG_ULPS) at work.
+ * Each row is exp(y), y a midpoint, split into three float32 parts (the
+ * row sum in double comes within a unit of it), the rest zeros. */
+static void test_rows_out_log_midpoints(void **state)
+{
+  enum { NR = 200003 };
+  static const size_t rl[] = { 3, 16 };
+  const struct rd__kernel *ks = op_kernel(RD_OP_LOG_SUM, RD_FLOAT32,
+                                          RD__IMPL_AVX512);
+  float *x = malloc(NR * 16 * sizeof *x);
+  unsigned char *e = malloc(NR * 4), *o = malloc(NR * 4);
+  (void)state;
+  assert_true(x && e && o);
+  if (!ks || !rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512)) {
+    printf("test_kernels: no AVX-512 on this build/CPU; skipping\n");
+    free(x);
+    free(e);
+    free(o);
+    skip();
+  }
+  for (size_t li = 0; li < 2; li++) {
+    size_t n = rl[li];
+    for (size_t r = 0; r < NR; r++) {
+      double v = at_midpoint();
+      float *row = x + r * n;
+      for (size_t i = 0; i < n; i++)
+        row[i] = 0.0f;
+      row[0] = (float)v;
+      row[1] = (float)(v - row[0]);
+      row[2] = (float)(v - row[0] - row[1]);
+    }
+    fin_expected(RD_OP_LOG_SUM, RD_FLOAT32, e, (const unsigned char *)x, n, NR);
+    rd__rows_out(ks, RD_FLOAT32, o, (const unsigned char *)x, n, NR,
+                 RD__OUT_LOG);
+    for (size_t r = 0; r < NR; r++)
+      if (memcmp(e + 4 * r, o + 4 * r, 4) != 0)
+        fail_msg("LogSum rows n %zu: row %zu differs from libm's log", n, r);
+  }
+  free(x);
+  free(e);
+  free(o);
+}
+
 int main(void)
 {
 #define BOTH(f)                                                                \
@@ -1486,6 +1697,8 @@ int main(void)
     BOTH(test_rows_out_fin_16bit_all),
     BOTH(test_rows_out_negzero),
     BOTH(test_sum_rows_plans),
+    cmocka_unit_test(test_log_narrow),
+    cmocka_unit_test(test_rows_out_log_midpoints),
   };
 #undef BOTH
   initial_impl = rd__kernels_active();
