@@ -23,6 +23,15 @@
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m);
 
+/* float32 LogSumExp lanes, one block of 16 float32 elements at x that
+ * rd__opk_lse_f32 stopped before: what ops.c's lsel_elem() does to the
+ * lanes s and the running maximum *m for each element in order (NaN and
+ * +inf aside): -inf adds nothing; x > *m multiplies every lane by
+ * expk(*m - x) and makes *m = x; then lane l adds expk(x - *m).  Returns
+ * 0; or 1, with nothing changed, when an element is NaN or +inf (the
+ * flags are lsel_elem()'s to set) or without the AVX-512 form. */
+int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x);
+
 /* float32 ArgMax (is_max) / ArgMin of the n (< 2^31) elements at x, -0
  * taken as +0 (ops.c's arg32_fold): *best, the best 32-bit total-order key
  * of the non-NaN elements (INT32_MIN for Max, INT32_MAX for Min if none);

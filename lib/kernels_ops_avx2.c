@@ -192,6 +192,72 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                           : lse_f32_avx2(s, x, nblocks, m);
 }
 
+/* A block holding new maxima (kernels_ops.h).  The running maximum before
+ * and after each element is found in order first; then every term
+ * expk(x - m after x) and every rescale factor expk(m before x - x) is one
+ * vector expk; then the lanes take their terms and the factors in
+ * ops.c's order: the terms of the elements before the first new maximum,
+ * that maximum's rescale of all 16 lanes, the terms up to the next one,
+ * and so on. */
+TGT5 static int lse_rec_avx512(double *s, double *m, const unsigned char *x)
+{
+  const float *f = (const float *)(const void *)x;
+  double before[L], after[L], fac[L], cur = *m;
+  unsigned rec = 0, fin = 0, done = 0, seg;
+  __m512d v0, v1, t0, t1, s0, s1, fv;
+  struct opk_tab tb;
+
+  for (unsigned l = 0; l < L; l++) {
+    double v = f[l];
+    if (isnan(v) || v == INFINITY)
+      return 1;
+    before[l] = cur;
+    if (v != -INFINITY) {
+      fin |= 1u << l;
+      if (v > cur) {
+        rec |= 1u << l;
+        cur = v;
+      }
+    }
+    after[l] = cur;
+  }
+  opk_tab_load(&tb);
+  v0 = _mm512_cvtps_pd(_mm256_loadu_ps(f));
+  v1 = _mm512_cvtps_pd(_mm256_loadu_ps(f + 8));
+  t0 = opk_expk8(&tb, _mm512_sub_pd(v0, _mm512_loadu_pd(after)));
+  t1 = opk_expk8(&tb, _mm512_sub_pd(v1, _mm512_loadu_pd(after + 8)));
+  _mm512_storeu_pd(fac,
+                   opk_expk8(&tb, _mm512_sub_pd(_mm512_loadu_pd(before), v0)));
+  _mm512_storeu_pd(fac + 8,
+                   opk_expk8(&tb,
+                             _mm512_sub_pd(_mm512_loadu_pd(before + 8), v1)));
+  s0 = _mm512_loadu_pd(s);
+  s1 = _mm512_loadu_pd(s + 8);
+  while (rec != 0) {
+    unsigned p = (unsigned)__builtin_ctz(rec);
+    rec &= rec - 1;
+    seg = ((1u << p) - 1) & ~done & fin;
+    s0 = _mm512_mask_add_pd(s0, (__mmask8)(seg & 0xff), s0, t0);
+    s1 = _mm512_mask_add_pd(s1, (__mmask8)(seg >> 8), s1, t1);
+    done |= (1u << p) - 1;
+    fv = _mm512_set1_pd(fac[p]);
+    s0 = _mm512_mul_pd(s0, fv);
+    s1 = _mm512_mul_pd(s1, fv);
+  }
+  seg = ~done & fin;
+  s0 = _mm512_mask_add_pd(s0, (__mmask8)(seg & 0xff), s0, t0);
+  s1 = _mm512_mask_add_pd(s1, (__mmask8)((seg >> 8) & 0xff), s1, t1);
+  _mm512_storeu_pd(s, s0);
+  _mm512_storeu_pd(s + 8, s1);
+  *m = cur;
+  return 0;
+}
+
+int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x)
+{
+  return rd__opk_avx512() ? lse_rec_avx512(s, m, x) : 1;
+}
+
 /* ------------------------------------------------------------------ */
 /* float32 ArgMax/ArgMin of a run: one pass                           */
 /* ------------------------------------------------------------------ */
@@ -1516,6 +1582,14 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
   (void)x;
   (void)nvec;
   return 0;
+}
+
+int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x)
+{
+  (void)s;
+  (void)m;
+  (void)x;
+  return 1;
 }
 
 int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,

@@ -1251,8 +1251,9 @@ ROWS32S(argminl, 0, 1, 1)
  * element sequence alone, so it is split-invariant; a block of 16 where no
  * element is NaN, +inf or above m is the same as 16 lane additions, which
  * is the vector path (float32: rd__opk_lse_f32 of kernels_ops_avx2.c over
- * whole stretches of such blocks; float16/bfloat16: rd__avx2_lse16 per
- * block).  At the end of the segment the lanes combine in the
+ * whole stretches of such blocks, then rd__opk_lse_rec_f32 for a block
+ * with new maxima, the same steps in order; float16/bfloat16:
+ * rd__avx2_lse16 per block).  At the end of the segment the lanes combine in the
  * fixed tree and fold into the output's accumulator (lse_fold). */
 struct lse_lanes {
   struct rd__acc_lse h;
@@ -1311,7 +1312,8 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
       i += L * rd__opk_lse_f32(st->s, x + i * esz, (n - i) / L, st->h.m);
       if (i + L > n)
         break;
-      slow = 1; /* the block it stopped before */
+      /* the block it stopped before: new maxima in vectors too */
+      slow = rd__opk_lse_rec_f32(st->s, &st->h.m, x + i * esz);
     } else {
       slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
                  : lsel_block(st, x + i * esz, dt);

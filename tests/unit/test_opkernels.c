@@ -123,6 +123,106 @@ static void test_lse_f32_helper(void **state)
   }
 }
 
+/* The scalar reference of rd__opk_lse_rec_f32 (ops.c's lsel_elem for the
+ * 16 elements in order): 1, nothing changed, if one is NaN or +inf. */
+static int ref_lse_rec(double *s, double *m, const float *x)
+{
+  for (size_t l = 0; l < L; l++)
+    if (isnan(x[l]) || x[l] == INFINITY)
+      return 1;
+  for (size_t l = 0; l < L; l++) {
+    double v = x[l];
+    if (v == -INFINITY)
+      continue;
+    if (v > *m) {
+      double f = expk(*m - v);
+      for (size_t k = 0; k < L; k++)
+        s[k] *= f;
+      *m = v;
+    }
+    s[l] += expk(v - *m);
+  }
+  return 0;
+}
+
+/* Returns 1 if the vector form took the block (and gave the same bits). */
+static int check_lse_rec(const float *x, double m, unsigned seed)
+{
+  double s0[L], s1[L], m0 = m, m1 = m;
+  int r0, r1;
+  for (size_t l = 0; l < L; l++)
+    s0[l] = s1[l] = m == -INFINITY ? 0.0 : (double)(l + seed % 7) * 0.37;
+  r0 = ref_lse_rec(s0, &m0, x);
+  r1 = rd__opk_lse_rec_f32(s1, &m1, (const unsigned char *)x);
+  if (r1 != 0) {
+    /* not taken: nothing changed (the caller goes element by element) */
+    for (size_t l = 0; l < L; l++)
+      s0[l] = (double)(l + seed % 7) * 0.37;
+    assert_true(m1 == m || (isnan(m1) && isnan(m)));
+    if (m != -INFINITY)
+      assert_memory_equal(s1, s0, sizeof s0);
+    return 0;
+  }
+  assert_int_equal(r0, 0);
+  assert_memory_equal(&m0, &m1, sizeof m0);
+  assert_memory_equal(s0, s1, sizeof s0);
+  return 1;
+}
+
+/* Blocks holding new maxima: at every lane, several, rising runs, ties
+ * with the maximum (not new), -inf lanes, m = -inf (the first block of a
+ * row) and NaN / +inf (not taken); the AVX-512 form takes every block
+ * without NaN or +inf, the 256-bit form none. */
+static void test_lse_rec_helper(void **state)
+{
+  float x[L];
+  unsigned taken = 0, cases = 0;
+  (void)state;
+  if (!simd())
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form), on = rd__opk_avx512();
+    for (unsigned rep = 0; rep < 4000; rep++) {
+      double m = rep % 5 == 0 ? -INFINITY : 5.0;
+      unsigned kind = rep % 6, special = 0;
+      for (size_t l = 0; l < L; l++)
+        x[l] = gen(rep % 2 ? 10.0 : 700.0, rep % 3 ? 60 : 0);
+      switch (kind) {
+      case 0: /* one new maximum at lane rep % 16 */
+        x[rep % L] = (float)(m == -INFINITY ? 1.0 : m + 1.0 + rep % 3);
+        break;
+      case 1: /* a rising run: every lane a new maximum */
+        for (size_t l = 0; l < L; l++)
+          x[l] = (float)(6.0 + (double)l * 0.25);
+        break;
+      case 2: /* new maxima at random lanes, ties with them after */
+        for (size_t l = 0; l < L; l++)
+          if (next() % 4 == 0)
+            x[l] = (float)(6.0 + (double)(next() % 5));
+        break;
+      case 3: /* ties with m only: no new maximum */
+        for (size_t l = 0; l < L; l += 3)
+          x[l] = (float)(m == -INFINITY ? -INFINITY : m);
+        break;
+      case 4: /* a NaN or +inf somewhere: not taken */
+        x[rep % L] = rep % 2 ? NAN : INFINITY;
+        special = 1;
+        break;
+      default: /* all -inf but one */
+        for (size_t l = 0; l < L; l++)
+          x[l] = -INFINITY;
+        x[rep % L] = 7.5f;
+      }
+      int t = check_lse_rec(x, m, rep);
+      assert_int_equal(t, on && !special);
+      taken += (unsigned)t;
+      cases++;
+    }
+    rd__opk_avx512_select(was);
+  }
+  print_message("lse blocks with new maxima: %u of %u taken\n", taken, cases);
+}
+
 /* The float32 LogSumExp kernel's run() at every split point [0, m) then
  * [m, n), then flush, under the SIMD implementation (both forms of the
  * helpers) and the portable one: the same bits. */
@@ -890,6 +990,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_lse_f32_helper),
+    cmocka_unit_test(test_lse_rec_helper),
     cmocka_unit_test(test_lse_f32_kernel),
     cmocka_unit_test(test_arg32_helper),
     cmocka_unit_test(test_prod_cols),
