@@ -348,11 +348,13 @@ TGT void rd__rows512_log_narrow(double *d, size_t n, unsigned ulps)
     __m512i dist = _mm512_min_epu64(b, _mm512_sub_epi64(unit, b));
     redo |= _mm512_cmp_epu64_mask(dist, near, _MM_CMPINT_LE);
     _mm512_storeu_pd(d + i, v);
-    for (; redo != 0; redo &= (__mmask8)(redo - 1)) {
-      int q = __builtin_ctz(redo);
+    if (redo != 0) {
       double xs[8];
       _mm512_storeu_pd(xs, x);
-      d[i + q] = log(xs[q]); /* libm's, as finalize.c */
+      for (; redo != 0; redo &= (__mmask8)(redo - 1)) {
+        int q = __builtin_ctz(redo);
+        d[i + q] = log(xs[q]); /* libm's, as finalize.c */
+      }
     }
   }
   for (; i < n; i++)
