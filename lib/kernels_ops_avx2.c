@@ -1275,39 +1275,41 @@ void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
 /* float32 Prod columns, four rows at a time                           */
 /* ------------------------------------------------------------------ */
 
-/* One element of rd__avx2_prod_cols_f32 (ops.c's prod_add of an ordinary
- * x) on the state in registers. */
-TGT2 ALWAYS_INLINE void pc4_step(__m256d *h, __m256d *l, __m256i *E, __m256i *N,
-                                 __m128i u)
+/* Four rows of columns in registers: ops.c's prod_add of an ordinary x,
+ * row by row, renormalised once after the four (pc4_norm()) instead of
+ * after each element (prod_norm()).  The same bits: the double-double
+ * multiply is exact scaling by powers of two away from overflow and
+ * underflow, so multiplying by |x| rather than its mantissa, and h kept
+ * where it falls rather than in [0.5, 1), scale every rounded value by the
+ * same power of two.  Four factors of |x| in [2^-149, 2^128] keep h, and
+ * lo (0 or at least 2^-110 h), far inside the normal range. */
+TGT2 ALWAYS_INLINE void pc4_mul(__m256d *h, __m256d *l, __m128i u)
 {
-  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
-  const __m256i ebias = _mm256_set1_epi64x((int64_t)1022 << 52);
-  const __m256i b1022 = _mm256_set1_epi64x(1022);
-  __m256i ab = _mm256_castpd_si256(_mm256_cvtps_pd(
-    _mm_castsi128_ps(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff)))));
-  __m256i ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(ab, emask),
-                                                  52),
-                                b1022);
-  __m256d fm = _mm256_castsi256_pd(
-    _mm256_or_si256(_mm256_andnot_si256(emask, ab), ebias));
-  __m256d p, er, t;
-  __m256i hb;
-  *E = _mm256_add_epi64(*E, ex);
-  p = _mm256_mul_pd(*h, fm);
-  er = _mm256_fmsub_pd(*h, fm, p);
-  er = _mm256_add_pd(er, _mm256_mul_pd(*l, fm));
+  __m256d ax = _mm256_cvtps_pd(
+    _mm_castsi128_ps(_mm_and_si128(u, _mm_set1_epi32(0x7fffffff))));
+  __m256d p = _mm256_mul_pd(*h, ax), er, t;
+  er = _mm256_fmsub_pd(*h, ax, p);
+  er = _mm256_add_pd(er, _mm256_mul_pd(*l, ax));
   t = _mm256_add_pd(p, er);
   *l = _mm256_sub_pd(er, _mm256_sub_pd(t, p));
-  hb = _mm256_castpd_si256(t);
-  ex = _mm256_sub_epi64(_mm256_srli_epi64(_mm256_and_si256(hb, emask), 52),
-                        b1022);
+  *h = t;
+}
+
+/* prod_norm() on 4 lanes of positive h: h to [0.5, 1) by its exponent
+ * field, lo scaled by the same power of two, the power added to E. */
+TGT2 ALWAYS_INLINE void pc4_norm(__m256d *h, __m256d *l, __m256i *E)
+{
+  const __m256i emask = _mm256_set1_epi64x((int64_t)0x7ff << 52);
+  __m256i hb = _mm256_castpd_si256(*h);
+  __m256i ex = _mm256_sub_epi64(_mm256_srli_epi64(hb, 52),
+                                _mm256_set1_epi64x(1022));
   *h = _mm256_castsi256_pd(
-    _mm256_or_si256(_mm256_andnot_si256(emask, hb), ebias));
+    _mm256_or_si256(_mm256_andnot_si256(emask, hb),
+                    _mm256_set1_epi64x((int64_t)1022 << 52)));
   *l = _mm256_mul_pd(*l,
                      _mm256_castsi256_pd(_mm256_slli_epi64(
                        _mm256_sub_epi64(_mm256_set1_epi64x(1023), ex), 52)));
   *E = _mm256_add_epi64(*E, ex);
-  *N = _mm256_xor_si256(*N, _mm256_cvtepu32_epi64(_mm_srli_epi32(u, 31)));
 }
 
 /* A zero, inf or NaN among the 4 lanes of u. */
@@ -1343,8 +1345,11 @@ TGT2 static size_t prod_cols4_avx2(double *hi, double *lo, int64_t *e,
     l = _mm256_loadu_pd(lo + 4 * g);
     E = _mm256_loadu_si256((const __m256i *)(const void *)(e + 4 * g));
     N = _mm256_loadu_si256((const __m256i *)(const void *)(neg + 4 * g));
-    for (int k = 0; k < 4; k++)
-      pc4_step(&h, &l, &E, &N, u[k]);
+    for (int k = 0; k < 4; k++) {
+      pc4_mul(&h, &l, u[k]);
+      N = _mm256_xor_si256(N, _mm256_cvtepu32_epi64(_mm_srli_epi32(u[k], 31)));
+    }
+    pc4_norm(&h, &l, &E);
     _mm256_storeu_pd(hi + 4 * g, h);
     _mm256_storeu_pd(lo + 4 * g, l);
     _mm256_storeu_si256((__m256i *)(void *)(e + 4 * g), E);
@@ -1353,30 +1358,28 @@ TGT2 static size_t prod_cols4_avx2(double *hi, double *lo, int64_t *e,
   return g;
 }
 
-/* pc4_step on 8 columns, without the sign: |x| and t are positive, so
- * their exponent fields are the bits above 52 (no mask). */
-TGT5 ALWAYS_INLINE void pc8_step(__m512d *h, __m512d *l, __m512i *E, __m256i u)
+/* pc4_mul() and pc4_norm() on 8 columns. */
+TGT5 ALWAYS_INLINE void pc8_mul(__m512d *h, __m512d *l, __m256i u)
 {
-  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
-  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
-  const __m512i b1022 = _mm512_set1_epi64(1022);
-  __m512i ab = _mm512_castpd_si512(_mm512_cvtps_pd(
-    _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)))));
-  __m512i ex = _mm512_sub_epi64(_mm512_srli_epi64(ab, 52), b1022);
-  __m512d fm = _mm512_castsi512_pd(
-    _mm512_or_si512(_mm512_andnot_si512(emask, ab), ebias));
-  __m512d p, er, t;
-  __m512i hb;
-  *E = _mm512_add_epi64(*E, ex);
-  p = _mm512_mul_pd(*h, fm);
-  er = _mm512_fmsub_pd(*h, fm, p);
-  er = _mm512_add_pd(er, _mm512_mul_pd(*l, fm));
+  __m512d ax = _mm512_cvtps_pd(
+    _mm256_castsi256_ps(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff))));
+  __m512d p = _mm512_mul_pd(*h, ax), er, t;
+  er = _mm512_fmsub_pd(*h, ax, p);
+  er = _mm512_add_pd(er, _mm512_mul_pd(*l, ax));
   t = _mm512_add_pd(p, er);
   *l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
-  hb = _mm512_castpd_si512(t);
-  ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), b1022);
+  *h = t;
+}
+
+TGT5 ALWAYS_INLINE void pc8_norm(__m512d *h, __m512d *l, __m512i *E)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  __m512i hb = _mm512_castpd_si512(*h);
+  __m512i ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52),
+                                _mm512_set1_epi64(1022));
   *h = _mm512_castsi512_pd(
-    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb),
+                    _mm512_set1_epi64((int64_t)1022 << 52)));
   *l = _mm512_mul_pd(*l, _mm512_castsi512_pd(_mm512_slli_epi64(
                            _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
   *E = _mm512_add_epi64(*E, ex);
@@ -1416,7 +1419,8 @@ TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
     E = _mm512_loadu_si512(e + 4 * g);
     N = _mm512_loadu_si512(neg + 4 * g);
     for (int k = 0; k < 4; k++)
-      pc8_step(&h, &l, &E, u[k]);
+      pc8_mul(&h, &l, u[k]);
+    pc8_norm(&h, &l, &E);
     /* the sign parity of the four rows at once */
     N = _mm512_xor_si512(N, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
                               _mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),

@@ -347,11 +347,32 @@ static void test_arg32_helper(void **state)
   }
 }
 
+/* A float32 of magnitude at either end of the range or near 1, random
+ * sign: the Prod column kernels renormalise once per four rows, which is
+ * exact only while four such factors stay inside the double range. */
+static float extreme_f32(uint64_t r)
+{
+  double m = (double)(r >> 40) * 0x1p-24 + 1.0; /* [1, 2) */
+  float f;
+  switch ((r >> 4) % 4) {
+  case 0:
+    f = (float)ldexp(m, -149 + (int)((r >> 8) % 23)); /* subnormal */
+    break;
+  case 1:
+    f = (float)ldexp(m, 100 + (int)((r >> 8) % 27)); /* to 2^127 */
+    break;
+  case 2: f = (r >> 8) % 2 ? FLT_MAX : 0x1p-149f; break;
+  default: f = (float)m; break;
+  }
+  return r % 2 ? -f : f;
+}
+
 /* cols() of float32 Prod and LogSumExp (tiles calling the helpers) under
  * the SIMD implementation, both forms, against the portable cols(): the
  * same accumulators, over column counts around the vector widths and rows
- * with zeros, infinities and NaNs in some columns. */
-static void cols_both(int op, size_t accsz)
+ * with zeros, infinities and NaNs in some columns; with `extreme`, Prod
+ * factors at the ends of the float32 range (extreme_f32()). */
+static void cols_both(int op, size_t accsz, int extreme)
 {
   enum { NC = 45, NR = 9 };
   float x[NC * NR];
@@ -367,7 +388,8 @@ static void cols_both(int op, size_t accsz)
     for (size_t i = 0; i < NC * NR; i++) {
       uint64_t r = next();
       double u = (double)(r >> 11) * 0x1p-53 + 0.5; /* [0.5, 1.5) */
-      x[i] = (float)(op == RD_OP_PROD ? u : (u - 1.0) * 50.0);
+      x[i] = extreme ? extreme_f32(r)
+                     : (float)(op == RD_OP_PROD ? u : (u - 1.0) * 50.0);
       if (rep >= 4 && r % 40 == 0) {
         static const float sp[4] = { 0.0f, INFINITY, -INFINITY, NAN };
         x[i] = sp[(r >> 8) % 4];
@@ -395,13 +417,21 @@ static void cols_both(int op, size_t accsz)
 static void test_prod_cols(void **state)
 {
   (void)state;
-  cols_both(RD_OP_PROD, sizeof(struct rd__acc_prod));
+  cols_both(RD_OP_PROD, sizeof(struct rd__acc_prod), 0);
+}
+
+/* Regression (Prod columns renormalised per four rows): subnormal and
+ * huge factors, four in a row in one column, give the per-element bits. */
+static void test_prod_cols_extremes(void **state)
+{
+  (void)state;
+  cols_both(RD_OP_PROD, sizeof(struct rd__acc_prod), 1);
 }
 
 static void test_lse_cols(void **state)
 {
   (void)state;
-  cols_both(RD_OP_LOG_SUM_EXP, sizeof(struct rd__acc_lse));
+  cols_both(RD_OP_LOG_SUM_EXP, sizeof(struct rd__acc_lse), 0);
 }
 
 /* float32 Prod run() at every split point and flush() (the lane tree's
@@ -994,6 +1024,7 @@ int main(void)
     cmocka_unit_test(test_lse_f32_kernel),
     cmocka_unit_test(test_arg32_helper),
     cmocka_unit_test(test_prod_cols),
+    cmocka_unit_test(test_prod_cols_extremes),
     cmocka_unit_test(test_lse_cols),
     cmocka_unit_test(test_prod_run_flush),
     cmocka_unit_test(test_prod_rows_out),
