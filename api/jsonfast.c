@@ -37,6 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__) && defined(__x86_64__)
+/* read_window(): SSSE3, chosen at run time (x86-64 guarantees only SSE2). */
+#define JF_WINDOW 1
+#include <tmmintrin.h>
+#endif
+
 #include "f16.h"
 
 #define TOKEN_MAX 63
@@ -399,8 +405,87 @@ static size_t read_number(const char *s, size_t i, size_t end, struct jf_num *n)
   return i;
 }
 
-static inline int read_elem(const char *s, size_t end, size_t *pos,
-                            struct jf_num *n, int *last)
+#ifdef JF_WINDOW
+/* The common token, -?[0-9]+(.[0-9]+)? of at most 16 bytes after the sign
+ * and no exponent, from one 16-byte window and without a branch on its
+ * digits: read_number()'s loops mispredict about once per token when the
+ * lengths vary, which was most of its cost.  The window's bytes are
+ * classified (the token ends at the first that is neither a digit nor
+ * '.'), one shuffle drops the '.' and moves the nd digits to the top
+ * bytes (leading zeros come in below), and three multiply-adds combine
+ * them into two 8-digit halves.  Returns the token's end, with *n as
+ * read_number() sets it; 0 for anything else (an exponent, a leading
+ * zero, a lone '-' or '.', more than 16 bytes, or a window that would
+ * reach s[end]): read_number() then decides, errors included. */
+__attribute__((target("ssse3"), always_inline)) static inline size_t
+read_window(const char *s, size_t i, size_t end, struct jf_num *n)
+{
+  size_t start = i;
+  int neg = s[i] == '-';
+  unsigned dig, dot, other, len, at, nd;
+  __m128i v, d, k, t;
+  char c;
+
+  i += (size_t)neg;
+  if (i + 16 > end)
+    return 0;
+  v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+  d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+  /* A digit iff its byte minus '0' is at most 9, unsigned. */
+  dig = (unsigned)_mm_movemask_epi8(
+    _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
+  dot = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+  other = ~(dig | dot) & 0xFFFFu;
+  if (other == 0 || (dig & 1u) == 0)
+    return 0;
+  len = (unsigned)__builtin_ctz(other);
+  dot &= (1u << len) - 1;
+  at = dot != 0 ? (unsigned)__builtin_ctz(dot) : len; /* the integer part */
+  c = s[i + len];
+  if (c == 'e' || c == 'E' || (dot & (dot - 1)) != 0 || at + 1 == len ||
+      (s[i] == '0' && at > 1))
+    return 0;
+  nd = len - (dot != 0);
+  /* Byte j of the result is digit j - (16 - nd), which sits one byte
+   * further up from the '.' on; a negative index shuffles in a zero. */
+  k = _mm_add_epi8(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                 14, 15),
+                   _mm_set1_epi8((char)(nd - 16)));
+  k = _mm_sub_epi8(k, _mm_cmpgt_epi8(k, _mm_set1_epi8((char)(at - 1))));
+  d = _mm_shuffle_epi8(d, k);
+  /* Byte 0 is the most significant: pairs, fours, then eights. */
+  t = _mm_maddubs_epi16(d, _mm_setr_epi8(10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10,
+                                         1, 10, 1, 10, 1));
+  t = _mm_madd_epi16(t, _mm_setr_epi16(100, 1, 100, 1, 100, 1, 100, 1));
+  t = _mm_packs_epi32(t, t);
+  t = _mm_madd_epi16(t, _mm_setr_epi16(10000, 1, 10000, 1, 10000, 1, 10000, 1));
+  n->m = (uint64_t)(uint32_t)_mm_cvtsi128_si32(t) * 100000000u +
+         (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+  n->neg = neg;
+  n->simple = 1;
+  n->tok = s + start;
+  n->toklen = i + len - start;
+  if (dot == 0) {
+    n->kind = JF_INT; /* at most 16 digits: within int64 */
+    n->i = neg ? -(int64_t)n->m : (int64_t)n->m;
+  } else {
+    n->kind = JF_REAL;
+    n->e10 = -(long)(len - at - 1);
+  }
+  return i + len;
+}
+
+/* Whether read_window() may run here: checked once per call of jf_read()
+ * or jf_fill_narrow() (a load of what the C runtime found at start-up). */
+static int window_ok(void)
+{
+  return __builtin_cpu_supports("ssse3");
+}
+#endif
+
+/* One element and its separator (jf_read()). */
+static inline __attribute__((always_inline)) int
+read_elem(const char *s, size_t end, size_t *pos, struct jf_num *n, int *last)
 {
   size_t i = *pos;
 
@@ -421,9 +506,63 @@ static inline int read_elem(const char *s, size_t end, size_t *pos,
   return 0;
 }
 
+#ifdef JF_WINDOW
+/* read_elem() for an element that read_window() takes, followed at once by
+ * ',' or ']'; read_elem() itself for any other. */
+__attribute__((target("ssse3"), always_inline)) static inline int
+read_elem_window(const char *s, size_t end, size_t *pos, struct jf_num *n,
+                 int *last)
+{
+  size_t j = read_window(s, *pos, end, n);
+
+  if (j != 0 && (s[j] == ',' || s[j] == ']')) {
+    *last = s[j] == ']';
+    *pos = j + 1;
+    return 0;
+  }
+  return read_elem(s, end, pos, n, last);
+}
+
+__attribute__((target("ssse3"))) static size_t
+read_window_once(const char *s, size_t i, size_t end, struct jf_num *n)
+{
+  return read_window(s, i, end, n);
+}
+
+__attribute__((target("ssse3"))) static int
+read_one_window(const char *s, size_t end, size_t *pos, struct jf_num *n,
+                int *last)
+{
+  return read_elem_window(s, end, pos, n, last);
+}
+#endif
+
+size_t jf__read_window(const char *s, size_t i, size_t end, struct jf_num *n)
+{
+#ifdef JF_WINDOW
+  if (window_ok())
+    return read_window_once(s, i, end, n);
+#else
+  (void)s, (void)i, (void)end, (void)n;
+#endif
+  return 0;
+}
+
+int jf_read_path(const char *s, size_t end, size_t *pos, struct jf_num *n,
+                 int *last, int window)
+{
+#ifdef JF_WINDOW
+  if (window && window_ok())
+    return read_one_window(s, end, pos, n, last);
+#else
+  (void)window;
+#endif
+  return read_elem(s, end, pos, n, last);
+}
+
 int jf_read(const char *s, size_t end, size_t *pos, struct jf_num *n, int *last)
 {
-  return read_elem(s, end, pos, n, last);
+  return jf_read_path(s, end, pos, n, last, 1);
 }
 
 int jf_exact(const struct jf_num *n, double *d)
@@ -561,9 +700,10 @@ int jf_narrow(int dtype, const struct jf_num *n, unsigned margin,
   return narrow_elem(dtype, n, margin, dst);
 }
 
-int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
-                   unsigned char *out, uint64_t max, uint64_t *k,
-                   struct jf_num *n, int *last)
+/* jf_fill_narrow()'s loop. */
+static int fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
+                       unsigned char *out, uint64_t max, uint64_t *k,
+                       struct jf_num *n, int *last)
 {
   size_t esize = dtype == RD_FLOAT32 ? 4 : 2;
 
@@ -576,4 +716,62 @@ int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
     ++*k;
   }
   return 0;
+}
+
+#ifdef JF_WINDOW
+/* fill_narrow() for CPUs with SSSE3: the same elements, results and
+ * returns, with its common case in one tight loop.  An element that
+ * read_window() takes, followed at once by ',' or ']', is converted from
+ * a local jf_num that stays in registers; any other element (white space,
+ * an exponent, a long token, the window at the array's end) goes through
+ * read_elem() and narrow_elem() as in fill_narrow(). */
+__attribute__((target("ssse3"))) static int
+fill_narrow_window(const char *s, size_t end, size_t *pos, int dtype,
+                   unsigned char *out, uint64_t max, uint64_t *k,
+                   struct jf_num *n, int *last)
+{
+  size_t esize = dtype == RD_FLOAT32 ? 4 : 2, i = *pos;
+  uint64_t kk = *k;
+  struct jf_num t;
+  int end_now = 0, rc = 0;
+
+  /* i, kk and t are locals (stored back once) so that they stay in
+   * registers. */
+  while (!end_now) {
+    if (kk == max || read_elem_window(s, end, &i, &t, &end_now) != 0) {
+      rc = -1;
+      break;
+    }
+    if (!narrow_elem(dtype, &t, JF_MARGIN, out + kk * esize)) {
+      *n = t;
+      rc = 1;
+      break;
+    }
+    kk++;
+  }
+  *k = kk;
+  *pos = i;
+  *last = end_now;
+  return rc;
+}
+#endif
+
+int jf_fill_narrow_path(const char *s, size_t end, size_t *pos, int dtype,
+                        unsigned char *out, uint64_t max, uint64_t *k,
+                        struct jf_num *n, int *last, int window)
+{
+#ifdef JF_WINDOW
+  if (window && window_ok())
+    return fill_narrow_window(s, end, pos, dtype, out, max, k, n, last);
+#else
+  (void)window;
+#endif
+  return fill_narrow(s, end, pos, dtype, out, max, k, n, last);
+}
+
+int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
+                   unsigned char *out, uint64_t max, uint64_t *k,
+                   struct jf_num *n, int *last)
+{
+  return jf_fill_narrow_path(s, end, pos, dtype, out, max, k, n, last, 1);
 }

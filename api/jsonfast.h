@@ -85,6 +85,21 @@ int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
                    unsigned char *out, uint64_t max, uint64_t *k,
                    struct jf_num *n, int *last);
 
+/* jf_read() and jf_fill_narrow() with the token reader chosen: `window`
+ * 1 as they do (read_window() first where the CPU has SSSE3), 0 only the
+ * byte-by-byte read_number().  Both give the same elements, errors and
+ * positions (tests compare them). */
+int jf_read_path(const char *s, size_t end, size_t *pos, struct jf_num *n,
+                 int *last, int window);
+int jf_fill_narrow_path(const char *s, size_t end, size_t *pos, int dtype,
+                        unsigned char *out, uint64_t max, uint64_t *k,
+                        struct jf_num *n, int *last, int window);
+
+/* For tests: read_window() on the token at s[i] where the CPU has SSSE3
+ * (the token's end, or 0 where it leaves the token to read_number()), 0
+ * elsewhere. */
+size_t jf__read_window(const char *s, size_t i, size_t end, struct jf_num *n);
+
 /* Defined in json.c: api_json_decode() with the path chosen.  `fast` 0
  * never takes the fast path, 1 takes it for bodies of at least JF_MIN_BODY
  * bytes (what api_json_decode() does), 2 whenever jf_locate() accepts the

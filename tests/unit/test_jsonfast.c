@@ -81,6 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 #endif
 
+/* Whether jf__read_window() runs read_window() here. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define window_ok_for_tests __builtin_cpu_supports("ssse3")
+#else
+#define window_ok_for_tests 0
+#endif
+
 static int check_str(const char *body)
 {
   return check_same(body, strlen(body));
@@ -519,12 +526,224 @@ static void test_large_body(void **state)
   free(body);
 }
 
+/* Whether two reads of one element agree: the same return, position and
+ * end flag and, for an element read, the same fields (those its kind
+ * defines). */
+static int same_elem(int ra, size_t pa, int la, const struct jf_num *a, int rb,
+                     size_t pb, int lb, const struct jf_num *b)
+{
+  if (ra != rb || pa != pb)
+    return 0;
+  if (ra != 0)
+    return 1;
+  return la == lb && a->kind == b->kind && a->neg == b->neg &&
+         a->simple == b->simple && a->m == b->m && a->tok == b->tok &&
+         a->toklen == b->toklen &&
+         (a->kind == JF_INT ? a->i == b->i : a->e10 == b->e10);
+}
+
+/* Reads the element at s[0] with both token readers, and read_window()
+ * alone; fails unless the readers agree, and unless read_window() takes
+ * exactly the tokens it is documented to take (`plain`: a sign, digits,
+ * at most one '.' between digits, no leading zero, no exponent, at most
+ * 16 bytes after the sign).  Returns 1 if read_window() took it. */
+static int window_case(const char *s, size_t end, size_t toklen, int plain)
+{
+  struct jf_num a, b, w;
+  size_t pa = 0, pb = 0, wend;
+  int ra, rb, la = -1, lb = -1, neg = s[0] == '-';
+
+  memset(&a, 0x55, sizeof a);
+  memset(&b, 0x55, sizeof b);
+  ra = jf_read_path(s, end, &pa, &a, &la, 1);
+  rb = jf_read_path(s, end, &pb, &b, &lb, 0);
+  if (!same_elem(ra, pa, la, &a, rb, pb, lb, &b))
+    fail_msg("window %d at %zu, bytes %d at %zu: %.*s", ra, pa, rb, pb,
+             (int)end + 1, s);
+  wend = jf__read_window(s, 0, end, &w);
+  if (!window_ok_for_tests)
+    return 0;
+  /* It needs the 16 bytes after the sign before s[end], and a byte after
+   * the token within them. */
+  plain = plain && toklen - (size_t)neg < 16 && (size_t)neg + 16 <= end;
+  if ((wend != 0) != plain)
+    fail_msg("read_window() %s %.*s", wend ? "took" : "left", (int)end + 1, s);
+  if (wend != 0) {
+    assert_int_equal(wend, toklen);
+    if (rb == 0 && !same_elem(0, 0, 0, &w, 0, 0, 0, &b))
+      fail_msg("read_window() differs on %.*s", (int)end + 1, s);
+  }
+  return wend != 0;
+}
+
+/* Every token shape, from one to twenty digits with the '.' at each place
+ * or none, signs, leading zeros, exponents and separators, at each
+ * distance from the array's ']': the window reader gives what the byte
+ * reader gives, and takes the tokens it should.  The case sits at the end
+ * of its allocation, so a read beyond s[end] is a sanitizer error. */
+static void test_window_tokens(void **state)
+{
+  static const char *const exps[] = { "", "e5", "E-3", "e" };
+  static const char *const terms[] = { ",", "]", " ,", "\t]", "x", ".", "-" };
+  enum { CAP = 128 };
+  char *block = malloc(CAP);
+  char tok[64], cs[CAP];
+  size_t taken = 0, cases = 0;
+  (void)state;
+  assert_non_null(block);
+  for (int neg = 0; neg < 2; neg++)
+    for (int nd = 0; nd <= 20; nd++)
+      for (int dot = -1; dot <= nd; dot++)
+        for (int zero = 0; zero < 2; zero++)
+          for (size_t e = 0; e < sizeof exps / sizeof exps[0]; e++) {
+            size_t tl = 0;
+            if (neg)
+              tok[tl++] = '-';
+            for (int d = 0; d < nd; d++) {
+              if (d == dot)
+                tok[tl++] = '.';
+              tok[tl++] = (char)('0' + (d == 0 && zero ? 0 : 1 + next() % 9));
+              if (d > 0 && next() % 4 == 0)
+                tok[tl - 1] = '0';
+            }
+            if (dot == nd)
+              tok[tl++] = '.';
+            /* Digits before and after any '.', no leading zero (a lone
+             * "0" before the '.' or alone is one). */
+            int ip = dot < 0 ? nd : dot;
+            int plain = nd > 0 && ip > 0 && dot != nd && exps[e][0] == '\0' &&
+                        !(zero && ip > 1);
+            memcpy(tok + tl, exps[e], strlen(exps[e]));
+            tl += strlen(exps[e]);
+            for (size_t t = 0; t < sizeof terms / sizeof terms[0]; t++)
+              for (size_t fill = 0; fill < 20; fill++) {
+                size_t len = 0, end;
+                memcpy(cs, tok, tl);
+                len = tl;
+                memcpy(cs + len, terms[t], strlen(terms[t]));
+                len += strlen(terms[t]);
+                for (size_t f = 0; f < fill; f++)
+                  cs[len++] = f % 2 ? '7' : ',';
+                cs[len++] = ']';
+                end = (size_t)((char *)memchr(cs, ']', len) - cs);
+                memcpy(block + CAP - (end + 1), cs, end + 1);
+                taken += (size_t)window_case(block + CAP - (end + 1), end, tl,
+                                             plain && terms[t][0] != '.');
+                cases++;
+              }
+          }
+  free(block);
+  if (window_ok_for_tests)
+    assert_true(taken > 10000);
+  print_message("read_window() took %zu of %zu cases\n", taken, cases);
+}
+
+/* One element for test_window_fill(): mostly the short plain tokens the
+ * window takes, with the other forms among them. */
+static size_t window_elem(char *p, size_t size)
+{
+  uint64_t r = next() % 16;
+  int n;
+  if (r < 9)
+    n = snprintf(p, size, "%s%" PRIu64 ".%0*" PRIu64, next() % 2 ? "-" : "",
+                 next() % 1000, (int)(1 + next() % 7), next() % 10000000);
+  else if (r < 11)
+    n = snprintf(p, size, "%" PRId64, (int64_t)(next() >> (next() % 64)));
+  else if (r < 13)
+    return random_number(p, size);
+  else if (r == 13)
+    n = snprintf(p, size, " %.9g\n", (double)(next() >> 11) * 0x1p-40);
+  else if (r == 14)
+    n = snprintf(p, size, "%.17g", (double)(next() >> 11) * 0x1p-60);
+  else /* not JSON: the fast path gives up */
+    n = snprintf(p, size, "%s", next() % 2 ? "01.5" : "2.");
+  return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/* jf_fill_narrow_path() with and without the window over random arrays,
+ * in lock step as json.c calls it (an undecided element is converted
+ * exactly and counted): the same returns, positions, counts, undecided
+ * elements and stored bytes. */
+static void test_window_fill(void **state)
+{
+  static const int narrow[] = { RD_FLOAT32, RD_FLOAT16, RD_BFLOAT16 };
+  enum { N = 300 };
+  static char s[N * 48 + 2];
+  static unsigned char oa[N * 4], ob[N * 4];
+  (void)state;
+  for (int round = 0; round < 600; round++) {
+    int dt = narrow[round % 3], bad = round % 4 == 0;
+    size_t len = 0, pa = 1, pb = 1, es = dt == RD_FLOAT32 ? 4 : 2;
+    uint64_t count = 1 + next() % N, max, ka = 0, kb = 0;
+    s[len++] = '[';
+    for (uint64_t e = 0; e < count; e++) {
+      size_t at = len;
+      if (e)
+        s[len++] = ',';
+      do
+        len = at + (e ? 1 : 0) + window_elem(s + at + (e ? 1 : 0), 40);
+      while (!bad && (s[len - 1] == '.' || s[at + (e ? 1 : 0)] == '0'));
+    }
+    s[len] = ']';
+    max = round % 5 == 0 ? next() % (count + 1) : count;
+    for (;;) {
+      struct jf_num na, nb;
+      int la = -1, lb = -1, ra, rb;
+      double d;
+      ra = jf_fill_narrow_path(s, len, &pa, dt, oa, max, &ka, &na, &la, 1);
+      rb = jf_fill_narrow_path(s, len, &pb, dt, ob, max, &kb, &nb, &lb, 0);
+      if (ra != rb || pa != pb || ka != kb)
+        fail_msg("round %d: window %d at %zu (%" PRIu64 "), bytes %d at %zu "
+                 "(%" PRIu64 ")",
+                 round, ra, pa, ka, rb, pb, kb);
+      if (ra != 1)
+        break;
+      assert_true(same_elem(0, 0, la, &na, 0, 0, lb, &nb));
+      assert_int_equal(jf_exact(&na, &d), 0);
+      store_ref(dt, d, oa + ka * es);
+      store_ref(dt, d, ob + kb * es);
+      ka++, kb++;
+      if (la)
+        break;
+    }
+    assert_memory_equal(oa, ob, ka * es);
+  }
+}
+
+/* Negative control: same_elem() tells elements apart that differ only in
+ * the place of the '.' or in being an integer. */
+static void test_window_control(void **state)
+{
+  static const char *const pairs[][2] = {
+    { "12.5,", "1.25," },
+    { "125,", "125.0," },
+    { "-7,", "7," },
+  };
+  (void)state;
+  for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+    struct jf_num a, b;
+    size_t pa = 0, pb = 0;
+    int la, lb, ra, rb;
+    ra = jf_read_path(pairs[p][0], strlen(pairs[p][0]) - 1, &pa, &a, &la, 0);
+    rb = jf_read_path(pairs[p][1], strlen(pairs[p][1]) - 1, &pb, &b, &lb, 0);
+    b.tok = a.tok;
+    b.toklen = a.toklen;
+    pb = pa;
+    assert_int_equal(ra, 0);
+    assert_int_equal(rb, 0);
+    assert_false(same_elem(ra, pa, la, &a, rb, pb, lb, &b));
+    assert_true(same_elem(ra, pa, la, &a, ra, pa, la, &a));
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_numbers_taken),  cmocka_unit_test(test_not_taken),
     cmocka_unit_test(test_random_numbers), cmocka_unit_test(test_mutations),
     cmocka_unit_test(test_large_body),     cmocka_unit_test(test_narrow_exact),
+    cmocka_unit_test(test_window_tokens),  cmocka_unit_test(test_window_fill),
+    cmocka_unit_test(test_window_control),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
