@@ -33,6 +33,11 @@ int api_jpush_feed(struct api_jpush *p, char *data, size_t n);
 int api_jpush_finish(struct api_jpush *p, uint64_t max_elements,
                      struct api_request *req, struct rd_error *err);
 
+/* Elements converted so far as they arrived (before finish): those of a
+ * well-formed flat array of numbers the fast conversion takes are all of
+ * them; the rest are left to jansson at finish.  For tests and logs. */
+uint64_t api_jpush_taken(const struct api_jpush *p);
+
 /* Frees the decoder (NULL is fine); what finish put in `req` stays. */
 void api_jpush_destroy(struct api_jpush *p);
 

@@ -292,18 +292,78 @@ static void test_oracle_control(void **state)
 
 /* A large body (above JF_MIN_BODY, where api_json_decode takes its own
  * fast path), in chunks of a few sizes, with an error at the end. */
-static void test_large(void **state)
+/* A body of `dt` elements of about `size` bytes: float32/float64 reals
+ * (%.9g) or int64 integers; *count is how many. */
+static char *large_body(const char *dt, size_t size, size_t *len,
+                        uint64_t *count)
 {
-  size_t size = 400000, n = 0, cuts[4096], nc, step;
   char *b = malloc(size);
-  (void)state;
+  size_t n = 0;
+  int ints = strcmp(dt, "int64") == 0;
+
   assert_non_null(b);
-  n += (size_t)snprintf(b, size, HEAD("float32"));
-  for (int i = 0; n + 40 < size - 20; i++)
-    n += (size_t)snprintf(b + n, size - n, "%.9g,",
-                          (double)(i * 7919 % 10007) / 97.0 - 50);
+  n += (size_t)snprintf(b, size,
+                        "{\"op\":\"ReduceSum\",\"input\":"
+                        "{\"dtype\":\"%s\",\"data\":[",
+                        dt);
+  *count = 0;
+  for (int i = 0; n + 40 < size - 20; i++, ++*count)
+    n += ints ? (size_t)snprintf(b + n, size - n, "%d,", i * 7919 % 10007 - 99)
+              : (size_t)snprintf(b + n, size - n, "%.9g,",
+                                 (double)(i * 7919 % 10007) / 97.0 - 50);
   n--;
   n += (size_t)snprintf(b + n, size - n, "]}}");
+  *len = n;
+  return b;
+}
+
+/* Every element of a large clean body is converted as it arrives, for
+ * each class of the element loop (narrow floats, float64, integers),
+ * across the element buffer's populated-page steps (64 KiB) and, without
+ * the length, its growth: an element stopped at a step's end must not be
+ * left to jansson (which would give the same request, only slowly, so
+ * jpush_same() alone cannot see it). */
+static void test_large_all_taken(void **state)
+{
+  static const char *const dts[] = { "float32", "float64", "int64" };
+  size_t len, chunk = 128 * 1024;
+  uint64_t count;
+  (void)state;
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    char *b = large_body(dts[d], 1200000, &len, &count);
+    assert_true(count > 65536 || strcmp(dts[d], "int64") != 0);
+    for (int hint = 0; hint <= 1; hint++) {
+      struct api_jpush *p;
+      struct api_request req;
+      struct rd_error err;
+      assert_int_equal(api_jpush_create(hint ? len : 0, &p), 0);
+      for (size_t at = 0; at < len; at += chunk) {
+        size_t n = len - at < chunk ? len - at : chunk;
+        char *c = malloc(n);
+        assert_non_null(c);
+        memcpy(c, b + at, n);
+        assert_int_equal(api_jpush_feed(p, c, n), 0);
+        free(c);
+      }
+      if (api_jpush_taken(p) != count)
+        fail_msg("%s, hint %d: %llu of %llu elements taken as they came",
+                 dts[d], hint, (unsigned long long)api_jpush_taken(p),
+                 (unsigned long long)count);
+      assert_int_equal(api_jpush_finish(p, len, &req, &err), 0);
+      assert_int_equal(req.params.shape[0], (int64_t)count);
+      api_request_free(&req);
+      api_jpush_destroy(p);
+    }
+    free(b);
+  }
+}
+
+static void test_large(void **state)
+{
+  size_t n, cuts[4096], nc, step;
+  uint64_t count;
+  char *b = large_body("float32", 400000, &n, &count);
+  (void)state;
   for (step = 997; step < 200000; step *= 7) {
     nc = 0;
     for (size_t at = step; at < n && nc < 4096; at += step)
@@ -409,10 +469,15 @@ static void test_long_head(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_valid),  cmocka_unit_test(test_taken_over),
-    cmocka_unit_test(test_errors), cmocka_unit_test(test_max_elements),
-    cmocka_unit_test(test_random), cmocka_unit_test(test_oracle_control),
-    cmocka_unit_test(test_large),  cmocka_unit_test(test_long_head),
+    cmocka_unit_test(test_valid),
+    cmocka_unit_test(test_taken_over),
+    cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_max_elements),
+    cmocka_unit_test(test_random),
+    cmocka_unit_test(test_oracle_control),
+    cmocka_unit_test(test_large),
+    cmocka_unit_test(test_long_head),
+    cmocka_unit_test(test_large_all_taken),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
