@@ -31,27 +31,17 @@
  */
 #include "jsonpush.h"
 
-#include <errno.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "jsonconv.h"
 #include "jsonfast.h"
+#include "mem.h"
 
 /* A chunked body's element buffer starts with room for this many. */
 #define JP_START_ELEMS 65536u
 /* HEAD appends the text in steps of this many bytes (head_feed()). */
 #define JP_HEAD_STEP 4096u
-/* The element buffer's pages are made resident this many bytes at a time
- * just ahead of the elements written (populate()). */
-#define JP_POPULATE_STEP (64u * 1024)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 
 enum jp_mode {
   JP_HEAD,  /* looking for root.input.data's '[' */
@@ -100,7 +90,7 @@ struct api_jpush {
   uint64_t max_neg, max_pos;
   unsigned char *out;
   uint64_t cap, k;
-  uint64_t ready; /* elements [0, ready) have resident pages (populate()) */
+  size_t ready; /* bytes of out with resident pages (mem.h) */
   struct jp_region reg;
 };
 
@@ -283,43 +273,17 @@ static int reserve(struct api_jpush *p, uint64_t extra)
   }
   p->out = q;
   p->cap = cap;
-  p->ready = p->k; /* the pages past the copy are new */
+  p->ready = (size_t)p->k * p->esize; /* the pages past the copy are new */
   return 0;
 }
 
-/* Why: the parser writes the element buffer front to back, and the first
- * write to each 4 KiB page is a page fault; in a VM a fault costs
- * microseconds (a 1M-element float32 body took 1,000 of them, 13% of the
- * daemon's time on it).  One madvise(MADV_POPULATE_WRITE) makes a whole
- * JP_POPULATE_STEP resident without them.  Never more than one step ahead
- * of the elements written, so the pages resident are the ones the
- * elements need plus at most that step.  Returns the element index the
- * writer may go up to (> p->k while p->k < p->cap).  A kernel without the
- * advice (EINVAL, then never asked again) or a failure (ENOMEM) just
- * leaves the faults to happen. */
+/* The element index the writer may go up to with resident pages (mem.h:
+ * the parser writes the buffer front to back), > p->k while p->k < p->cap. */
 static uint64_t populate(struct api_jpush *p)
 {
-  static atomic_int unsupported; /* pool threads share it */
-  int off = atomic_load_explicit(&unsupported, memory_order_relaxed);
-  uintptr_t page, a, b;
-  uint64_t to;
-
-  if (p->ready > p->k)
-    return p->ready;
-  to = p->k + JP_POPULATE_STEP / p->esize;
-  if (to > p->cap || off)
-    to = p->cap;
-  if (!off && to > p->k) {
-    page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    a = (uintptr_t)(p->out + p->k * p->esize) & ~(page - 1);
-    b = ((uintptr_t)(p->out + to * p->esize) + page - 1) & ~(page - 1);
-    /* Whole pages that hold bytes of the buffer: all of them mapped. */
-    if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0 &&
-        errno == EINVAL) /* not this kernel's: stop asking */
-      atomic_store_explicit(&unsupported, 1, memory_order_relaxed);
-  }
-  p->ready = to;
-  return to;
+  api_mem_ahead(p->out, (size_t)p->cap * p->esize, &p->ready,
+                (size_t)p->k * p->esize, p->esize);
+  return p->ready / p->esize;
 }
 
 /* Converts the elements from s[*pos] on into the buffer, s[end] being a
@@ -360,7 +324,7 @@ static int take_run(struct api_jpush *p, const char *s, size_t end, size_t *pos)
   while (!last) {
     unsigned char *dst = p->out + p->k * p->esize;
     at = *pos;
-    if (p->k == p->ready)
+    if ((size_t)p->k * p->esize >= p->ready)
       (void)populate(p);
     if (p->k == p->cap || jf_read(s, end, pos, &n, &last) != 0) {
       *pos = at;

@@ -3,6 +3,7 @@ noinst_LIBRARIES += api/libapi.a
 api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
+	api/mem.h api/mem.c \
 	api/numfmt.h api/numfmt.c \
 	api/jsonconv.h api/jsonconv.c \
 	api/json.c api/jsonfast.h api/jsonfast.c \
@@ -30,6 +31,13 @@ UNIT_TESTS += tests/unit/test_jsonfast
 tests_unit_test_jsonfast_SOURCES = tests/unit/test_jsonfast.c
 tests_unit_test_jsonfast_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_jsonfast_LDADD = api/libapi.a lib/libreduce.a $(JANSSON_LIBS) $(CMOCKA_LIBS) -lm
+
+# api_mem_ahead(): the frontier, and the pages resident (mincore()).
+check_PROGRAMS += tests/unit/test_mem
+UNIT_TESTS += tests/unit/test_mem
+tests_unit_test_mem_SOURCES = tests/unit/test_mem.c
+tests_unit_test_mem_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_mem_LDADD = api/libapi.a $(CMOCKA_LIBS)
 
 # The push decoder fed in chunks against api_json_decode() on the whole body.
 check_PROGRAMS += tests/unit/test_jsonpush

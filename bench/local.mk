@@ -7,7 +7,7 @@ CLEANFILES += bench/bench bench/sink bench/openloop
 EXTRA_PROGRAMS += bench/sink
 bench_sink_SOURCES = bench/sink.c
 bench_sink_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS)
-bench_sink_LDADD = $(MHD_LIBS)
+bench_sink_LDADD = api/libapi.a $(MHD_LIBS)
 # The open-loop load generator of bench/daemon.sh (plain sockets and epoll).
 EXTRA_PROGRAMS += bench/openloop
 bench_openloop_SOURCES = bench/openloop.c

@@ -22,6 +22,7 @@
 
 #include "job.h"
 #include "log.h"
+#include "mem.h"
 
 /* Inputs below this are not worth the hand-offs of a parallel run. */
 #define JOB_PAR_MIN_BYTES (UINT64_C(1) << 20)
@@ -430,6 +431,7 @@ int job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
   j->sbufsize = bufsize;
   j->scur = 0;
   j->slen[0] = j->slen[1] = 0;
+  j->sready[0] = j->sready[1] = 0;
   j->src = 0;
   if (rd_stream_create(&j->plan, &j->st) != 0)
     return RD_E_NOMEM;
@@ -449,6 +451,7 @@ int job_json_stream_open(struct job *j, uint64_t len_hint, size_t bufsize,
   j->sbufsize = bufsize;
   j->scur = 0;
   j->slen[0] = j->slen[1] = 0;
+  j->sready[0] = j->sready[1] = 0;
   j->src = 0;
   if (api_jpush_create(len_hint <= SIZE_MAX ? (size_t)len_hint : 0, &j->jp))
     return RD_E_NOMEM;
@@ -473,6 +476,8 @@ size_t job_stream_write(struct job *j, const void *p, size_t n)
     }
     room = j->sbufsize - j->slen[j->scur];
     c = n - taken < room ? n - taken : room;
+    api_mem_ahead(j->sbuf[j->scur], j->sbufsize, &j->sready[j->scur],
+                  j->slen[j->scur], c);
     memcpy(j->sbuf[j->scur] + j->slen[j->scur], src + taken, c);
     j->slen[j->scur] += c;
     taken += c;

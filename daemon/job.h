@@ -77,11 +77,12 @@ struct job {
   struct api_jpush *jp;   /* a JSON body's push decoder (pool: the feeds) */
   unsigned char *sbuf[2]; /* the filling buffer and the one being fed */
   size_t slen[2];
-  size_t sbufsize; /* a multiple of every element size */
-  int scur;        /* buffer the loop thread fills */
-  int sfeed;       /* buffer the running feed reads */
-  int srunning;    /* loop thread: a feed work is queued */
-  int src;         /* first feed error (pool, then loop) */
+  size_t sready[2]; /* bytes of each with resident pages (api/mem.h) */
+  size_t sbufsize;  /* a multiple of every element size */
+  int scur;         /* buffer the loop thread fills */
+  int sfeed;        /* buffer the running feed reads */
+  int srunning;     /* loop thread: a feed work is queued */
+  int src;          /* first feed error (pool, then loop) */
   struct rd_error serr;
   uv_work_t feed_work;
   job_done_cb wake_cb;

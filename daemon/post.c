@@ -28,6 +28,7 @@
 #include <strings.h>
 
 #include "log.h"
+#include "mem.h"
 #include "metrics.h"
 #include "post.h"
 #include "proto.h"
@@ -95,7 +96,7 @@ static void discard_too_large(struct server *s, struct req *r)
     return;
   free(r->body);
   r->body = NULL;
-  r->body_len = r->body_cap = 0;
+  r->body_len = r->body_cap = r->body_ready = 0;
   api_fail(&r->derr, API_E_BODY_TOO_LARGE,
            "the chunked body is above the "
            "limit of %llu bytes (--max-body)",
@@ -326,6 +327,7 @@ static int body_alloc(struct server *s, struct req *r, int chunked,
                                      : POST_CHUNKED_START)
                         : (size_t)len;
   r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+  r->body_ready = 0;
   if (r->body == NULL)
     return api_fail(err, API_E_OVERLOADED,
                     "cannot allocate %zu bytes for "
@@ -362,6 +364,7 @@ static int plan_ready(struct server *s, struct req *r, struct rd_error *err)
   if (p->in_bytes <= c->buffer_max || r->job.fortran) {
     r->body_cap = (size_t)p->in_bytes;
     r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+    r->body_ready = 0;
     if (r->body == NULL)
       return api_fail(err, API_E_OVERLOADED,
                       "cannot allocate %zu bytes for "
@@ -569,8 +572,10 @@ static void body_append(struct server *s, struct req *r, const char *data,
     }
     r->body = p;
     r->body_cap = cap;
+    r->body_ready = r->body_len; /* it may have moved */
     admit_resize(&s->admit, &r->ticket, json_bytes(cap)); /* chunked */
   }
+  api_mem_ahead(r->body, r->body_cap, &r->body_ready, r->body_len, n);
   memcpy(r->body + r->body_len, data, n);
   r->body_len += n;
 }
@@ -593,6 +598,7 @@ static void body_from_prefix(struct server *s, struct req *r)
   if (cap < hl)
     cap = hl;
   r->body = malloc(cap > 0 ? cap : 1);
+  r->body_ready = 0;
   if (r->body == NULL) {
     api_fail(&err, API_E_OVERLOADED,
              "cannot allocate %zu bytes for the "
@@ -647,6 +653,7 @@ static void data_upload(struct req *r, const char *data, size_t left, size_t *n)
     return;
   }
   if (r->state == REQ_DATA) {
+    api_mem_ahead(r->body, r->body_cap, &r->body_ready, r->data_bytes, left);
     memcpy(r->body + r->data_bytes, data, left);
     taken = left;
   } else {

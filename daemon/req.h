@@ -102,6 +102,7 @@ struct req {
   uint64_t t0_ns;
   char *body; /* BODY: the body; DATA: tensor bytes */
   size_t body_len, body_cap;
+  size_t body_ready;        /* bytes of body with resident pages (api/mem.h) */
   uint64_t expect_len;      /* Content-Length, or UINT64_MAX: chunked */
   char *query;              /* raw query string, or NULL */
   int query_lost;           /* out of memory copying it */
