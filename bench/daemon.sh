@@ -11,7 +11,8 @@
 #      static file (started here with its own config on a free port);
 #   2. a 256 MiB float32 raw request against an upload-only server;
 #   3. 1,000,000-element float32 JSON bodies, shortest-form and
-#      17-significant-digit numbers: MB/s and peak RSS;
+#      17-significant-digit numbers: MB/s and peak RSS (and, for
+#      information, the peak RSS of a daemon without gRPC);
 #   4. open-loop latency (bench/openloop): small JSON at 25/50/80% of the
 #      throughput measured in 1, 1 MiB raw requests at 50% of theirs.
 set -eu
@@ -241,6 +242,26 @@ json_run() {  # FORM FILE TARGET_MBS
 }
 json_run shortest "$work/short.json" 400
 json_run digits17 "$work/long.json" 250
+# For information, not a target: the same shortest-form requests to a
+# daemon without the gRPC endpoint (--grpc-listen none), whose libraries
+# (gRPC core, its C++ runtime, OpenSSL) and threads are most of the idle
+# daemon's RSS above.  The targets above are the default daemon's.
+bytes=$(wc -c <"$work/short.json")
+start_daemon --max-body 268435456 --grpc-listen none
+idle=$(peak_rss_kib "$pid")
+for r in 1 2 3 4 5; do
+  curl -sf -o /dev/null -H 'Content-Type: application/json' -H 'Expect:' \
+    --data-binary @"$work/short.json" "$url/v1/reduce"
+done
+rss=$(peak_rss_kib "$pid")
+stop_daemon
+awk -v b="$bytes" -v r="$rss" -v i="$idle" -v json="$json" 'BEGIN {
+  if (json)
+    printf "{\"bench\":\"daemon\",\"name\":\"json_1m_shortest_no_grpc_rss\",\"info_only\":true,\"bytes\":%d,\"peak_rss_bytes\":%.0f,\"idle_rss_bytes\":%.0f,\"rss_ratio\":%.3f}\n",
+           b, r * 1024, i * 1024, r * 1024 / b
+  else
+    printf "  (for information: the same shortest-form requests with --grpc-listen none: peak RSS %.1f MB = %.2fx the body, the idle daemon %.1f MB)\n",
+           r * 1024 / 1e6, r * 1024 / b, i * 1024 / 1e6 }'
 rm -f "$work/short.json" "$work/long.json"
 
 # 4. Open-loop latency (bench/openloop): requests due on a fixed schedule,
