@@ -19,6 +19,10 @@
  * due and requests never sent are counted apart.  --threads threads (2, like
  * wrk -t2), each with every Nth request of the schedule, its share of the
  * connections and an epoll loop (epoll_pwait2: it wakes at each due time).
+ * It also reports how late its threads woke for a due request at worst: a
+ * stall of the generator itself (its CPU taken for 100 ms by the host)
+ * delays every request due meanwhile, and shows in the tail although no
+ * server caused it.
  */
 #include "config.h"
 
@@ -105,6 +109,10 @@ struct gen {
   uint64_t *lat_ns; /* of 2xx responses */
   uint64_t nlat, ok, non2xx, io_errors, connect_errors;
   uint64_t last_done_ns, max_lag_ns;
+  /* The longest this thread woke late for a due request (a stall of the
+   * generator itself, e.g. its CPU taken away: every request due meanwhile
+   * shows the delay although no server caused it). */
+  uint64_t max_oversleep_ns;
   int statuses[8]; /* first distinct non-2xx codes */
   int nstatuses;
   struct start *start;
@@ -519,6 +527,11 @@ static int run(struct gen *g)
         due_of(g, g->next) < until)
       until = due_of(g, g->next);
     int n = wait_events(g, evs, 256, until);
+    if (until < drain_end) {
+      uint64_t woke = now_ns();
+      if (woke > until && woke - until > g->max_oversleep_ns)
+        g->max_oversleep_ns = woke - until;
+    }
     if (n < 0 && errno != EINTR) {
       perror("openloop: epoll_wait");
       return -1;
@@ -574,6 +587,8 @@ static void merge(struct gen *m, struct gen *gens, int nthreads)
       m->last_done_ns = g->last_done_ns;
     if (g->max_lag_ns > m->max_lag_ns)
       m->max_lag_ns = g->max_lag_ns;
+    if (g->max_oversleep_ns > m->max_oversleep_ns)
+      m->max_oversleep_ns = g->max_oversleep_ns;
     for (int i = 0; i < g->nstatuses; i++)
       note_status(m, g->statuses[i]);
   }
@@ -635,13 +650,14 @@ static void report(struct gen *g)
       "\"errors\":%llu,\"non2xx\":%llu,\"non2xx_codes\":[%s],\"io_errors\":%llu,"
       "\"timeouts\":%llu,\"unsent\":%llu,\"connect_errors\":%llu,"
       "\"achieved_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p999_ms\":%.3f,"
-      "\"max_ms\":%.3f,\"threads\":%d,\"connections\":%d,\"max_send_lag_ms\":%.3f}\n",
+      "\"max_ms\":%.3f,\"threads\":%d,\"connections\":%d,\"max_send_lag_ms\":%.3f,"
+      "\"max_generator_oversleep_ms\":%.3f}\n",
       g->rate, sched_s, (unsigned long long)g->total, (unsigned long long)g->ok,
       (unsigned long long)errors, (unsigned long long)g->non2xx, codes,
       (unsigned long long)g->io_errors, (unsigned long long)timeouts,
       (unsigned long long)unsent, (unsigned long long)g->connect_errors,
       achieved, p50, p99, p999, max, g->nthreads, g->peak_conns,
-      (double)g->max_lag_ns / 1e6);
+      (double)g->max_lag_ns / 1e6, (double)g->max_oversleep_ns / 1e6);
   } else {
     printf("%s: %.0f/s for %.1f s: %llu requests, %llu ok, %llu errors",
            g->label, g->rate, sched_s, (unsigned long long)g->total,
@@ -653,8 +669,9 @@ static void report(struct gen *g)
              (unsigned long long)unsent);
     printf(
       "; achieved %.0f/s; latency p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, "
-      "max %.3f ms; %d connections\n",
-      achieved, p50, p99, p999, max, g->peak_conns);
+      "max %.3f ms; %d connections; the generator woke up to %.3f ms late\n",
+      achieved, p50, p99, p999, max, g->peak_conns,
+      (double)g->max_oversleep_ns / 1e6);
   }
   fflush(stdout);
 }
