@@ -30,6 +30,7 @@
  * a few steps ahead (as the other loops: without it the reorder window,
  * not DRAM, bounds the lines in flight). */
 #define KR_PF 4096
+#define KB_PF KR_PF
 
 TGT5 ALWAYS_INLINE __m512i kr_best(__m512i a, __m512i b, int is_max)
 {
@@ -166,52 +167,46 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
 /* One block: ops.c's block_best32, sixteen elements per vector        */
 /* ------------------------------------------------------------------ */
 
+/* One step: the keys of u, numbers only (NaN lanes and lanes off m leave
+ * the best), NaN lanes into *an. */
+TGT5 ALWAYS_INLINE __m512i kb_step(__m512i b, __m512i u, __mmask16 m,
+                                   int is_max, int zero_tie, __mmask16 *an)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  __mmask16 nan;
+  if (zero_tie)
+    u = _mm512_mask_mov_epi32(
+      u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32((int32_t)0x80000000u)),
+      _mm512_setzero_si512());
+  nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm),
+                                _mm512_set1_epi32(0x7f800000));
+  *an |= nan;
+  u = _mm512_xor_si512(u, _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+  m &= (__mmask16)~nan;
+  return is_max ? _mm512_mask_max_epi32(b, m, b, u)
+                : _mm512_mask_min_epi32(b, m, b, u);
+}
+
 TGT5 ALWAYS_INLINE int32_t kb_best(const unsigned char *x, size_t n, int is_max,
                                    int zero_tie, int *nan)
 {
-  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-  const __m512i inf = _mm512_set1_epi32(0x7f800000);
-  const __m512i negz = _mm512_set1_epi32((int32_t)0x80000000u);
   const __m512i idv = _mm512_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
   __m512i b0 = idv, b1 = idv;
   __mmask16 an = 0;
   size_t i = 0;
-  for (;; i += 32) {
-    __m512i u0, u1;
-    __mmask16 n0, n1, m0 = 0xffff, m1 = 0xffff;
-    if (i + 32 > n) { /* the tail, masked (lanes beyond n: +0, no NaN) */
-      size_t left = n - i;
-      if (left == 0)
-        break;
-      m0 = (__mmask16)(left >= 16 ? 0xffffu : (1u << left) - 1);
-      m1 = (__mmask16)(left <= 16 ? 0 : (1u << (left - 16)) - 1);
-    }
-    u0 = _mm512_maskz_loadu_epi32(m0, x + i * 4);
-    u1 = _mm512_maskz_loadu_epi32(m1, x + i * 4 + 64);
-    _mm_prefetch((const char *)(x + i * 4) + KR_PF, _MM_HINT_T0);
-    _mm_prefetch((const char *)(x + i * 4) + KR_PF + 64, _MM_HINT_T0);
-    if (zero_tie) {
-      u0 = _mm512_mask_mov_epi32(u0, _mm512_cmpeq_epi32_mask(u0, negz),
-                                 _mm512_setzero_si512());
-      u1 = _mm512_mask_mov_epi32(u1, _mm512_cmpeq_epi32_mask(u1, negz),
-                                 _mm512_setzero_si512());
-    }
-    n0 = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u0, absm), inf);
-    n1 = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u1, absm), inf);
-    an |= n0 | n1;
-    u0 = _mm512_xor_si512(u0,
-                          _mm512_and_si512(_mm512_srai_epi32(u0, 31), absm));
-    u1 = _mm512_xor_si512(u1,
-                          _mm512_and_si512(_mm512_srai_epi32(u1, 31), absm));
-    /* numbers only: NaN lanes and lanes beyond n leave the best */
-    m0 &= (__mmask16)~n0;
-    m1 &= (__mmask16)~n1;
-    b0 = is_max ? _mm512_mask_max_epi32(b0, m0, b0, u0)
-                : _mm512_mask_min_epi32(b0, m0, b0, u0);
-    b1 = is_max ? _mm512_mask_max_epi32(b1, m1, b1, u1)
-                : _mm512_mask_min_epi32(b1, m1, b1, u1);
-    if (i + 32 >= n)
-      break;
+  for (; i + 32 <= n; i += 32) {
+    _mm_prefetch((const char *)(x + i * 4) + KB_PF, _MM_HINT_T0);
+    _mm_prefetch((const char *)(x + i * 4) + KB_PF + 64, _MM_HINT_T0);
+    b0 = kb_step(b0, _mm512_loadu_si512(x + i * 4), 0xffff, is_max, zero_tie,
+                 &an);
+    b1 = kb_step(b1, _mm512_loadu_si512(x + i * 4 + 64), 0xffff, is_max,
+                 zero_tie, &an);
+  }
+  for (; i < n; i += 16) { /* the tail, masked */
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xffff
+                              : (__mmask16)((1u << (n - i)) - 1);
+    b0 = kb_step(b0, _mm512_maskz_loadu_epi32(m, x + i * 4), m, is_max,
+                 zero_tie, &an);
   }
   *nan = an != 0;
   b0 = is_max ? _mm512_max_epi32(b0, b1) : _mm512_min_epi32(b0, b1);

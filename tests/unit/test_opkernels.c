@@ -767,10 +767,11 @@ static void test_key_rows_out(void **state)
 {
   enum { NR = 150 };
   static float x[NR * 40];
-  static const size_t longn[] = { 63, 64, 65, 257, 1030 };
+  static const size_t longn[] = { 63, 64, 65, 96, 112, 127, 256, 257, 1030 };
   (void)state;
-  /* longer rows (one at a time in the AVX-512 form): masked tails of 32
-   * and 16, first and last ties far apart */
+  /* longer rows (one at a time in the AVX-512 form): whole steps of 32
+   * then none, one or two steps of 16, the last masked; first and last
+   * ties far apart */
   for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++)
     for (int mode = 0; mode < 3; mode++)
       for (size_t i = 0; i < sizeof longn / sizeof longn[0]; i++) {
