@@ -86,9 +86,11 @@ int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
                    struct jf_num *n, int *last);
 
 /* jf_read() and jf_fill_narrow() with the token reader chosen: `window`
- * 1 as they do (read_window() first where the CPU has SSSE3), 0 only the
- * byte-by-byte read_number().  Both give the same elements, errors and
- * positions (tests compare them). */
+ * 1: read_window() first where the CPU has SSSE3, 0: only the
+ * byte-by-byte read_number(); jf_fill_narrow_path() also takes 2 (what
+ * jf_fill_narrow() does): for float32 on CPUs with AVX-512 F and DQ,
+ * elements read in batches of 8 and converted in vector lanes, else as 1.
+ * All give the same elements, errors and positions (tests compare them). */
 int jf_read_path(const char *s, size_t end, size_t *pos, struct jf_num *n,
                  int *last, int window);
 int jf_fill_narrow_path(const char *s, size_t end, size_t *pos, int dtype,
