@@ -18,14 +18,17 @@ static atomic_int mem_unsupported;
 void api_mem_ahead(void *base, size_t cap, size_t *ready, size_t at, size_t n)
 {
   uintptr_t page, a, b;
-  size_t to;
+  size_t to, ahead;
 
   if (at + n <= *ready || at >= cap)
     return;
+  page = (uintptr_t)sysconf(_SC_PAGESIZE);
   to = at + n < cap ? at + n : cap;
-  to = cap - to > API_MEM_STEP ? to + API_MEM_STEP : cap;
+  /* As far ahead as has been written, from a page up to a step: a small
+   * body is not given a step of pages it will never use. */
+  ahead = to < page ? page : to > API_MEM_STEP ? API_MEM_STEP : to;
+  to = cap - to > ahead ? to + ahead : cap;
   if (!atomic_load_explicit(&mem_unsupported, memory_order_relaxed)) {
-    page = (uintptr_t)sysconf(_SC_PAGESIZE);
     a = ((uintptr_t)base + (at > *ready ? at : *ready)) & ~(page - 1);
     b = ((uintptr_t)base + to + page - 1) & ~(page - 1);
     /* Whole pages that hold bytes of the buffer: every one is mapped. */

@@ -4,8 +4,10 @@
  * fault, and in a VM a fault costs microseconds: a 1 MiB raw body took
  * 256 of them, a 1M-element float32 JSON tensor 1,000.  One
  * madvise(MADV_POPULATE_WRITE) makes many pages resident at once, without
- * a fault each.  Kept at most API_MEM_STEP ahead of the bytes written, so
- * what is resident is what the writes need plus at most one step.
+ * a fault each.  Kept ahead of the bytes written by as much as has been
+ * written (at least a page, at most API_MEM_STEP), so what is resident is
+ * what the writes need plus at most that much: a small body gets a page,
+ * a large one a step at a time.
  *
  * Thread-safe (no state but a process-wide "this kernel lacks it" flag).
  * Prefix api_mem_.
@@ -20,8 +22,8 @@
 
 /* About to write base[at, at + n) of a buffer of `cap` bytes whose first
  * *ready bytes have resident pages: when that passes *ready, makes the
- * pages up to at + n + API_MEM_STEP (at most cap) resident and moves
- * *ready there.  Never fails: a kernel without the advice (before Linux
+ * pages up to e = at + n, plus e itself bounded to [page, API_MEM_STEP],
+ * (at most cap) resident and moves *ready there.  Never fails: a kernel without the advice (before Linux
  * 5.14: then it is never asked again) or a refusal (ENOMEM) leaves the
  * faults to happen as before.  A buffer that moved (realloc) must set
  * *ready back to the bytes it had written. */

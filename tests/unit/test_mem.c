@@ -1,8 +1,8 @@
 /* test_mem.c - api/mem.h: api_mem_ahead() moves the resident frontier of a
- * buffer one step ahead of the writes, never past the buffer, never back,
- * and the pages it reports resident are resident (mincore()) while the
- * ones beyond the frontier are not; a negative control shows mincore()
- * sees the difference.
+ * buffer ahead of the writes (as far as written, a page to a step), never
+ * past the buffer, never back, and the pages it reports resident are
+ * resident (mincore()) while the ones beyond the frontier are not; a
+ * negative control shows mincore() sees the difference.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,15 +64,18 @@ static void test_frontier(void **state)
   unsigned char *b = fresh(cap);
   (void)state;
 
-  /* The first write: its bytes plus one step. */
+  /* The first write, small: its bytes plus a page. */
   api_mem_ahead(b, cap, &ready, 0, 10);
-  assert_int_equal(ready, 10 + API_MEM_STEP);
+  assert_int_equal(ready, 10 + page);
   /* Writes inside the frontier leave it. */
-  api_mem_ahead(b, cap, &ready, 10, API_MEM_STEP - 10);
-  assert_int_equal(ready, 10 + API_MEM_STEP);
-  /* One byte past it: a step further from that write's end. */
-  api_mem_ahead(b, cap, &ready, API_MEM_STEP, 11);
-  assert_int_equal(ready, 2 * API_MEM_STEP + 11);
+  api_mem_ahead(b, cap, &ready, 10, page - 10);
+  assert_int_equal(ready, 10 + page);
+  /* One byte past it: as far again as has been written. */
+  api_mem_ahead(b, cap, &ready, page, 11);
+  assert_int_equal(ready, 2 * (page + 11));
+  /* Far in: a step ahead, no more. */
+  api_mem_ahead(b, cap, &ready, 40 * page, 1);
+  assert_int_equal(ready, 40 * page + 1 + API_MEM_STEP);
   /* Near the end: the frontier stops at cap, and stays there. */
   api_mem_ahead(b, cap, &ready, cap - 200, 200);
   assert_int_equal(ready, cap);
