@@ -765,11 +765,13 @@ fill_narrow_window(const char *s, size_t end, size_t *pos, int dtype,
  * times the same pow10_neg[] entry, the sign, the bit patterns `margin`
  * below and above, both rounded to float32, compared.  Those are the same
  * IEEE operations in the same order, so a lane gives narrow_elem()'s bits
- * or fails where it fails; an integer narrow_elem() would store without
- * the check, and a failed lane, go through narrow_elem() itself, in order.
- * An element it leaves undecided ends the call there (1, as
- * fill_narrow_window() returns it): the elements read after it are read
- * again by the next call.  Any other batch goes element by element. */
+ * or fails where it fails.  A batch with a failed lane (an integer
+ * narrow_elem() would store without the check, or a value near a
+ * rounding boundary), or with another kind of element, goes element by
+ * element through narrow_elem(); an element it leaves undecided ends the
+ * call there (1, as fill_narrow_window() returns it), and the elements
+ * read after it are read again by the next call.  The last few before
+ * `max` go to fill_narrow_window(). */
 #define JF_BATCH 8
 #define JF_EXACT_M ((uint64_t)1 << 53)
 
@@ -790,17 +792,9 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
     int nb = 0, vec = 1, lasts[JF_BATCH], bad = 0;
 
     if (max - kk < JF_BATCH) { /* the last few: one at a time */
-      if (kk == max || read_elem_window(s, end, &i, &t[0], &end_now) != 0) {
-        rc = -1;
-        break;
-      }
-      if (!narrow_elem(RD_FLOAT32, &t[0], JF_MARGIN, out + kk * 4)) {
-        *n = t[0];
-        rc = 1;
-        break;
-      }
-      kk++;
-      continue;
+      *k = kk;
+      *pos = i;
+      return fill_narrow_window(s, end, pos, RD_FLOAT32, out, max, k, n, last);
     }
     while (nb < JF_BATCH && !end_now) {
       struct jf_num *u = &t[nb];
@@ -842,25 +836,12 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
                                                _mm256_castps_si256(fhi))));
       /* zero: narrow_elem() stores the signed zero, which fhi is */
       ok |= _mm512_cmpeq_epi64_mask(mv, _mm512_setzero_si512());
-      _mm256_storeu_ps((float *)(void *)(out + kk * 4), fhi);
       if (ok == 0xff) {
+        _mm256_storeu_ps((float *)(void *)(out + kk * 4), fhi);
         kk += JF_BATCH;
         continue;
       }
-      for (int q = 0; q < JF_BATCH; q++)
-        if (!(ok >> q & 1) &&
-            !narrow_elem(RD_FLOAT32, &t[q], JF_MARGIN, out + (kk + q) * 4)) {
-          kk += (uint64_t)q;
-          *n = t[q];
-          i = after[q];
-          end_now = lasts[q];
-          rc = 1;
-          break;
-        }
-      if (rc == 1)
-        break;
-      kk += JF_BATCH;
-      continue;
+      /* a lane failed (rare): the whole batch element by element */
     }
     for (int q = 0; q < nb; q++) {
       if (!narrow_elem(RD_FLOAT32, &t[q], JF_MARGIN, out + kk * 4)) {
