@@ -88,7 +88,7 @@ int jf_fill_narrow(const char *s, size_t end, size_t *pos, int dtype,
 /* jf_read() and jf_fill_narrow() with the token reader chosen: `window`
  * 1: read_window() first where the CPU has SSSE3, 0: only the
  * byte-by-byte read_number(); jf_fill_narrow_path() also takes 2 (what
- * jf_fill_narrow() does): for float32 on CPUs with AVX-512 F and DQ,
+ * jf_fill_narrow() does): for float32 on CPUs with AVX-512 F, DQ and BW,
  * elements read in batches of 8 and converted in vector lanes, else as 1.
  * All give the same elements, errors and positions (tests compare them). */
 int jf_read_path(const char *s, size_t end, size_t *pos, struct jf_num *n,

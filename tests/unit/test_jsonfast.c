@@ -639,12 +639,23 @@ static void test_window_tokens(void **state)
 }
 
 /* One element for test_window_fill(): mostly the short plain tokens the
- * window takes, with the other forms among them. */
-static size_t window_elem(char *p, size_t size)
+ * window takes, with the other forms among them; `dense`: almost only
+ * those, so that most runs of 8 are read as one batch (read_batch()),
+ * with "-0" (the integer 0, stored as +0) among them, and a space before
+ * a quarter of them (such a batch is read element by element). */
+static size_t window_elem(char *p, size_t size, int dense)
 {
   uint64_t r = next() % 17;
   int n;
-  if (r == 16) /* at or next to a float32 midpoint (2^24 + odd) */
+  if (dense && next() % 12 != 0)
+    r = next() % 11;
+  if (dense && next() % 4 == 0 && size > 1) { /* ", " */
+    *p = ' ';
+    return 1 + window_elem(p + 1, size - 1, dense);
+  }
+  if (dense && next() % 50 == 0)
+    n = snprintf(p, size, "%s", next() % 2 ? "-0" : "0");
+  else if (r == 16) /* at or next to a float32 midpoint (2^24 + odd) */
     n = snprintf(p, size, "%s%" PRIu64 "%s", next() % 2 ? "-" : "",
                  ((uint64_t)1 << 24) + 2 * (next() % 1000) + 1,
                  (const char *[]){ "", ".0", ".5", ".0000001", ".9999999",
@@ -670,7 +681,8 @@ static size_t window_elem(char *p, size_t size)
  * (0) over random arrays, in lock step as json.c calls it (an undecided
  * element is converted exactly and counted): the same returns, positions,
  * counts, undecided elements and stored bytes.  Arrays stopped early
- * (max) and broken ones (bad) end batches in their middle. */
+ * (max) and broken ones (bad) end batches in their middle; dense ones
+ * are read mostly 8 elements at once. */
 static void test_window_fill(void **state)
 {
   static const int narrow[] = { RD_FLOAT32, RD_FLOAT16, RD_BFLOAT16 };
@@ -679,7 +691,7 @@ static void test_window_fill(void **state)
   static unsigned char oa[N * 4 + 32], ob[N * 4 + 32];
   (void)state;
   for (int round = 0; round < 900; round++) {
-    int dt = narrow[round % 3], bad = round % 4 == 0;
+    int dt = narrow[round % 3], bad = round % 4 == 0, dense = round % 2;
     size_t len = 0, es = dt == RD_FLOAT32 ? 4 : 2;
     uint64_t count = 1 + next() % N, max;
     s[len++] = '[';
@@ -688,7 +700,7 @@ static void test_window_fill(void **state)
       if (e)
         s[len++] = ',';
       do
-        len = at + (e ? 1 : 0) + window_elem(s + at + (e ? 1 : 0), 40);
+        len = at + (e ? 1 : 0) + window_elem(s + at + (e ? 1 : 0), 40, dense);
       while (!bad && (s[len - 1] == '.' || s[at + (e ? 1 : 0)] == '0'));
     }
     s[len] = ']';
