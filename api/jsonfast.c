@@ -814,7 +814,8 @@ read_batch(const char *s, size_t end, size_t *i, struct jf_num t[JF_BATCH],
       sep = at + 64 + (size_t)__builtin_ctzll(m1);
       m1 &= m1 - 1;
     }
-    if (read_window(s, start, end, &t[q]) != sep)
+    size_t j = read_window(s, start, end, &t[q]);
+    if (j == 0 || j != sep) /* 0: not taken (sep may be 0 at s[0]) */
       return 0;
     /* As the serial loop sets the lanes; an integer's sign is that of
      * its value ("-0" is the integer 0, stored as +0). */

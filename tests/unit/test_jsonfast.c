@@ -759,14 +759,46 @@ static void test_window_control(void **state)
   }
 }
 
+/* Regression: a batch read from s[0] when s[0] is ',' (a push decoder's
+ * chunk that starts with the second ',' of ",,") took the empty element
+ * as read, because the first ',' is at 0 and read_window()'s "not taken"
+ * is 0 too.  Every path must refuse it at 0, as the byte reader does. */
+static void test_batch_comma_at_start(void **state)
+{
+  char s[256];
+  size_t len = 0;
+  (void)state;
+  s[len++] = ',';
+  while (len < 200)
+    len += (size_t)snprintf(s + len, sizeof s - len, "1.25,");
+  s[len - 1] = ']';
+  for (int w = 0; w <= 2; w++) {
+    unsigned char out[64 * 4];
+    size_t pos = 0;
+    uint64_t k = 0;
+    struct jf_num n;
+    int last = 0;
+    assert_int_equal(jf_fill_narrow_path(s, len - 1, &pos, RD_FLOAT32, out, 64,
+                                         &k, &n, &last, w),
+                     -1);
+    assert_int_equal(pos, 0);
+    assert_int_equal(k, 0);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_numbers_taken),  cmocka_unit_test(test_not_taken),
-    cmocka_unit_test(test_random_numbers), cmocka_unit_test(test_mutations),
-    cmocka_unit_test(test_large_body),     cmocka_unit_test(test_narrow_exact),
-    cmocka_unit_test(test_window_tokens),  cmocka_unit_test(test_window_fill),
+    cmocka_unit_test(test_numbers_taken),
+    cmocka_unit_test(test_not_taken),
+    cmocka_unit_test(test_random_numbers),
+    cmocka_unit_test(test_mutations),
+    cmocka_unit_test(test_large_body),
+    cmocka_unit_test(test_narrow_exact),
+    cmocka_unit_test(test_window_tokens),
+    cmocka_unit_test(test_window_fill),
     cmocka_unit_test(test_window_control),
+    cmocka_unit_test(test_batch_comma_at_start),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

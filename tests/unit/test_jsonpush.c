@@ -160,6 +160,12 @@ static void test_errors(void **state)
   check_str(HEAD("float32") "1,2,01,5]}}");
   check_str(HEAD("float32") "1,2,1.e5,5]}}");
   check_str(HEAD("float32") "1,2,3 4]}}");
+  /* ",," with a batch's worth after it: a cut between the two starts a
+   * chunk at its second ',' (test_jsonfast's test_batch_comma_at_start). */
+  check_str(HEAD("float32") "1.25,1.25,1.25,1.25,1.25,,1.25,1.25,1.25,1.25,"
+                            "1.25,1.25,1.25,1.25,1.25,1.25,1.25,1.25,1.25,"
+                            "1.25,1.25,1.25,1.25,1.25,1.25,1.25,1.25,1.25,"
+                            "1.25,1.25,1.25,1.25,1.25,1.25,1.25,1.25]}}");
   check_str(HEAD("float64") "1,2,3e999]}}");
   check_str(HEAD("int64") "1,2,99999999999999999999]}}");
   /* Truncated bodies. */
