@@ -757,42 +757,42 @@ fill_narrow_window(const char *s, size_t end, size_t *pos, int dtype,
 
 /* fill_narrow_window() for float32 on CPUs with AVX-512 F, DQ and BW: the
  * same elements, results, returns and positions.  Why: narrow_elem() was
- * half of the parse of a 1M-element body (9.5 of 21 ms).  Up to
+ * half of the parse of a 1M-element body (9.5 of 21 ms).  Batches of
  * JF_BATCH elements are read first (read_batch(), else one by one with
- * read_elem_window() as there); when
- * every one is an integer or a plain real whose value is m * 10^e10 with
- * m < 2^53 and -15 <= e10 <= 0 (the window's tokens), narrow_elem()'s
- * steps run on all of them at once in double lanes: m converted exactly,
- * times the same pow10_neg[] entry, the sign, the bit patterns `margin`
- * below and above, both rounded to float32, compared.  Those are the same
- * IEEE operations in the same order, so a lane gives narrow_elem()'s bits
- * or fails where it fails.  A batch with a failed lane (an integer
- * narrow_elem() would store without the check, or a value near a
- * rounding boundary), or with another kind of element, goes element by
- * element through narrow_elem(); an element it leaves undecided ends the
- * call there (1, as fill_narrow_window() returns it), and the elements
- * read after it are read again by the next call.  The last few before
- * `max` go to fill_narrow_window(). */
+ * read_elem_window() as there); when every one is an integer or a plain
+ * real whose value is m * 10^e10 with m < 2^53 and -15 <= e10 <= 0 (the
+ * window's tokens), narrow_elem()'s steps run on all of them at once in
+ * double lanes (f32_lanes()): m converted exactly, times the same
+ * pow10_neg[] entry, the sign, the bit patterns `margin` below and above,
+ * both rounded to float32, compared.  Those are the same IEEE operations
+ * in the same order, so a lane gives narrow_elem()'s bits or fails where
+ * it fails.  A batch with a failed lane (an integer narrow_elem() would
+ * store without the check, or a value near a rounding boundary), or with
+ * another kind of element, goes element by element through
+ * narrow_elem(); an element it leaves undecided ends the call there (1,
+ * as fill_narrow_window() returns it), and the elements read after it
+ * are read again by the next call.  The last few before `max` go to
+ * fill_narrow_window(). */
 #define JF_BATCH 8
 #define JF_EXACT_M ((uint64_t)1 << 53)
 
 /* The serial loop reads an element, finds where it ends, then starts the
  * next one there: one dependent chain (about 11 ns an element on the
- * development machine, 9 with this).  Here the ends come first: one
+ * development machine, 8 with this).  Here the ends come first: one
  * compare per 64 bytes marks every ',' of the next 128 bytes, and the
  * JF_BATCH elements that end at the first JF_BATCH of them are read by
- * independent read_window() calls, which the CPU overlaps.  When each
+ * independent read_window() calls, which the CPU overlaps; only the
+ * lanes' inputs are kept, so the elements stay in registers.  When each
  * element starts just after the previous ',' and read_window() ends it
  * exactly at its own ',', this is what read_elem_window() would have
- * read, element by element: 1, with *i after the last ',' and t[],
- * after[] and the lanes' inputs filled.  0 for anything else (white
- * space, fewer commas, a token read_window() leaves, the array's last
- * 128 bytes): the caller then reads the batch serially from *i. */
+ * read, element by element: 1, with *i after the last ',' and the lanes'
+ * inputs filled.  0 for anything else (white space, fewer commas, a
+ * token read_window() leaves, the array's last 128 bytes): the caller
+ * then reads the batch serially from *i. */
 __attribute__((target("avx512f,avx512dq,avx512bw"),
                always_inline)) static inline int
-read_batch(const char *s, size_t end, size_t *i, struct jf_num t[JF_BATCH],
-           size_t after[JF_BATCH], uint64_t mm[JF_BATCH], uint64_t ee[JF_BATCH],
-           uint64_t sg[JF_BATCH], int *vec)
+read_batch(const char *s, size_t end, size_t *i, uint64_t mm[JF_BATCH],
+           uint64_t ee[JF_BATCH], uint64_t sg[JF_BATCH], int *vec)
 {
   const __m512i comma = _mm512_set1_epi8(',');
   size_t at = *i, start = at;
@@ -814,25 +814,56 @@ read_batch(const char *s, size_t end, size_t *i, struct jf_num t[JF_BATCH],
       sep = at + 64 + (size_t)__builtin_ctzll(m1);
       m1 &= m1 - 1;
     }
-    size_t j = read_window(s, start, end, &t[q]);
+    struct jf_num t = { 0 }; /* registers: only the lanes' inputs stay */
+    size_t j = read_window(s, start, end, &t);
     if (j == 0 || j != sep) /* 0: not taken (sep may be 0 at s[0]) */
       return 0;
     /* As the serial loop sets the lanes; an integer's sign is that of
      * its value ("-0" is the integer 0, stored as +0). */
-    mm[q] = t[q].m;
-    if (t[q].kind == JF_INT) {
+    mm[q] = t.m;
+    if (t.kind == JF_INT) {
       ee[q] = 0;
-      sg[q] = t[q].i < 0 ? (uint64_t)1 << 63 : 0;
+      sg[q] = t.i < 0 ? (uint64_t)1 << 63 : 0;
     } else {
-      ee[q] = (uint64_t)-t[q].e10;
-      sg[q] = t[q].neg ? (uint64_t)1 << 63 : 0;
+      ee[q] = (uint64_t)-t.e10;
+      sg[q] = t.neg ? (uint64_t)1 << 63 : 0;
     }
-    v &= t[q].m < JF_EXACT_M && ee[q] <= 15;
+    v &= t.m < JF_EXACT_M && ee[q] <= 15;
     start = sep + 1;
-    after[q] = start;
   }
   *i = start;
   *vec = v;
+  return 1;
+}
+
+/* narrow_elem()'s steps on 8 elements in double lanes (see above): 1 with
+ * the 8 float32 values stored at dst, 0 (nothing stored) when a lane
+ * needs narrow_elem() itself. */
+__attribute__((target("avx512f,avx512dq"), always_inline)) static inline int
+f32_lanes(const uint64_t mm[JF_BATCH], const uint64_t ee[JF_BATCH],
+          const uint64_t sg[JF_BATCH], unsigned char *dst)
+{
+  const __m512i margin = _mm512_set1_epi64((long long)JF_MARGIN);
+  __m512i mv = _mm512_loadu_si512(mm), u, lo, hi;
+  __m512d d = _mm512_mul_pd(
+    _mm512_cvtepi64_pd(mv),
+    _mm512_permutex2var_pd(_mm512_loadu_pd(pow10_neg), _mm512_loadu_si512(ee),
+                           _mm512_loadu_pd(pow10_neg + 8)));
+  __m256 flo, fhi;
+  __mmask8 ok;
+
+  u = _mm512_xor_si512(_mm512_castpd_si512(d), _mm512_loadu_si512(sg));
+  lo = _mm512_sub_epi64(u, margin);
+  hi = _mm512_add_epi64(u, margin);
+  flo = _mm512_cvtpd_ps(_mm512_castsi512_pd(lo));
+  fhi = _mm512_cvtpd_ps(_mm512_castsi512_pd(hi));
+  ok = (__mmask8)_mm256_movemask_ps(_mm256_castsi256_ps(
+    _mm256_cmpeq_epi32(_mm256_castps_si256(flo), _mm256_castps_si256(fhi))));
+  /* zero: narrow_elem() stores the signed zero, which fhi is */
+  ok |= _mm512_cmpeq_epi64_mask(mv, _mm512_setzero_si512());
+  if (ok != 0xff)
+    return 0;
+  _mm256_storeu_ps((float *)(void *)dst, fhi);
   return 1;
 }
 
@@ -840,9 +871,6 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) static int
 fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
                uint64_t max, uint64_t *k, struct jf_num *n, int *last)
 {
-  const __m512d p_lo = _mm512_loadu_pd(pow10_neg);
-  const __m512d p_hi = _mm512_loadu_pd(pow10_neg + 8);
-  const __m512i margin = _mm512_set1_epi64((long long)JF_MARGIN);
   size_t i = *pos, after[JF_BATCH];
   uint64_t kk = *k;
   struct jf_num t[JF_BATCH];
@@ -851,15 +879,22 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
   while (!end_now) {
     uint64_t mm[JF_BATCH], ee[JF_BATCH], sg[JF_BATCH];
     int nb = 0, vec = 1, lasts[JF_BATCH], bad = 0;
+    size_t at = i;
 
     if (max - kk < JF_BATCH) { /* the last few: one at a time */
       *k = kk;
       *pos = i;
       return fill_narrow_window(s, end, pos, RD_FLOAT32, out, max, k, n, last);
     }
-    if (read_batch(s, end, &i, t, after, mm, ee, sg, &vec)) {
-      memset(lasts, 0, sizeof lasts);
-      nb = JF_BATCH;
+    if (read_batch(s, end, &i, mm, ee, sg, &vec)) {
+      if (vec && f32_lanes(mm, ee, sg, out + kk * 4)) {
+        kk += JF_BATCH;
+        continue;
+      }
+      /* A lane failed (rare): the batch again, serially, which keeps
+       * what narrow_elem() needs. */
+      i = at;
+      vec = 1;
     }
     while (nb < JF_BATCH && !end_now) {
       struct jf_num *u = &t[nb];
@@ -883,31 +918,11 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
       }
       nb++;
     }
-    if (vec && nb == JF_BATCH) {
-      __m512i mv = _mm512_loadu_si512(mm), u, lo, hi;
-      __m512d d = _mm512_mul_pd(_mm512_cvtepi64_pd(mv),
-                                _mm512_permutex2var_pd(p_lo,
-                                                       _mm512_loadu_si512(ee),
-                                                       p_hi));
-      __m256 flo, fhi;
-      __mmask8 ok;
-      u = _mm512_xor_si512(_mm512_castpd_si512(d), _mm512_loadu_si512(sg));
-      lo = _mm512_sub_epi64(u, margin);
-      hi = _mm512_add_epi64(u, margin);
-      flo = _mm512_cvtpd_ps(_mm512_castsi512_pd(lo));
-      fhi = _mm512_cvtpd_ps(_mm512_castsi512_pd(hi));
-      ok = (__mmask8)_mm256_movemask_ps(
-        _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_castps_si256(flo),
-                                               _mm256_castps_si256(fhi))));
-      /* zero: narrow_elem() stores the signed zero, which fhi is */
-      ok |= _mm512_cmpeq_epi64_mask(mv, _mm512_setzero_si512());
-      if (ok == 0xff) {
-        _mm256_storeu_ps((float *)(void *)(out + kk * 4), fhi);
-        kk += JF_BATCH;
-        continue;
-      }
-      /* a lane failed (rare): the whole batch element by element */
+    if (vec && nb == JF_BATCH && f32_lanes(mm, ee, sg, out + kk * 4)) {
+      kk += JF_BATCH;
+      continue;
     }
+    /* a lane failed, or a short or broken batch: element by element */
     for (int q = 0; q < nb; q++) {
       if (!narrow_elem(RD_FLOAT32, &t[q], JF_MARGIN, out + kk * 4)) {
         *n = t[q];
