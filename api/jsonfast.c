@@ -776,28 +776,99 @@ fill_narrow_window(const char *s, size_t end, size_t *pos, int dtype,
 #define JF_BATCH 8
 #define JF_EXACT_M ((uint64_t)1 << 53)
 
+/* read_window() on the four tokens s[st[r]..sp[r]) (r = 0..3, '-' and
+ * all), one 16-byte window per 128-bit lane: the same acceptance (each
+ * condition is read_window()'s, the token's end known to be the ',' at
+ * sp[r]) and the same mantissa, exponent and sign.  0 if any token is not
+ * taken; else 1, with the four mantissas in qwords 0, 2, 4, 6 of *mq,
+ * e10's negations in e[0..3], and bit r of *negm and *intm set for a '-'
+ * and for an integer. */
+__attribute__((target("avx512f,avx512dq,avx512bw"),
+               always_inline)) static inline int
+read_four(const char *s, size_t end, const size_t st[4], const size_t sp[4],
+          __m512i *mq, uint64_t e[4], unsigned *negm, unsigned *intm)
+{
+  const __m512i iota = _mm512_broadcast_i32x4(
+    _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  __m512i v, d, k, nd16 = _mm512_setzero_si512(), at1 = nd16, t;
+  size_t ii[4], len[4];
+  uint64_t dig, dot;
+
+  for (int r = 0; r < 4; r++) {
+    int neg = s[st[r]] == '-';
+    ii[r] = st[r] + (size_t)neg;
+    /* a ',' right after a '-' or at st: len 0 (read_window(): no digit) */
+    len[r] = sp[r] - ii[r];
+    if (len[r] - 1 > 14 || ii[r] + 16 > end) /* 1..15, window inside */
+      return 0;
+    *negm |= (unsigned)neg << r;
+  }
+#define JF_W(r) _mm_loadu_si128((const __m128i *)(const void *)(s + ii[r]))
+  v = _mm512_inserti32x4(
+    _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(JF_W(0)),
+                                          JF_W(1), 1),
+                       JF_W(2), 2),
+    JF_W(3), 3);
+#undef JF_W
+  d = _mm512_sub_epi8(v, _mm512_set1_epi8('0'));
+  dig = _mm512_cmple_epu8_mask(d, _mm512_set1_epi8(9));
+  dot = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.'));
+  for (int r = 0; r < 4; r++) {
+    unsigned dg = (unsigned)(dig >> (16 * r)) & 0xFFFFu;
+    unsigned dt = (unsigned)(dot >> (16 * r)) & 0xFFFFu;
+    unsigned tm = (1u << len[r]) - 1, at, nd;
+    /* every byte before the ',' a digit or '.', the first a digit */
+    if (((dg | dt) & tm) != tm || (dg & 1u) == 0)
+      return 0;
+    dt &= tm;
+    at = dt != 0 ? (unsigned)__builtin_ctz(dt) : (unsigned)len[r];
+    if ((dt & (dt - 1)) != 0 || at + 1 == len[r] || (s[ii[r]] == '0' && at > 1))
+      return 0;
+    nd = (unsigned)len[r] - (dt != 0);
+    e[r] = dt != 0 ? len[r] - at - 1 : 0;
+    *intm |= (unsigned)(dt == 0) << r;
+    nd16 = _mm512_mask_set1_epi8(nd16, (__mmask64)0xFFFF << (16 * r),
+                                 (char)(nd - 16));
+    at1 = _mm512_mask_set1_epi8(at1, (__mmask64)0xFFFF << (16 * r),
+                                (char)(at - 1));
+  }
+  /* read_window()'s shuffle, madds and packs, lane by lane */
+  k = _mm512_add_epi8(iota, nd16);
+  k = _mm512_mask_add_epi8(k, _mm512_cmpgt_epi8_mask(k, at1), k,
+                           _mm512_set1_epi8(1));
+  d = _mm512_shuffle_epi8(d, k);
+  t = _mm512_maddubs_epi16(d, _mm512_set1_epi16(0x010A));
+  t = _mm512_madd_epi16(t, _mm512_set1_epi32(0x00010064));
+  t = _mm512_packs_epi32(t, t);
+  t = _mm512_madd_epi16(t, _mm512_set1_epi32(0x00012710));
+  *mq = _mm512_add_epi64(_mm512_mul_epu32(t, _mm512_set1_epi64(100000000)),
+                         _mm512_srli_epi64(t, 32));
+  return 1;
+}
+
 /* The serial loop reads an element, finds where it ends, then starts the
  * next one there: one dependent chain (about 11 ns an element on the
  * development machine, 8 with this).  Here the ends come first: one
  * compare per 64 bytes marks every ',' of the next 128 bytes, and the
- * JF_BATCH elements that end at the first JF_BATCH of them are read by
- * independent read_window() calls, which the CPU overlaps; only the
- * lanes' inputs are kept, so the elements stay in registers.  When each
- * element starts just after the previous ',' and read_window() ends it
- * exactly at its own ',', this is what read_elem_window() would have
- * read, element by element: 1, with *i after the last ',' and the lanes'
- * inputs filled.  0 for anything else (white space, fewer commas, a
- * token read_window() leaves, the array's last 128 bytes): the caller
- * then reads the batch serially from *i. */
+ * JF_BATCH elements that end at the first JF_BATCH of them are read four
+ * at a time (read_four()).  When each element starts just after the
+ * previous ',' and read_window() would end it exactly at its own ',',
+ * this is what read_elem_window() would have read, element by element:
+ * 1, with *i after the last ',' and the lanes' inputs in *mv, *ev, *sv.
+ * 0 for anything else (white space, fewer commas, a token read_window()
+ * leaves, the array's last 128 bytes): the caller then reads the batch
+ * serially from *i. */
 __attribute__((target("avx512f,avx512dq,avx512bw"),
                always_inline)) static inline int
-read_batch(const char *s, size_t end, size_t *i, uint64_t mm[JF_BATCH],
-           uint64_t ee[JF_BATCH], uint64_t sg[JF_BATCH], int *vec)
+read_batch(const char *s, size_t end, size_t *i, __m512i *mv, __m512i *ev,
+           __m512i *sv)
 {
   const __m512i comma = _mm512_set1_epi8(',');
-  size_t at = *i, start = at;
-  uint64_t m0, m1;
-  int v = 1;
+  size_t at = *i, st[JF_BATCH], sp[JF_BATCH];
+  uint64_t m0, m1, e[JF_BATCH];
+  unsigned negm = 0, intm = 0, n4 = 0, i4 = 0;
+  __m512i lo4, hi4;
+  __mmask8 zero;
 
   if (end - at < 128)
     return 0;
@@ -806,53 +877,51 @@ read_batch(const char *s, size_t end, size_t *i, uint64_t mm[JF_BATCH],
   if (__builtin_popcountll(m0) + __builtin_popcountll(m1) < JF_BATCH)
     return 0;
   for (int q = 0; q < JF_BATCH; q++) {
-    size_t sep;
     if (m0 != 0) {
-      sep = at + (size_t)__builtin_ctzll(m0);
+      sp[q] = at + (size_t)__builtin_ctzll(m0);
       m0 &= m0 - 1;
     } else {
-      sep = at + 64 + (size_t)__builtin_ctzll(m1);
+      sp[q] = at + 64 + (size_t)__builtin_ctzll(m1);
       m1 &= m1 - 1;
     }
-    struct jf_num t = { 0 }; /* registers: only the lanes' inputs stay */
-    size_t j = read_window(s, start, end, &t);
-    if (j == 0 || j != sep) /* 0: not taken (sep may be 0 at s[0]) */
-      return 0;
-    /* As the serial loop sets the lanes; an integer's sign is that of
-     * its value ("-0" is the integer 0, stored as +0). */
-    mm[q] = t.m;
-    if (t.kind == JF_INT) {
-      ee[q] = 0;
-      sg[q] = t.i < 0 ? (uint64_t)1 << 63 : 0;
-    } else {
-      ee[q] = (uint64_t)-t.e10;
-      sg[q] = t.neg ? (uint64_t)1 << 63 : 0;
-    }
-    v &= t.m < JF_EXACT_M && ee[q] <= 15;
-    start = sep + 1;
+    st[q] = q == 0 ? at : sp[q - 1] + 1;
   }
-  *i = start;
-  *vec = v;
+  if (!read_four(s, end, st, sp, &lo4, e, &negm, &intm) ||
+      !read_four(s, end, st + 4, sp + 4, &hi4, e + 4, &n4, &i4))
+    return 0;
+  negm |= n4 << 4;
+  intm |= i4 << 4;
+  *mv = _mm512_permutex2var_epi64(lo4,
+                                  _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14),
+                                  hi4);
+  *ev = _mm512_loadu_si512(e);
+  /* the serial loop's signs: a real's is its '-', an integer's that of
+   * its value ("-0" is the integer 0, stored as +0) */
+  zero = _mm512_cmpeq_epi64_mask(*mv, _mm512_setzero_si512());
+  *sv = _mm512_maskz_mov_epi64((__mmask8)(negm & ~(intm & zero)),
+                               _mm512_set1_epi64(
+                                 (long long)((uint64_t)1 << 63)));
+  *i = sp[JF_BATCH - 1] + 1;
   return 1;
 }
 
 /* narrow_elem()'s steps on 8 elements in double lanes (see above): 1 with
  * the 8 float32 values stored at dst, 0 (nothing stored) when a lane
- * needs narrow_elem() itself. */
+ * needs narrow_elem() itself.  mv: the mantissas (< 2^53), ev: -e10 (0..15),
+ * sv: the sign bits. */
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline int
-f32_lanes(const uint64_t mm[JF_BATCH], const uint64_t ee[JF_BATCH],
-          const uint64_t sg[JF_BATCH], unsigned char *dst)
+f32_lanes(__m512i mv, __m512i ev, __m512i sv, unsigned char *dst)
 {
   const __m512i margin = _mm512_set1_epi64((long long)JF_MARGIN);
-  __m512i mv = _mm512_loadu_si512(mm), u, lo, hi;
-  __m512d d = _mm512_mul_pd(
-    _mm512_cvtepi64_pd(mv),
-    _mm512_permutex2var_pd(_mm512_loadu_pd(pow10_neg), _mm512_loadu_si512(ee),
-                           _mm512_loadu_pd(pow10_neg + 8)));
+  __m512d d =
+    _mm512_mul_pd(_mm512_cvtepi64_pd(mv),
+                  _mm512_permutex2var_pd(_mm512_loadu_pd(pow10_neg), ev,
+                                         _mm512_loadu_pd(pow10_neg + 8)));
+  __m512i u, lo, hi;
   __m256 flo, fhi;
   __mmask8 ok;
 
-  u = _mm512_xor_si512(_mm512_castpd_si512(d), _mm512_loadu_si512(sg));
+  u = _mm512_xor_si512(_mm512_castpd_si512(d), sv);
   lo = _mm512_sub_epi64(u, margin);
   hi = _mm512_add_epi64(u, margin);
   flo = _mm512_cvtpd_ps(_mm512_castsi512_pd(lo));
@@ -879,6 +948,7 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
   while (!end_now) {
     uint64_t mm[JF_BATCH], ee[JF_BATCH], sg[JF_BATCH];
     int nb = 0, vec = 1, lasts[JF_BATCH], bad = 0;
+    __m512i mv, ev, sv;
     size_t at = i;
 
     if (max - kk < JF_BATCH) { /* the last few: one at a time */
@@ -886,15 +956,14 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
       *pos = i;
       return fill_narrow_window(s, end, pos, RD_FLOAT32, out, max, k, n, last);
     }
-    if (read_batch(s, end, &i, mm, ee, sg, &vec)) {
-      if (vec && f32_lanes(mm, ee, sg, out + kk * 4)) {
+    if (read_batch(s, end, &i, &mv, &ev, &sv)) {
+      if (f32_lanes(mv, ev, sv, out + kk * 4)) {
         kk += JF_BATCH;
         continue;
       }
       /* A lane failed (rare): the batch again, serially, which keeps
        * what narrow_elem() needs. */
       i = at;
-      vec = 1;
     }
     while (nb < JF_BATCH && !end_now) {
       struct jf_num *u = &t[nb];
@@ -918,7 +987,9 @@ fill_f32_batch(const char *s, size_t end, size_t *pos, unsigned char *out,
       }
       nb++;
     }
-    if (vec && nb == JF_BATCH && f32_lanes(mm, ee, sg, out + kk * 4)) {
+    if (vec && nb == JF_BATCH &&
+        f32_lanes(_mm512_loadu_si512(mm), _mm512_loadu_si512(ee),
+                  _mm512_loadu_si512(sg), out + kk * 4)) {
       kk += JF_BATCH;
       continue;
     }
