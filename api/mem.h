@@ -21,12 +21,12 @@
 #define API_MEM_STEP (64u * 1024)
 
 /* About to write base[at, at + n) of a buffer of `cap` bytes whose first
- * *ready bytes have resident pages: when that passes *ready, makes the
- * pages up to e = at + n, plus e itself bounded to [page, API_MEM_STEP],
- * (at most cap) resident and moves *ready there.  Never fails: a kernel without the advice (before Linux
- * 5.14: then it is never asked again) or a refusal (ENOMEM) leaves the
- * faults to happen as before.  A buffer that moved (realloc) must set
- * *ready back to the bytes it had written. */
+ * *ready bytes have resident pages: when e = at + n passes *ready, makes
+ * the pages up to e + min(max(e, page), API_MEM_STEP) (at most cap)
+ * resident and moves *ready there.  Never fails: a kernel without the
+ * advice (before Linux 5.14: then it is never asked again) or a refusal
+ * (ENOMEM) leaves the faults to happen as before.  A buffer that moved
+ * (realloc) must set *ready back to the bytes it had written. */
 void api_mem_ahead(void *base, size_t cap, size_t *ready, size_t at, size_t n);
 
 #endif /* API_MEM_H */

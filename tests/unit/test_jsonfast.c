@@ -786,6 +786,48 @@ static void test_batch_comma_at_start(void **state)
   }
 }
 
+/* The last batch before the array's end: eight tokens of up to 17 bytes
+ * with their ',' put the eighth token's 16-byte window up to 8 bytes past
+ * s[end], which read_four() must not load (read_window() does not either).
+ * The buffer is exactly the text, so ASan (make check-asan) sees such a
+ * load; every path gives the same elements. */
+static void test_batch_window_at_end(void **state)
+{
+  (void)state;
+  for (int d = 0; d < 8; d++) {
+    size_t len = 0, size = 1 + 7 * 17 + 5 + 4 + (size_t)d + 1;
+    char *s = malloc(size);
+    unsigned char oa[64 * 4], ob[64 * 4];
+    assert_non_null(s);
+    s[len++] = '[';
+    for (int q = 0; q < 7; q++) {
+      memcpy(s + len, "-1.2345678901234,", 17);
+      len += 17;
+    }
+    memcpy(s + len, "-1.5,", 5);
+    len += 5;
+    memset(s + len, '1', 4 + (size_t)d); /* one integer up to the ']' */
+    len += 4 + (size_t)d;
+    s[len++] = ']';
+    assert_int_equal(len, size);
+    for (int w = 1; w <= 2; w++) {
+      size_t pa = 1, pb = 1;
+      uint64_t ka = 0, kb = 0;
+      struct jf_num na, nb;
+      int la = 0, lb = 0;
+      assert_int_equal(jf_fill_narrow_path(s, len - 1, &pa, RD_FLOAT32, oa, 64,
+                                           &ka, &na, &la, w),
+                       jf_fill_narrow_path(s, len - 1, &pb, RD_FLOAT32, ob, 64,
+                                           &kb, &nb, &lb, 0));
+      assert_int_equal(pa, pb);
+      assert_int_equal(ka, 9);
+      assert_int_equal(kb, 9);
+      assert_memory_equal(oa, ob, 9 * 4);
+    }
+    free(s);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -799,6 +841,7 @@ int main(void)
     cmocka_unit_test(test_window_fill),
     cmocka_unit_test(test_window_control),
     cmocka_unit_test(test_batch_comma_at_start),
+    cmocka_unit_test(test_batch_window_at_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
