@@ -4,6 +4,7 @@ api_libapi_a_SOURCES = \
 	api/api.h api/errors.c \
 	api/buf.h api/buf.c \
 	api/mem.h api/mem.c \
+	api/tmem.h api/tmem.c \
 	api/numfmt.h api/numfmt.c \
 	api/jsonconv.h api/jsonconv.c \
 	api/json.c api/jsonfast.h api/jsonfast.c \
@@ -38,6 +39,14 @@ UNIT_TESTS += tests/unit/test_mem
 tests_unit_test_mem_SOURCES = tests/unit/test_mem.c
 tests_unit_test_mem_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_mem_LDADD = api/libapi.a $(CMOCKA_LIBS)
+
+# api/tmem.h: realloc across kinds, the cache (reuse of resident pages,
+# smallest fit, eviction, trim by age), shrinking (mincore()).
+check_PROGRAMS += tests/unit/test_tmem
+UNIT_TESTS += tests/unit/test_tmem
+tests_unit_test_tmem_SOURCES = tests/unit/test_tmem.c
+tests_unit_test_tmem_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_tmem_LDADD = api/libapi.a $(CMOCKA_LIBS)
 
 # The push decoder fed in chunks against api_json_decode() on the whole body.
 check_PROGRAMS += tests/unit/test_jsonpush
