@@ -79,7 +79,7 @@ struct api_request {
   struct rd_params params;
   int64_t shape[RD_MAX_RANK];
   int64_t axes[RD_MAX_RANK];
-  void *data;        /* elements, host byte order; owned (malloc) */
+  void *data;        /* elements, host byte order; owned (tmem.h) */
   size_t data_bytes; /* = count(shape) * element size */
 };
 

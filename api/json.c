@@ -15,6 +15,7 @@
 #include "f16.h"
 #include "jsonconv.h"
 #include "jsonfast.h"
+#include "tmem.h"
 #include "numfmt.h"
 
 /* Bytes of a user string quoted in a message, and the quoted form's room. */
@@ -540,7 +541,7 @@ static int fast_input(struct fill *f, const json_t *shape_v, uint64_t max_el,
 
   if (fl->count > SIZE_MAX / 8)
     return 1;
-  f->c.out = malloc((size_t)fl->count * f->c.esize);
+  f->c.out = api_tmem_alloc((size_t)fl->count * f->c.esize);
   if (f->c.out == NULL)
     return 1; /* the ordinary path says what it says */
   memset(&eerr, 0, sizeof eerr);
@@ -556,12 +557,12 @@ static int fast_input(struct fill *f, const json_t *shape_v, uint64_t max_el,
     }
   }
   if (rc != 0) {
-    free(f->c.out);
+    api_tmem_free(f->c.out);
     f->c.out = NULL;
     return rc;
   }
-  /* Give back the bound's unused tail (mremap for a large block). */
-  if ((p = realloc(f->c.out, (size_t)count * f->c.esize)) != NULL)
+  /* Give back the pages of the bound's unused tail. */
+  if ((p = api_tmem_realloc(f->c.out, (size_t)count * f->c.esize)) != NULL)
     f->c.out = p;
   req->data = f->c.out;
   req->data_bytes = (size_t)count * f->c.esize;
@@ -701,14 +702,14 @@ static int input_convert(struct fill *f, const json_t *data, uint64_t count,
                     "not fit in memory",
                     bytes);
   /* Never NULL, even for an empty tensor. */
-  f->c.out = malloc(bytes != 0 ? (size_t)bytes : 1);
+  f->c.out = api_tmem_alloc((size_t)bytes);
   if (f->c.out == NULL)
     return api_fail(err, RD_E_NOMEM,
                     "out of memory for %" PRIu64 " bytes of input", bytes);
   f->c.idx = 0;
   rc = walk(f, data, 0, path, strlen(path), err);
   if (rc != 0) {
-    free(f->c.out);
+    api_tmem_free(f->c.out);
     f->c.out = NULL;
     return rc;
   }
@@ -745,7 +746,8 @@ static int pushed_input(struct fill *f, const json_t *shape_v, uint64_t max_el,
   f->dims = nest;
   if ((rc = input_shape(shape_v, nest, 1, max_el, req, &count, err)) != 0)
     return rc;
-  p = realloc(*pu->data, (size_t)count * f->c.esize); /* the bound's tail */
+  p = api_tmem_realloc(*pu->data,
+                       (size_t)count * f->c.esize); /* the bound's tail */
   req->data = p != NULL ? p : *pu->data;
   req->data_bytes = (size_t)count * f->c.esize;
   *pu->data = NULL;
@@ -904,7 +906,7 @@ int api_json_decode(const char *body, size_t len, uint64_t max_elements,
 
 void api_request_free(struct api_request *req)
 {
-  free(req->data);
+  api_tmem_free(req->data);
   req->data = NULL;
   req->data_bytes = 0;
 }

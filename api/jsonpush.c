@@ -37,6 +37,7 @@
 #include "jsonconv.h"
 #include "jsonfast.h"
 #include "mem.h"
+#include "tmem.h"
 
 /* A chunked body's element buffer starts with room for this many. */
 #define JP_START_ELEMS 65536u
@@ -137,7 +138,7 @@ void api_jpush_destroy(struct api_jpush *p)
   api_buf_free(&p->text);
   api_buf_free(&p->pend);
   api_buf_free(&p->tail);
-  free(p->out);
+  api_tmem_free(p->out);
   free(p);
 }
 
@@ -241,9 +242,10 @@ static int start_array(struct api_jpush *p)
   /* A known length bounds the elements ("0," each): one allocation whose
    * untouched pages cost nothing (as jsonfast.c's). */
   cap = p->len_hint > 0 ? (uint64_t)p->len_hint / 2 + 2 : JP_START_ELEMS;
-  if (cap > SIZE_MAX / 8 || (p->out = malloc((size_t)cap * p->esize)) == NULL) {
+  if (cap > SIZE_MAX / 8 ||
+      (p->out = api_tmem_alloc((size_t)cap * p->esize)) == NULL) {
     cap = JP_START_ELEMS;
-    if ((p->out = malloc((size_t)cap * p->esize)) == NULL) {
+    if ((p->out = api_tmem_alloc((size_t)cap * p->esize)) == NULL) {
       p->nomem = 1;
       return 0;
     }
@@ -267,7 +269,7 @@ static int reserve(struct api_jpush *p, uint64_t extra)
   while (cap < want)
     cap *= 2;
   if (cap > SIZE_MAX / 8 ||
-      (q = realloc(p->out, (size_t)cap * p->esize)) == NULL) {
+      (q = api_tmem_realloc(p->out, (size_t)cap * p->esize)) == NULL) {
     p->nomem = 1;
     return -1;
   }

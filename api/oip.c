@@ -11,6 +11,7 @@
 #include "binary.h"
 #include "jsonconv.h"
 #include "oip.h"
+#include "tmem.h"
 #include "api/proto/health.pb-c.h"
 #include "api/proto/inference.pb-c.h"
 
@@ -635,7 +636,7 @@ static int convert_input(const struct oip_input *in, const char *name,
                          void **out, size_t *bytes, struct rd_error *err)
 {
   size_t esize = rd_dtype_size(in->dtype), n = (size_t)in->count * esize;
-  unsigned char *p = malloc(n > 0 ? n : 1);
+  unsigned char *p = api_tmem_alloc(n);
   int rc;
 
   if (p == NULL)
@@ -649,7 +650,7 @@ static int convert_input(const struct oip_input *in, const char *name,
     if (host_is_big_endian())
       api_swap_bytes(p, n, esize);
   } else if ((rc = convert_typed(in, name, p, err)) != 0) {
-    free(p);
+    api_tmem_free(p);
     return rc;
   }
   *out = p;
@@ -683,7 +684,7 @@ static int apply_axes(const struct oip_input *in, struct api_request *req,
   if ((rc = convert_input(in, "axes", &p, &n, err)) != 0)
     return rc;
   memcpy(req->axes, p, n);
-  free(p);
+  api_tmem_free(p);
   req->params.naxes = (size_t)in->count;
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "api.h"
 #include "jsonconv.h"
 #include "numfmt.h"
+#include "tmem.h"
 #include "v2.h"
 
 /* Bytes of a user string quoted in a message. */
@@ -511,7 +512,7 @@ static int convert_data(struct conv *c, const json_t *data, uint64_t count,
                     "input \"%s\" of %" PRIu64 " bytes "
                     "does not fit in memory",
                     c->input, bytes);
-  c->c.out = malloc(bytes ? (size_t)bytes : 1);
+  c->c.out = api_tmem_alloc((size_t)bytes);
   if (c->c.out == NULL)
     return api_fail(err, RD_E_NOMEM,
                     "out of memory for %" PRIu64 " bytes "
@@ -541,7 +542,7 @@ static int convert_data(struct conv *c, const json_t *data, uint64_t count,
     }
   }
   if (rc != 0) {
-    free(c->c.out);
+    api_tmem_free(c->c.out);
     c->c.out = NULL;
   }
   return rc;
@@ -932,7 +933,7 @@ static int apply_axes(const struct v2_inputs *ins, struct api_request *req,
   if ((rc = convert_input(&c, t, "axes", t->shape, err)) != 0)
     return rc;
   memcpy(req->axes, c.c.out, (size_t)t->count * 8);
-  free(c.c.out);
+  api_tmem_free(c.c.out);
   return 0;
 }
 
@@ -1107,7 +1108,7 @@ int api_v2_decode(const char *body, size_t len, size_t header_len,
     return rc;
   }
   if (info->data_blob) {
-    req->data = malloc(info->data_size ? (size_t)info->data_size : 1);
+    req->data = api_tmem_alloc((size_t)info->data_size);
     if (req->data == NULL)
       return api_fail(err, RD_E_NOMEM,
                       "out of memory for %" PRIu64 " bytes "

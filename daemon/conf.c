@@ -70,6 +70,11 @@ static const struct conf_opt options[] = {
     "memory admitted requests may hold at once (bodies, stream buffers, "
     "decoded input, outputs); a request that does not fit waits, its body "
     "unread" },
+  { "buffer-cache-bytes", "REDUCED_BUFFER_CACHE_BYTES", CT_UINT, 0,
+    UINT64_C(1) << 48, "67108864", NULL, F(buffer_cache_bytes), "BYTES",
+    "freed buffers of 256 KiB and up (bodies, tensors) kept resident for "
+    "the next requests, so that they do not fault in fresh pages; each is "
+    "released after 2 s unused (0: none kept)" },
   { "queue-timeout", "REDUCED_QUEUE_TIMEOUT", CT_UINT, 0, 3600, "10", NULL,
     F(queue_timeout), "SECONDS",
     "longest wait for admission; then 503 with "

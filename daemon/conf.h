@@ -24,6 +24,7 @@ struct conf {
   uint64_t inline_max;         /* JSON bodies up to this run inline; 0: none */
   uint64_t max_pending;        /* reduce requests admitted + waiting */
   uint64_t max_inflight_bytes; /* memory of admitted requests, bytes */
+  uint64_t buffer_cache_bytes; /* api_tmem cache bound, bytes */
   uint64_t queue_timeout;      /* longest wait for admission, seconds */
   uint64_t max_connections;    /* open connections (MHD limit) */
   uint64_t timeout;            /* idle connection timeout, seconds */

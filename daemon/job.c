@@ -23,6 +23,7 @@
 #include "job.h"
 #include "log.h"
 #include "mem.h"
+#include "tmem.h"
 
 /* Inputs below this are not worth the hand-offs of a parallel run. */
 #define JOB_PAR_MIN_BYTES (UINT64_C(1) << 20)
@@ -104,7 +105,7 @@ static int check_empty_output(const struct rd_plan *plan, struct rd_error *err)
 static void drop_compute_state(struct job *j)
 {
   api_request_free(&j->req);
-  free(j->out);
+  api_tmem_free(j->out);
   j->out = NULL;
   rd_exec_destroy(j->ex);
   j->ex = NULL;
@@ -168,7 +169,7 @@ static void reset_run(struct job *j, uv_loop_t *loop, job_done_cb done_cb);
  * ...844).  The output is then in C order too.  0 or -1 (out of memory). */
 static int to_c_order(struct job *j, struct rd_error *err)
 {
-  void *c = malloc(j->req.data_bytes > 0 ? j->req.data_bytes : 1);
+  void *c = api_tmem_alloc(j->req.data_bytes);
 
   if (c == NULL) {
     api_fail(err, RD_E_NOMEM,
@@ -178,7 +179,7 @@ static int to_c_order(struct job *j, struct rd_error *err)
   }
   api_fortran_to_c(j->req.data, c, j->lplan.in_rank, j->lplan.in_shape,
                    j->lplan.elem_size);
-  free(j->req.data);
+  api_tmem_free(j->req.data);
   j->req.data = c;
   j->plan = j->lplan;
   j->fortran = 0;
@@ -213,7 +214,7 @@ static void run_planned(struct job *j, struct rd_error *err)
 {
   int rc;
 
-  j->out = malloc(j->plan.out_bytes > 0 ? j->plan.out_bytes : 1);
+  j->out = api_tmem_alloc(j->plan.out_bytes);
   if (j->out == NULL) {
     fail(j, RD_E_NOMEM, err);
     drop_compute_state(j);
@@ -435,9 +436,9 @@ int job_stream_open(struct job *j, uv_loop_t *loop, size_t bufsize,
   j->src = 0;
   if (rd_stream_create(&j->plan, &j->st) != 0)
     return RD_E_NOMEM;
-  j->sbuf[0] = malloc(bufsize);
-  j->sbuf[1] = malloc(bufsize);
-  j->out = malloc(j->plan.out_bytes > 0 ? (size_t)j->plan.out_bytes : 1);
+  j->sbuf[0] = api_tmem_alloc(bufsize);
+  j->sbuf[1] = api_tmem_alloc(bufsize);
+  j->out = api_tmem_alloc((size_t)j->plan.out_bytes);
   if (j->sbuf[0] == NULL || j->sbuf[1] == NULL || j->out == NULL)
     return RD_E_NOMEM;
   return 0;
@@ -455,8 +456,8 @@ int job_json_stream_open(struct job *j, uint64_t len_hint, size_t bufsize,
   j->src = 0;
   if (api_jpush_create(len_hint <= SIZE_MAX ? (size_t)len_hint : 0, &j->jp))
     return RD_E_NOMEM;
-  j->sbuf[0] = malloc(bufsize);
-  j->sbuf[1] = malloc(bufsize);
+  j->sbuf[0] = api_tmem_alloc(bufsize);
+  j->sbuf[1] = api_tmem_alloc(bufsize);
   if (j->sbuf[0] == NULL || j->sbuf[1] == NULL)
     return RD_E_NOMEM;
   return 0;
@@ -495,10 +496,10 @@ static void drop_stream_state(struct job *j)
   j->st = NULL;
   api_jpush_destroy(j->jp);
   j->jp = NULL;
-  free(j->sbuf[0]);
-  free(j->sbuf[1]);
+  api_tmem_free(j->sbuf[0]);
+  api_tmem_free(j->sbuf[1]);
   j->sbuf[0] = j->sbuf[1] = NULL;
-  free(j->out);
+  api_tmem_free(j->out);
   j->out = NULL;
 }
 

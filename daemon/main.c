@@ -20,6 +20,7 @@
 #include "conf.h"
 #include "server.h"
 #include "log.h"
+#include "tmem.h"
 #ifdef HAVE_GRPC
 #include "grpc.h"
 #endif
@@ -28,6 +29,7 @@ static struct conf conf;
 static struct server server;
 static uv_signal_t sig_term, sig_int, sig_hup;
 static uv_timer_t grace_timer;
+static uv_timer_t trim_timer;
 static int draining;
 static int idle_left; /* front ends still draining (HTTP, gRPC) */
 #ifdef HAVE_GRPC
@@ -45,6 +47,7 @@ static void close_all(void)
   uv_close((uv_handle_t *)&sig_int, NULL);
   uv_close((uv_handle_t *)&sig_hup, NULL);
   uv_close((uv_handle_t *)&grace_timer, NULL);
+  uv_close((uv_handle_t *)&trim_timer, NULL);
 }
 
 /* Loop thread, outside MHD: a draining front end has nothing in flight;
@@ -87,6 +90,22 @@ static void signal_cb(uv_signal_t *h, int signum)
   grpcd_drain(&grpcd, idle_cb, NULL);
 #endif
   server_drain(&server, idle_cb, NULL);
+}
+
+/* Cached buffers (--buffer-cache-bytes) unused this long are released, so
+ * that an idle daemon returns to its idle size within about this plus the
+ * timer's period. */
+#define TRIM_IDLE_MS 2000
+#define TRIM_PERIOD_MS 1000
+
+/* Loop thread, every TRIM_PERIOD_MS. */
+static void trim_cb(uv_timer_t *t)
+{
+  size_t n;
+
+  (void)t;
+  if ((n = api_tmem_trim(TRIM_IDLE_MS)) > 0)
+    LOG_DEBUG("released %zu bytes of cached buffers", n);
 }
 
 /* Loop thread: SIGHUP re-reads the secrets (server_reload). */
@@ -138,6 +157,11 @@ int main(int argc, char **argv)
    * threshold at its default, 128 KiB) lets the daemon's size return to
    * idle after large bodies on every thread (tests/integration/t_hostile). */
   mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  /* Large buffers are not given back at once but kept for the next
+   * requests (api/tmem.h), up to this bound and for TRIM_IDLE_MS. */
+  api_tmem_cache_limit(conf.buffer_cache_bytes > SIZE_MAX
+                         ? SIZE_MAX
+                         : (size_t)conf.buffer_cache_bytes);
 
   /* libuv reads this once, at the first uv_queue_work. */
   snprintf(threads, sizeof threads, "%llu", (unsigned long long)conf.threads);
@@ -151,6 +175,9 @@ int main(int argc, char **argv)
   uv_signal_init(loop, &sig_term);
   uv_signal_init(loop, &sig_int);
   uv_timer_init(loop, &grace_timer);
+  uv_timer_init(loop, &trim_timer);
+  uv_timer_start(&trim_timer, trim_cb, TRIM_PERIOD_MS, TRIM_PERIOD_MS);
+  uv_unref((uv_handle_t *)&trim_timer); /* never what keeps the loop */
   uv_signal_start(&sig_term, signal_cb, SIGTERM);
   uv_signal_start(&sig_int, signal_cb, SIGINT);
   uv_signal_init(loop, &sig_hup);

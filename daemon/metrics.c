@@ -16,6 +16,7 @@
 
 #include "metrics.h"
 #include "reduce.h"
+#include "tmem.h"
 
 /* Route slots: the registered patterns, then "none". */
 #define NROUTE (METRICS_MAX_ROUTES + 1)
@@ -399,6 +400,7 @@ static void render_qwait(const struct metrics *m, struct out *o)
 int metrics_render(const struct metrics *m, struct api_buf *b)
 {
   struct out o = { b, 0 };
+  struct api_tmem_stats tm;
   long v;
 
   render_requests(m, &o);
@@ -451,6 +453,19 @@ int metrics_render(const struct metrics *m, struct api_buf *b)
              "Requests admitted or waiting for admission at once before "
              "503 (--max-pending).");
   outf(&o, "reduced_max_pending %llu\n", (unsigned long long)m->max_pending);
+  api_tmem_stats(&tm);
+  out_family(&o, "reduced_buffer_cache_bytes", "gauge",
+             "Freed buffers of 256 KiB and up kept resident for the next "
+             "requests (--buffer-cache-bytes), bytes.");
+  outf(&o, "reduced_buffer_cache_bytes %zu\n", tm.cached_bytes);
+  out_family(&o, "reduced_buffer_cache_hits_total", "counter",
+             "Buffers of 256 KiB and up taken from the cache.");
+  outf(&o, "reduced_buffer_cache_hits_total %llu\n",
+       (unsigned long long)tm.hits);
+  out_family(&o, "reduced_buffer_cache_misses_total", "counter",
+             "Buffers of 256 KiB and up that mapped fresh pages.");
+  outf(&o, "reduced_buffer_cache_misses_total %llu\n",
+       (unsigned long long)tm.misses);
 
   out_family(&o, "process_start_time_seconds", "gauge",
              "Start time of the process since the Unix epoch in seconds.");

@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "post.h"
 #include "proto.h"
+#include "tmem.h"
 
 /* First allocation for a chunked body; it doubles up to --max-body. */
 #define POST_CHUNKED_START (64 * 1024)
@@ -94,7 +95,7 @@ static void discard_too_large(struct server *s, struct req *r)
 {
   if (r->state == REQ_DISCARDING && r->job.in_fmt == API_FMT_JSON)
     return;
-  free(r->body);
+  api_tmem_free(r->body);
   r->body = NULL;
   r->body_len = r->body_cap = r->body_ready = 0;
   api_fail(&r->derr, API_E_BODY_TOO_LARGE,
@@ -326,7 +327,7 @@ static int body_alloc(struct server *s, struct req *r, int chunked,
                                      ? c->max_body
                                      : POST_CHUNKED_START)
                         : (size_t)len;
-  r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+  r->body = api_tmem_alloc(r->body_cap);
   r->body_ready = 0;
   if (r->body == NULL)
     return api_fail(err, API_E_OVERLOADED,
@@ -363,7 +364,7 @@ static int plan_ready(struct server *s, struct req *r, struct rd_error *err)
               r->id, (unsigned long long)p->in_bytes);
   if (p->in_bytes <= c->buffer_max || r->job.fortran) {
     r->body_cap = (size_t)p->in_bytes;
-    r->body = malloc(r->body_cap > 0 ? r->body_cap : 1);
+    r->body = api_tmem_alloc(r->body_cap);
     r->body_ready = 0;
     if (r->body == NULL)
       return api_fail(err, API_E_OVERLOADED,
@@ -558,10 +559,10 @@ static void body_append(struct server *s, struct req *r, const char *data,
     char *p;
     while (cap < r->body_len + n)
       cap = cap > (size_t)max / 2 ? (size_t)max : cap * 2;
-    p = realloc(r->body, cap);
+    p = api_tmem_realloc(r->body, cap);
     if (p == NULL) {
       struct rd_error err;
-      free(r->body);
+      api_tmem_free(r->body);
       r->body = NULL;
       r->body_len = r->body_cap = 0;
       api_fail(&err, API_E_OVERLOADED,
@@ -597,7 +598,7 @@ static void body_from_prefix(struct server *s, struct req *r)
                        : POST_CHUNKED_START);
   if (cap < hl)
     cap = hl;
-  r->body = malloc(cap > 0 ? cap : 1);
+  r->body = api_tmem_alloc(cap);
   r->body_ready = 0;
   if (r->body == NULL) {
     api_fail(&err, API_E_OVERLOADED,
@@ -750,7 +751,7 @@ static void reduce_done_cb(struct job *j)
     return;
   }
   /* The body is no longer needed; free it before the response goes out. */
-  free(r->body);
+  api_tmem_free(r->body);
   r->body = NULL;
   req_set_state(r, REQ_DONE);
   MHD_resume_connection(r->conn);
@@ -800,7 +801,7 @@ static enum MHD_Result submit_body(struct server *s, struct req *r)
   j->metrics = s->metrics;
   if (j->call.proto->inline_ok && r->body_len <= s->conf->inline_max) {
     job_run_inline(s->loop, j);
-    free(r->body);
+    api_tmem_free(r->body);
     r->body = NULL;
     req_set_state(r, REQ_DONE);
     return post_answer(r);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "proto.h"
 #include "req.h"
+#include "tmem.h"
 
 #define HTTP_RETRY_AFTER "1"
 /* A request that moved this much memory trims the heap when freed. */
@@ -245,7 +246,7 @@ void req_free(struct req *r)
   job_release(&r->job);
   api_prefix_free(&r->prefix);
   zbody_free(r->zbody);
-  free(r->body);
+  api_tmem_free(r->body);
   free(r->query);
   free(r);
   if (large)

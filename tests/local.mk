@@ -39,7 +39,8 @@ INTEGRATION_TESTS = \
 	tests/integration/t_samebits.sh \
 	tests/integration/t_reload.sh \
 	tests/integration/t_shards.sh \
-	tests/integration/t_hostile.sh
+	tests/integration/t_hostile.sh \
+	tests/integration/t_bufcache.sh
 
 TESTS += $(INTEGRATION_TESTS) tests/conformance/run.sh $(UNIT_TESTS)
 

@@ -30,6 +30,7 @@ has_default() {
 NPROC=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
 for fd in "--listen 127.0.0.1:8080" "--threads $NPROC" "--max-body 67108864" \
           "--max-pending 4096" "--max-inflight-bytes 1073741824" \
+          "--buffer-cache-bytes 67108864" \
           "--queue-timeout 10" "--max-connections 1024" "--timeout 30" "--grace 10" \
           "--log-level info"; do
   check "--help lists ${fd% *} with default ${fd#* }" has_default "${fd% *}" "${fd#* }"

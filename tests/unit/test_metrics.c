@@ -113,6 +113,18 @@ static const struct timespec start = { 1700000000, 123000000 };
   "at once before 503 (--max-pending).\n"                                      \
   "# TYPE reduced_max_pending gauge\n"                                         \
   "reduced_max_pending 64\n"                                                   \
+  "# HELP reduced_buffer_cache_bytes Freed buffers of 256 KiB and up kept "    \
+  "resident for the next requests (--buffer-cache-bytes), bytes.\n"            \
+  "# TYPE reduced_buffer_cache_bytes gauge\n"                                  \
+  "reduced_buffer_cache_bytes 0\n"                                             \
+  "# HELP reduced_buffer_cache_hits_total Buffers of 256 KiB and up taken "    \
+  "from the cache.\n"                                                          \
+  "# TYPE reduced_buffer_cache_hits_total counter\n"                           \
+  "reduced_buffer_cache_hits_total 0\n"                                        \
+  "# HELP reduced_buffer_cache_misses_total Buffers of 256 KiB and up that "   \
+  "mapped fresh pages.\n"                                                      \
+  "# TYPE reduced_buffer_cache_misses_total counter\n"                         \
+  "reduced_buffer_cache_misses_total 0\n"                                      \
   "# HELP process_start_time_seconds Start time of the process since the "     \
   "Unix epoch in seconds.\n"                                                   \
   "# TYPE process_start_time_seconds gauge\n"                                  \
