@@ -117,9 +117,9 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
       if (arg) /* sign and magnitude as an integer: -0 ties +0 */
         u = _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(u),
                                   _mm512_setzero_si512(), a);
-      else /* ops.c's key32: -0 < +0 */
-        u = _mm512_xor_si512(u,
-                             _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+      else /* ops.c's key32 (-0 < +0): ~|x| for a negative x */
+        u = _mm512_mask_xor_epi32(a, _mm512_movepi32_mask(u), a,
+                                  _mm512_set1_epi32(-1));
       k[r] = n == 16 ? u : _mm512_mask_mov_epi32(idv, lm, u);
     }
     best = kr_tree(k, is_max);
@@ -167,24 +167,24 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
 /* One block: ops.c's block_best32, sixteen elements per vector        */
 /* ------------------------------------------------------------------ */
 
-/* One step: the keys of u, numbers only (NaN lanes and lanes off m leave
- * the best), NaN lanes into *an. */
+/* One step: the keys of u (ops.c's key32: ~|x| for a negative x, |x|
+ * otherwise; zero_tie: -0 is +0), numbers only (NaN lanes and lanes off m
+ * leave the best), NaN lanes into *an. */
 TGT5 ALWAYS_INLINE __m512i kb_step(__m512i b, __m512i u, __mmask16 m,
                                    int is_max, int zero_tie, __mmask16 *an)
 {
-  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-  __mmask16 nan;
-  if (zero_tie)
-    u = _mm512_mask_mov_epi32(
-      u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32((int32_t)0x80000000u)),
-      _mm512_setzero_si512());
-  nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm),
-                                _mm512_set1_epi32(0x7f800000));
+  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a,
+                                                _mm512_set1_epi32(0x7f800000));
+  __mmask16 neg = _mm512_movepi32_mask(u);
+  __m512i k;
   *an |= nan;
-  u = _mm512_xor_si512(u, _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+  if (zero_tie)
+    neg = _mm512_mask_test_epi32_mask(neg, a, a);
+  k = _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
   m &= (__mmask16)~nan;
-  return is_max ? _mm512_mask_max_epi32(b, m, b, u)
-                : _mm512_mask_min_epi32(b, m, b, u);
+  return is_max ? _mm512_mask_max_epi32(b, m, b, k)
+                : _mm512_mask_min_epi32(b, m, b, k);
 }
 
 TGT5 ALWAYS_INLINE int32_t kb_best(const unsigned char *x, size_t n, int is_max,
@@ -301,31 +301,36 @@ int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
 /* One element row u of 16 columns into the state (b, bi, nn) as row rv:
  * lane by lane what kernels_avx2.c's avx_col8 does (a NaN leaves b and bi,
  * and sets nn where it is -1, or always with `last`; Max/Min keep only
- * whether nn >= 0, so any NaN row will do there). */
+ * whether nn >= 0, so any NaN row will do there).  The keys are ops.c's
+ * key32 (the state's encoding), -0 made +0 for Arg; the NaN lanes' update
+ * is a branch, as a NaN is rare. */
 TGT5 ALWAYS_INLINE void kc_col16(__m512i u, __m512i rv, int is_max, int arg,
                                  int last, __m512i *b, __m512i *bi, __m512i *nn)
 {
   const __m512i absm = _mm512_set1_epi32(0x7fffffff);
   const __m512i inf = _mm512_set1_epi32(0x7f800000);
-  __mmask16 isn, upd;
+  const __m512i a = _mm512_and_si512(u, absm);
+  const __mmask16 isn = _mm512_cmpgt_epu32_mask(a, inf);
+  const __m512i ones = _mm512_set1_epi32(-1);
+  __mmask16 neg = _mm512_movepi32_mask(u), upd;
   __m512i k;
-  if (arg) /* -0 ties +0 */
-    u = _mm512_mask_mov_epi32(
-      u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32((int32_t)0x80000000u)),
-      _mm512_setzero_si512());
-  isn = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, absm), inf);
-  k = _mm512_xor_si512(u, _mm512_and_si512(_mm512_srai_epi32(u, 31), absm));
+
+  if (__builtin_expect(isn != 0, 0)) {
+    if (!arg || last)
+      *nn = _mm512_mask_mov_epi32(*nn, isn, rv);
+    else
+      *nn = _mm512_mask_mov_epi32(
+        *nn, isn & _mm512_cmpeq_epi32_mask(*nn, _mm512_set1_epi32(-1)), rv);
+  }
+  /* key32 is ~|x| for a negative x, |x| otherwise; Arg: -0 is +0 */
+  if (arg)
+    neg = _mm512_mask_test_epi32_mask(neg, a, a);
+  k = _mm512_mask_xor_epi32(a, neg, a, ones);
   if (!arg) {
-    *nn = _mm512_mask_mov_epi32(*nn, isn, rv);
     *b = is_max ? _mm512_mask_max_epi32(*b, (__mmask16)~isn, *b, k)
                 : _mm512_mask_min_epi32(*b, (__mmask16)~isn, *b, k);
     return;
   }
-  if (last)
-    *nn = _mm512_mask_mov_epi32(*nn, isn, rv);
-  else
-    *nn = _mm512_mask_mov_epi32(
-      *nn, isn & _mm512_cmpeq_epi32_mask(*nn, _mm512_set1_epi32(-1)), rv);
   if (last) /* k >= b (k <= b) */
     upd = is_max ? _mm512_mask_cmpge_epi32_mask((__mmask16)~isn, k, *b)
                  : _mm512_mask_cmple_epi32_mask((__mmask16)~isn, k, *b);

@@ -730,8 +730,6 @@ TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
 {
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-  const __m512i onei = _mm512_set1_epi32(1);
-  const __m512i lim = _mm512_set1_epi32(0x7f7ffffe);
   const __m512i i3a = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
   const __m512i i3b = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
   const __m512i i4a = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
@@ -744,10 +742,8 @@ TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
     __m512i u = _mm512_castps_si512(_mm512_mask_loadu_ps(one, lm, p));
     __m512 a = _mm512_castsi512_ps(_mm512_and_si512(u, absm));
     _mm_prefetch((const char *)p + 6144, _MM_HINT_T0);
-    bad |= (unsigned)(_mm512_cmpgt_epu32_mask(
-                        _mm512_sub_epi32(_mm512_castps_si512(a), onei), lim) !=
-                      0)
-           << i;
+    /* a zero, inf or NaN (lanes off lm are 1.0) */
+    bad |= (unsigned)(_mm512_fpclass_ps_mask(a, 0x9f) != 0) << i;
     neg |= (unsigned)(__builtin_popcount(_mm512_movepi32_mask(u)) & 1) << i;
     prod_lvl1_8(a, &h[i], &E[i]); /* (k, k + 8); lo stays +0 */
   }
@@ -1389,24 +1385,20 @@ TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
                                      int64_t *neg, const unsigned char *x,
                                      size_t stride, size_t nvec)
 {
-  const __m256i absm = _mm256_set1_epi32(0x7fffffff);
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i lim = _mm256_set1_epi32(0x7f7ffffe);
   size_t g = 0;
   for (; g + 2 <= nvec; g += 2) {
     const unsigned char *p = x + g * 16;
-    __m256i u[4], bad = _mm256_setzero_si256();
+    __m256i u[4];
+    __mmask8 bad = 0;
     __m512d h, l;
     __m512i E, N;
     for (int k = 0; k < 4; k++) {
-      __m256i a;
       u[k] = _mm256_loadu_si256(
         (const __m256i *)(const void *)(p + (size_t)k * stride));
-      a = _mm256_sub_epi32(_mm256_and_si256(u[k], absm), one);
-      bad = _mm256_or_si256(bad, _mm256_or_si256(_mm256_cmpgt_epi32(a, lim),
-                                                 _mm256_srai_epi32(a, 31)));
+      /* pc4_bad()'s zero, inf or NaN: QNaN, +-0, +-inf, SNaN */
+      bad |= _mm256_fpclass_ps_mask(_mm256_castsi256_ps(u[k]), 0x9f);
     }
-    if (!_mm256_testz_si256(bad, bad))
+    if (bad != 0)
       break;
     /* the next four rows at these columns: the caller's tiles read short
      * pieces of rows far apart, which the hardware prefetchers do not
@@ -1458,8 +1450,6 @@ TGT5 static size_t prod_run_avx512(double *m, int64_t *e,
                                    const unsigned char *x, size_t nblocks,
                                    uint32_t *neg)
 {
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i lim = _mm512_set1_epi32(0x7f7ffffe); /* FLT_MAX bits - 1 */
   const __m512i absm = _mm512_set1_epi32(0x7fffffff);
   const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
   const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
@@ -1468,12 +1458,11 @@ TGT5 static size_t prod_run_avx512(double *m, int64_t *e,
   unsigned ng = 0;
   size_t b = 0;
   for (; b < nblocks; b++, x += 64) {
-    __m512i u = _mm512_loadu_si512((const void *)x), a;
+    __m512i u = _mm512_loadu_si512((const void *)x);
     __m512 f;
     __m512d p0, p1;
-    /* ordinary: |u| - 1 in [0, lim] unsigned (zero wraps to 2^32 - 1) */
-    a = _mm512_sub_epi32(_mm512_and_si512(u, absm), one);
-    if (_mm512_cmpgt_epu32_mask(a, lim))
+    /* not ordinary: QNaN, +-0, +-inf, SNaN */
+    if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(u), 0x9f))
       break;
     OPK_PF(x);
     ng ^= (unsigned)__builtin_popcount((unsigned)_mm512_movepi32_mask(u));

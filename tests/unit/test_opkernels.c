@@ -597,7 +597,9 @@ static void check_rows_out(int op, const float *x, size_t n, size_t nrows)
  * per element, 2 every element of a row near 2^b for a row exponent b
  * (products near and beyond the float32 range, the result's exponent
  * around the vector path's clamp), 3 the same with zeros, -0, infinities,
- * NaNs and subnormals. */
+ * NaNs and subnormals, 4 one zero in each row of magnitudes near 2^100
+ * (the others' product far above 2^1022: a zero not seen as one would
+ * leave a finite nonzero result). */
 static void gen_prod(float *x, size_t n, size_t nrows, int mode)
 {
   static const int base[] = {
@@ -619,7 +621,11 @@ static void gen_prod(float *x, size_t n, size_t nrows, int mode)
       x[r * n + i] = (float)u;
       if (mode == 3 && q % 61 == 0)
         x[r * n + i] = sp[(q >> 8) % (sizeof sp / sizeof sp[0])];
+      if (mode == 4)
+        x[r * n + i] = (float)ldexp(u, 100);
     }
+    if (mode == 4)
+      x[r * n + next() % n] = r % 2 ? -0.0f : 0.0f;
   }
 }
 
@@ -628,7 +634,7 @@ static void test_prod_rows_out(void **state)
   enum { NR = 75 };
   float x[NR * 40], a[NR], c[NR];
   (void)state;
-  for (int mode = 0; mode < 4; mode++)
+  for (int mode = 0; mode < 5; mode++)
     for (size_t n = 1; n <= 40; n += n < 18 ? 1 : 11) {
       gen_prod(x, n, NR, mode);
       check_rows_out(RD_OP_PROD, x, n, NR);
