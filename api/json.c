@@ -15,8 +15,8 @@
 #include "f16.h"
 #include "jsonconv.h"
 #include "jsonfast.h"
-#include "tmem.h"
 #include "numfmt.h"
+#include "tmem.h"
 
 /* Bytes of a user string quoted in a message, and the quoted form's room. */
 #define SHOW_CUT 96
@@ -746,8 +746,8 @@ static int pushed_input(struct fill *f, const json_t *shape_v, uint64_t max_el,
   f->dims = nest;
   if ((rc = input_shape(shape_v, nest, 1, max_el, req, &count, err)) != 0)
     return rc;
-  p = api_tmem_realloc(*pu->data,
-                       (size_t)count * f->c.esize); /* the bound's tail */
+  /* Give back the pages of the bound's unused tail. */
+  p = api_tmem_realloc(*pu->data, (size_t)count * f->c.esize);
   req->data = p != NULL ? p : *pu->data;
   req->data_bytes = (size_t)count * f->c.esize;
   *pu->data = NULL;
