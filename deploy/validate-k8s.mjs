@@ -127,6 +127,17 @@ if (dep) {
   check('deployment: REDUCED_GRPC_LISTEN on the grpc container port',
     env.REDUCED_GRPC_LISTEN === `0.0.0.0:${gp?.containerPort}`, env.REDUCED_GRPC_LISTEN);
   check('deployment: every env var is REDUCED_*', Object.keys(env).every((k) => k.startsWith('REDUCED_')));
+  // Admitted requests plus the buffers kept for reuse (the daemon's
+  // defaults when unset) plus 64 MiB for the idle daemon fit the limit.
+  const mib = (q) => {
+    const m = /^(\d+)(Mi|Gi)$/.exec(String(q ?? ''));
+    return m ? Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1) : NaN;
+  };
+  const held = (Number(env.REDUCED_MAX_INFLIGHT_BYTES ?? 1073741824) +
+    Number(env.REDUCED_BUFFER_CACHE_BYTES ?? 67108864)) / 1048576;
+  const memLimit = mib(c.resources?.limits?.memory);
+  check('deployment: REDUCED_MAX_INFLIGHT_BYTES + REDUCED_BUFFER_CACHE_BYTES + 64 MiB within the memory limit',
+    held + 64 <= memLimit, `${held} MiB + 64 MiB > ${memLimit} MiB`);
   // The kubelet's clock for terminationGracePeriodSeconds starts with preStop.
   const cmd = c.lifecycle?.preStop?.exec?.command ?? [];
   const sleep = /sleep$/.test(cmd[0] ?? '') ? Number(cmd[1]) : c.lifecycle?.preStop?.sleep?.seconds;
