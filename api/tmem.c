@@ -25,6 +25,16 @@
 #define TMEM_ASAN 1
 #endif
 #endif
+/* ThreadSanitizer does not follow mremap(): the old range's shadow would
+ * keep its accesses for whatever is mapped there next (a false race), so
+ * a growing mapping is copied instead. */
+#if defined(__SANITIZE_THREAD__)
+#define TMEM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TMEM_TSAN 1
+#endif
+#endif
 #ifdef TMEM_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
@@ -201,6 +211,7 @@ void *api_tmem_realloc(void *p, size_t n)
         (void)madvise(base + len, keep - len, MADV_DONTNEED);
       return wrap(base, KIND_MAP, keep, n);
     }
+#ifndef TMEM_TSAN
     /* Grow: the kernel moves the pages, nothing is copied.  (The old
      * range's shadow is cleared first: it may be mapped again later.) */
     keep = h->len;
@@ -211,8 +222,9 @@ void *api_tmem_realloc(void *p, size_t n)
       return NULL;
     }
     return wrap(nb, KIND_MAP, len, n);
+#endif
   }
-  /* From malloc to a mapping. */
+  /* From malloc to a mapping (or, under TSan, to a larger one). */
   POISON(base, HDR);
   if ((q = api_tmem_alloc(n)) == NULL)
     return NULL;
