@@ -64,7 +64,7 @@ struct slot {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct slot cache[SLOTS];
-static size_t cache_bytes, cache_count, limit;
+static size_t cache_bytes, limit;
 static uint64_t hits, misses;
 
 static size_t page_size(void)
@@ -108,7 +108,6 @@ static unsigned char *slot_take(size_t i, size_t *len)
   *len = cache[i].len;
   cache[i].base = NULL;
   cache_bytes -= *len;
-  cache_count--;
   return b;
 }
 
@@ -135,6 +134,20 @@ static size_t oldest(void)
         (o == SLOTS || cache[i].freed_ms < cache[o].freed_ms))
       o = i;
   return o;
+}
+
+/* Unmaps the n buffers taken out (outside the mutex: unmapping a large
+ * buffer takes a while); returns their bytes. */
+static size_t unmap_all(unsigned char *const *b, const size_t *len, size_t n)
+{
+  size_t total = 0;
+
+  for (size_t i = 0; i < n; i++) {
+    UNPOISON(b[i], len[i]);
+    munmap(b[i], len[i]);
+    total += len[i];
+  }
+  return total;
 }
 
 static void *wrap(unsigned char *base, uint32_t kind, size_t len, size_t n)
@@ -270,17 +283,12 @@ void api_tmem_free(void *p)
     cache[free_slot].len = len;
     cache[free_slot].freed_ms = now_ms();
     cache_bytes += len;
-    cache_count++;
   } else {
     out[nout] = base;
     outlen[nout++] = len;
   }
   pthread_mutex_unlock(&mu);
-  /* Outside the mutex: unmapping a large buffer takes a while. */
-  for (i = 0; i < nout; i++) {
-    UNPOISON(out[i], outlen[i]);
-    munmap(out[i], outlen[i]);
-  }
+  (void)unmap_all(out, outlen, nout);
 }
 
 /* Unmaps cached buffers: the oldest while the cache is over its limit
@@ -289,7 +297,7 @@ void api_tmem_free(void *p)
 static size_t evict(int over_limit, uint64_t idle_ms)
 {
   unsigned char *out[SLOTS];
-  size_t outlen[SLOTS], nout = 0, total = 0, i;
+  size_t outlen[SLOTS], nout = 0, i;
   uint64_t now;
 
   pthread_mutex_lock(&mu);
@@ -309,12 +317,7 @@ static size_t evict(int over_limit, uint64_t idle_ms)
       }
   }
   pthread_mutex_unlock(&mu);
-  for (i = 0; i < nout; i++) {
-    UNPOISON(out[i], outlen[i]);
-    munmap(out[i], outlen[i]);
-    total += outlen[i];
-  }
-  return total;
+  return unmap_all(out, outlen, nout);
 }
 
 void api_tmem_cache_limit(size_t bytes)
@@ -334,7 +337,9 @@ void api_tmem_stats(struct api_tmem_stats *st)
 {
   pthread_mutex_lock(&mu);
   st->cached_bytes = cache_bytes;
-  st->cached = cache_count;
+  st->cached = 0;
+  for (size_t i = 0; i < SLOTS; i++)
+    st->cached += cache[i].base != NULL;
   st->hits = hits;
   st->misses = misses;
   pthread_mutex_unlock(&mu);
