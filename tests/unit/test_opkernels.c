@@ -347,6 +347,56 @@ static void test_arg32_helper(void **state)
   }
 }
 
+/* Runs of thousands of elements (the test above stops at 200): the best
+ * late in the run, ties thousands apart, a lone NaN far in, all NaN, a
+ * rising run; n at and near powers of two. */
+static void test_arg32_helper_blocks(void **state)
+{
+  enum { N = 6200 };
+  static const size_t ns[] = { 2047, 2048, 2049, 4095, 4113, N };
+  static uint32_t x[N];
+  (void)state;
+  if (!simd())
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int pat = 0; pat < 6; pat++) {
+      for (size_t i = 0; i < N; i++) {
+        float f;
+        switch (pat) {
+        case 0: x[i] = gen_bits(0); break;    /* ties in every block */
+        case 1: x[i] = gen_bits(1); break;    /* rare NaN blocks */
+        case 2: x[i] = gen_bits(1000); break; /* all special */
+        case 3: x[i] = 0x7fc00000u; break;    /* all NaN */
+        case 4:                               /* rising: every block */
+          f = (float)i - 3000.0f;
+          memcpy(&x[i], &f, sizeof f);
+          break;
+        default: /* random, NaN-free */
+          f = (float)((int64_t)(next() >> 40) - (1 << 23)) * 0x1p-20f;
+          memcpy(&x[i], &f, sizeof f);
+          break;
+        }
+      }
+      if (pat == 1)
+        x[2048 + 5] = 0xffc00001u; /* a NaN in the second block */
+      for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        for (int mode = 0; mode < 4; mode++) {
+          int32_t b0, b1;
+          int64_t i0, i1, n0, n1;
+          ref_arg32(x, ns[k], mode >> 1, mode & 1, &b0, &i0, &n0);
+          rd__opk_arg32((const unsigned char *)x, ns[k], mode >> 1, mode & 1,
+                        &b1, &i1, &n1);
+          assert_int_equal(i0, i1);
+          assert_int_equal(n0, n1);
+          if (i0 >= 0)
+            assert_int_equal(b0, b1);
+        }
+    }
+    rd__opk_avx512_select(was);
+  }
+}
+
 /* A float32 of magnitude at either end of the range or near 1, random
  * sign: the Prod column kernels renormalise once per four rows, which is
  * exact only while four such factors stay inside the double range. */
@@ -1030,6 +1080,7 @@ int main(void)
     cmocka_unit_test(test_lse_rec_helper),
     cmocka_unit_test(test_lse_f32_kernel),
     cmocka_unit_test(test_arg32_helper),
+    cmocka_unit_test(test_arg32_helper_blocks),
     cmocka_unit_test(test_prod_cols),
     cmocka_unit_test(test_prod_cols_extremes),
     cmocka_unit_test(test_lse_cols),
