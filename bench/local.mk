@@ -21,7 +21,7 @@ bench: bench/bench bench/sink bench/openloop daemon/reduced
 	BENCH_FLAGS='$(BENCH_FLAGS)' top_builddir=$(abs_top_builddir) $(srcdir)/bench/ops.sh
 	BENCH_FLAGS='$(BENCH_FLAGS)' top_builddir=$(abs_top_builddir) $(srcdir)/bench/daemon.sh
 .PHONY: bench
-EXTRA_DIST += bench/daemon.sh bench/ops.sh bench/ort.mjs bench/table.mjs
+EXTRA_DIST += bench/README.md bench/daemon.sh bench/ops.sh bench/ort.mjs bench/table.mjs
 # The pinned onnxruntime-node that bench/ops.sh installs (~300 MB).
 distclean-local: bench-distclean
 bench-distclean:
