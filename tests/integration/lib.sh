@@ -196,6 +196,11 @@ port_inodes() {
   hexport=$(printf '%04X' "$PORT")
   awk -v p=":$hexport" '$2 ~ p"$" && $4 == "01" { print $10 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
+# The kernel writes /proc/net/tcp in pieces, and a socket another test opens
+# or closes meanwhile can make one reading miss a line.  So no single
+# reading decides a check: assert a count with `check NAME poll S eval ...`,
+# which passes once the count holds within S seconds and still fails when
+# it never does.
 queued() { port_inodes | wc -l; }
 accepted() {
   local n=0 i fds

@@ -62,20 +62,21 @@ check "a 16 kB header is still served -> 200" test "$ST" = 200
 # connection, so its loop has surely seen the fifth, and checks that the
 # fifth is still only queued.
 for fd in 5 6 7 8; do eval "exec $fd<>/dev/tcp/127.0.0.1/$PORT"; done
-poll 30 eval '[ "$(accepted)" -ge 4 ]'
-check "the daemon accepted the 4 held connections ($(accepted) accepted)" test "$(accepted)" = 4
+check "the daemon accepted the 4 held connections" poll 30 eval '[ "$(accepted)" = 4 ]'
 # (without the held sockets: an inherited copy would keep them open)
 curl -s --max-time 120 -o /dev/null -w '%{http_code}' "$URL/healthz" >"$TMP/fifth" 2>/dev/null 5>&- 6>&- 7>&- 8>&- &
 cpid=$!
 BG_PIDS+=("$cpid")
-poll 30 eval '[ "$(queued)" -ge 5 ]'
-check "the 5th connection is established, in the listen backlog ($(queued) established)" test "$(queued)" -ge 5
+check "the 5th connection is established, in the listen backlog" \
+  poll 30 eval '[ "$(queued)" -ge 5 ]'
 printf 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' >&6
 line=
 read -r -t 30 line <&6
 check "a held connection is served meanwhile (${line%$'\r'})" eval '[ "${line#HTTP/1.1 200}" != "$line" ]'
-check "5th connection over --max-connections 4 is not accepted while 4 are open ($(accepted) accepted)" \
-  eval '[ "$(accepted)" = 4 ] && [ "$(queued)" -ge 5 ]'
+# (polled: one reading of /proc/net/tcp once missed the fifth, lib.sh;
+# a daemon that accepted it would show 5 accepted throughout)
+check "5th connection over --max-connections 4 is not accepted while 4 are open" \
+  poll 10 eval '[ "$(accepted)" = 4 ] && [ "$(queued)" -ge 5 ]'
 check "... nor answered" kill -0 "$cpid"
 exec 5>&- 5<&-
 wait "$cpid"
