@@ -316,6 +316,24 @@ static uint32_t gen_bits(unsigned rare)
   return u;
 }
 
+/* rd__opk_arg32 against ref_arg32 on the n elements at x, in all four
+ * modes (ArgMin/ArgMax, first/last): the indices, and the key when there
+ * is a best. */
+static void check_arg32(const uint32_t *x, size_t n)
+{
+  for (int mode = 0; mode < 4; mode++) {
+    int32_t b0, b1;
+    int64_t i0, i1, n0, n1;
+    ref_arg32(x, n, mode >> 1, mode & 1, &b0, &i0, &n0);
+    rd__opk_arg32((const unsigned char *)x, n, mode >> 1, mode & 1, &b1, &i1,
+                  &n1);
+    assert_int_equal(i0, i1);
+    assert_int_equal(n0, n1);
+    if (i0 >= 0)
+      assert_int_equal(b0, b1);
+  }
+}
+
 static void test_arg32_helper(void **state)
 {
   enum { N = 200 };
@@ -331,17 +349,7 @@ static void test_arg32_helper(void **state)
         x[i] = gen_bits(rare);
       for (size_t off = 0; off < 3; off++)
         for (size_t n = 0; n <= N; n += n < 70 ? 1 : 11)
-          for (int mode = 0; mode < 4; mode++) {
-            int32_t b0, b1;
-            int64_t i0, i1, n0, n1;
-            ref_arg32(x + off, n, mode >> 1, mode & 1, &b0, &i0, &n0);
-            rd__opk_arg32((const unsigned char *)(x + off), n, mode >> 1,
-                          mode & 1, &b1, &i1, &n1);
-            assert_int_equal(i0, i1);
-            assert_int_equal(n0, n1);
-            if (i0 >= 0)
-              assert_int_equal(b0, b1);
-          }
+          check_arg32(x + off, n);
     }
     rd__opk_avx512_select(was);
   }
@@ -350,7 +358,7 @@ static void test_arg32_helper(void **state)
 /* Runs of thousands of elements (the test above stops at 200): the best
  * late in the run, ties thousands apart, a lone NaN far in, all NaN, a
  * rising run; n at and near powers of two. */
-static void test_arg32_helper_blocks(void **state)
+static void test_arg32_helper_long(void **state)
 {
   enum { N = 6200 };
   static const size_t ns[] = { 2047, 2048, 2049, 4095, 4113, N };
@@ -364,11 +372,11 @@ static void test_arg32_helper_blocks(void **state)
       for (size_t i = 0; i < N; i++) {
         float f;
         switch (pat) {
-        case 0: x[i] = gen_bits(0); break;    /* ties in every block */
-        case 1: x[i] = gen_bits(1); break;    /* rare NaN blocks */
+        case 0: x[i] = gen_bits(0); break;    /* ties throughout */
+        case 1: x[i] = gen_bits(1); break;    /* rare NaNs */
         case 2: x[i] = gen_bits(1000); break; /* all special */
         case 3: x[i] = 0x7fc00000u; break;    /* all NaN */
-        case 4:                               /* rising: every block */
+        case 4:                               /* rising: best last */
           f = (float)i - 3000.0f;
           memcpy(&x[i], &f, sizeof f);
           break;
@@ -379,19 +387,9 @@ static void test_arg32_helper_blocks(void **state)
         }
       }
       if (pat == 1)
-        x[2048 + 5] = 0xffc00001u; /* a NaN in the second block */
+        x[2048 + 5] = 0xffc00001u; /* a NaN far in */
       for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
-        for (int mode = 0; mode < 4; mode++) {
-          int32_t b0, b1;
-          int64_t i0, i1, n0, n1;
-          ref_arg32(x, ns[k], mode >> 1, mode & 1, &b0, &i0, &n0);
-          rd__opk_arg32((const unsigned char *)x, ns[k], mode >> 1, mode & 1,
-                        &b1, &i1, &n1);
-          assert_int_equal(i0, i1);
-          assert_int_equal(n0, n1);
-          if (i0 >= 0)
-            assert_int_equal(b0, b1);
-        }
+        check_arg32(x, ns[k]);
     }
     rd__opk_avx512_select(was);
   }
@@ -1080,7 +1078,7 @@ int main(void)
     cmocka_unit_test(test_lse_rec_helper),
     cmocka_unit_test(test_lse_f32_kernel),
     cmocka_unit_test(test_arg32_helper),
-    cmocka_unit_test(test_arg32_helper_blocks),
+    cmocka_unit_test(test_arg32_helper_long),
     cmocka_unit_test(test_prod_cols),
     cmocka_unit_test(test_prod_cols_extremes),
     cmocka_unit_test(test_lse_cols),
