@@ -3,8 +3,9 @@
  * (reduce.c's rows_out_int()); no state.
  *
  * The portable path is plain C; the AVX2 path takes 4 rows per step and the
- * AVX-512 path 8 (function attributes, chosen through the kernel the plan
- * was created with, so REDUCED_KERNELS applies as to every kernel).  Each
+ * AVX-512 path 8 rows of 64-bit elements (32-bit ones: the AVX2 form, see
+ * there) (function attributes, chosen through the kernel the plan was
+ * created with, so REDUCED_KERNELS applies as to every kernel).  Each
  * row's squares are summed in 64-bit lanes, the lanes of 4 (8) rows are
  * folded into one vector of row sums, and ReduceL2 takes the integer square
  * root of each.  The sums are exact, so no order is involved.
@@ -303,8 +304,17 @@ static uint64_t rows_avx2(struct ty t, int l2, unsigned char *out,
 }
 
 /* ------------------------------------------------------------------ */
-/* AVX-512: 8 rows per step                                           */
+/* AVX-512: 8 rows per step, 64-bit elements                          */
 /* ------------------------------------------------------------------ */
+
+/* 32-bit elements keep the AVX2 form on the AVX-512 path.  An eight-row
+ * AVX-512 form of them (one 64-byte load per row of 16) was faster from
+ * cache (52 against 44 GB/s) but slower from memory: case F int32 took
+ * 1.2-1.45 times the AVX2 form's time on one thread (13-15 ms against
+ * 11), with any prefetch distance or hint, and with or without software
+ * prefetch the two were equal, so its prefetches were of no use.
+ * 64-bit rows (two loads of 64 bytes) are faster in AVX-512 (0.78 times
+ * the AVX2 form's time), so they keep it. */
 
 TGT512 ALWAYS_INLINE __m512i sq5(__m512i v, int sgn)
 {
@@ -314,57 +324,35 @@ TGT512 ALWAYS_INLINE __m512i sq5(__m512i v, int sgn)
 /* The bound's test of a lane, cheap enough to OR over 8 rows and test
  * once: v + 2^29 below 2^30 (signed) or v below 2^29 (unsigned).  Lanes
  * masked off load as 0, which passes. */
-#define HI32_S (~(int32_t)(2 * BOUND - 1))
-#define HI32_U (~(int32_t)(BOUND - 1))
+#define HI_S (~(int64_t)(2 * BOUND - 1))
+#define HI_U (~(int64_t)(BOUND - 1))
 
-TGT512 ALWAYS_INLINE __m512i key5_32(__m512i v, int sgn)
-{
-  return sgn ? _mm512_add_epi32(v, _mm512_set1_epi32((int32_t)BOUND)) : v;
-}
-
-TGT512 ALWAYS_INLINE __m512i key5_64(__m512i v, int sgn)
+TGT512 ALWAYS_INLINE __m512i key5(__m512i v, int sgn)
 {
   return sgn ? _mm512_add_epi64(v, _mm512_set1_epi64((int64_t)BOUND)) : v;
 }
 
-/* One row of 32-bit elements (one masked load): 8 partial sums; the
- * row's bound keys are ORed into *keys. */
-TGT512 ALWAYS_INLINE __m512i row5_32(const unsigned char *x, __mmask16 k,
-                                     int sgn, __m512i *keys)
-{
-  __m512i v = _mm512_maskz_loadu_epi32(k, x);
-  *keys = _mm512_or_si512(*keys, key5_32(v, sgn));
-  return _mm512_add_epi64(sq5(v, sgn), sq5(_mm512_srli_epi64(v, 32), sgn));
-}
-
-/* One row of 64-bit elements (two masked loads of 8). */
-TGT512 ALWAYS_INLINE __m512i row5_64(const unsigned char *x, size_t n,
-                                     __mmask8 k0, __mmask8 k1, int sgn,
-                                     __m512i *keys)
+/* One row of 64-bit elements (two masked loads of 8): 8 partial sums;
+ * the row's bound keys are ORed into *keys. */
+TGT512 ALWAYS_INLINE __m512i row5(const unsigned char *x, size_t n, __mmask8 k0,
+                                  __mmask8 k1, int sgn, __m512i *keys)
 {
   __m512i v0 = _mm512_maskz_loadu_epi64(k0, x), v1 = _mm512_setzero_si512();
   if (n > 8)
     v1 = _mm512_maskz_loadu_epi64(k1, x + 64);
-  *keys = _mm512_or_si512(*keys,
-                          _mm512_or_si512(key5_64(v0, sgn), key5_64(v1, sgn)));
+  *keys = _mm512_or_si512(*keys, _mm512_or_si512(key5(v0, sgn), key5(v1, sgn)));
   return _mm512_add_epi64(sq5(v0, sgn), sq5(v1, sgn));
 }
 
 /* 1: every element of the row passes the bound (the slow test, only after
  * the ORed keys of a step failed). */
-TGT512 ALWAYS_INLINE int row5_ok(const unsigned char *x, size_t n, __mmask16 k,
-                                 __mmask8 k0, __mmask8 k1, struct ty t)
+TGT512 ALWAYS_INLINE int row5_ok(const unsigned char *x, size_t n, __mmask8 k0,
+                                 __mmask8 k1, int sgn)
 {
   __m512i keys = _mm512_setzero_si512();
-  if (t.w64) {
-    const __m512i hi = _mm512_set1_epi64(t.sgn ? (int64_t)HI32_S
-                                               : (int64_t)HI32_U);
-    (void)row5_64(x, n, k0, k1, t.sgn, &keys);
-    return _mm512_test_epi64_mask(keys, hi) == 0;
-  }
-  (void)row5_32(x, k, t.sgn, &keys);
-  return _mm512_test_epi32_mask(keys, _mm512_set1_epi32(t.sgn ? HI32_S
-                                                              : HI32_U)) == 0;
+  (void)row5(x, n, k0, k1, sgn, &keys);
+  return _mm512_test_epi64_mask(keys, _mm512_set1_epi64(sgn ? HI_S : HI_U)) ==
+         0;
 }
 
 /* The eight row sums of eight vectors of partial sums, in row order. */
@@ -397,20 +385,18 @@ TGT512 ALWAYS_INLINE __m512i isqrt8(__m512i s)
     r, _mm512_cmple_epu64_mask(_mm512_mul_epu32(r1, r1), s), r, one);
 }
 
+/* int64 (sgn) or uint64 rows; 64-bit outputs hold every in-bound result
+ * (< 2^63), so only the bound sends a row back. */
 TGT512 ALWAYS_INLINE uint64_t avx512_body(struct ty t, int l2,
                                           unsigned char *out,
                                           const unsigned char *x, size_t n,
                                           size_t nrows)
 {
-  size_t esz = t.w64 ? 8 : 4, r = 0, rs = n * esz;
+  size_t r = 0, rs = n * 8;
   uint64_t left = 0;
-  const __mmask16 k = (__mmask16)((1u << n) - 1);
   const __mmask8 k0 = (__mmask8)(n >= 8 ? 0xff : (1u << n) - 1);
   const __mmask8 k1 = (__mmask8)(n > 8 ? (1u << (n - 8)) - 1 : 0);
-  const __m512i maxv = _mm512_set1_epi64((int64_t)t.max);
-  const __m512i hi32 = _mm512_set1_epi32(t.sgn ? HI32_S : HI32_U);
-  const __m512i hi64 = _mm512_set1_epi64(t.sgn ? (int64_t)HI32_S
-                                               : (int64_t)HI32_U);
+  const __m512i hi = _mm512_set1_epi64(t.sgn ? HI_S : HI_U);
   for (; r + 8 <= nrows; r += 8) {
     const unsigned char *p = x + r * rs;
     __m512i q[8], s, keys = _mm512_setzero_si512();
@@ -418,58 +404,48 @@ TGT512 ALWAYS_INLINE uint64_t avx512_body(struct ty t, int l2,
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
       PF(p + i * rs);
-      if (t.w64)
-        PF(p + i * rs + 64);
-      q[i] = t.w64 ? row5_64(p + i * rs, n, k0, k1, t.sgn, &keys)
-                   : row5_32(p + i * rs, k, t.sgn, &keys);
+      PF(p + i * rs + 64);
+      q[i] = row5(p + i * rs, n, k0, k1, t.sgn, &keys);
     }
-    if (t.w64 ? _mm512_test_epi64_mask(keys, hi64) != 0
-              : _mm512_test_epi32_mask(keys, hi32) != 0)
+    if (_mm512_test_epi64_mask(keys, hi) != 0)
       for (int i = 0; i < 8; i++) /* some row is beyond the bound */
-        bad |= (unsigned)!row5_ok(p + i * rs, n, k, k0, k1, t) << i;
+        bad |= (unsigned)!row5_ok(p + i * rs, n, k0, k1, t.sgn) << i;
     s = hsum8(q);
     if (l2)
       s = isqrt8(s);
-    if (!t.w64)
-      bad |= _mm512_cmpgt_epu64_mask(s, maxv);
     left |= (uint64_t)bad << r;
-    if (t.w64)
-      _mm512_storeu_si512(out + r * 8, s);
-    else
-      _mm256_storeu_si256((__m256i *)(void *)(out + r * 4),
-                          _mm512_cvtepi64_epi32(s));
+    _mm512_storeu_si512(out + r * 8, s);
   }
   if (r < nrows) /* the last rows, 4 at a time */
-    left |= rows_avx2(t, l2, out + r * esz, x + r * rs, n, nrows - r) << r;
+    left |= rows_avx2(t, l2, out + r * 8, x + r * rs, n, nrows - r) << r;
   return left;
 }
 
-#define AVX512_FN(name, sgn_, w64_, full_)                                     \
+#define AVX512_FN(name, sgn_, full_)                                           \
   TGT512 static uint64_t name(struct ty t, int l2, unsigned char *out,         \
                               const unsigned char *x, size_t n, size_t nrows)  \
   {                                                                            \
     t.sgn = sgn_;                                                              \
-    t.w64 = w64_;                                                              \
     return avx512_body(t, l2, out, x, full_ ? 16 : n, nrows);                  \
   }
-AVX512_FN(avx512_u32, 0, 0, 0)
-AVX512_FN(avx512_i32, 1, 0, 0)
-AVX512_FN(avx512_u64, 0, 1, 0)
-AVX512_FN(avx512_i64, 1, 1, 0)
-AVX512_FN(avx512_u32f, 0, 0, 1)
-AVX512_FN(avx512_i32f, 1, 0, 1)
-AVX512_FN(avx512_u64f, 0, 1, 1)
-AVX512_FN(avx512_i64f, 1, 1, 1)
+AVX512_FN(avx512_u64, 0, 0)
+AVX512_FN(avx512_i64, 1, 0)
+AVX512_FN(avx512_u64f, 0, 1)
+AVX512_FN(avx512_i64f, 1, 1)
 
 static uint64_t rows_avx512(struct ty t, int l2, unsigned char *out,
                             const unsigned char *x, size_t n, size_t nrows)
 {
-  static uint64_t (*const fn[8])(struct ty, int, unsigned char *,
+  static uint64_t (*const fn[4])(struct ty, int, unsigned char *,
                                  const unsigned char *, size_t, size_t) = {
-    avx512_u32,  avx512_i32,  avx512_u64,  avx512_i64,
-    avx512_u32f, avx512_i32f, avx512_u64f, avx512_i64f,
+    avx512_u64,
+    avx512_i64,
+    avx512_u64f,
+    avx512_i64f,
   };
-  return fn[t.sgn + 2 * t.w64 + 4 * (n == 16)](t, l2, out, x, n, nrows);
+  if (!t.w64)
+    return rows_avx2(t, l2, out, x, n, nrows);
+  return fn[t.sgn + 2 * (n == 16)](t, l2, out, x, n, nrows);
 }
 
 #endif /* x86-64 */

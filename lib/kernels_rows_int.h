@@ -14,7 +14,8 @@
  * the caller: its bit is set in the returned mask and its output bytes are
  * unspecified.
  *
- * Paths: portable C, AVX2 (4 rows per step) and AVX-512 (8 rows per step);
+ * Paths: portable C, AVX2 (4 rows per step) and AVX-512 (8 rows per step
+ * of 64-bit elements; 32-bit ones take the AVX2 form, faster from memory);
  * rd__rows_int() takes the path of the kernel the plan was created with.
  */
 #ifndef KERNELS_ROWS_INT_H
