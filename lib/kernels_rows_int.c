@@ -218,6 +218,20 @@ TGT2 ALWAYS_INLINE __m256i isqrt4(__m256i s)
     _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_mul_epu32(r1, r1), s), one));
 }
 
+/* floor(sqrt(s)) of lanes s < 2^52 as four 32-bit integers.  The double
+ * of s is exact, and its correctly rounded square root cannot reach the
+ * next integer k + 1 above the root: (k + 1) - sqrt(s) >= (k + 1) -
+ * sqrt((k + 1)^2 - 1) > 1 / (2 (k + 1)) >= 2^-27 (k + 1 <= 2^26), more
+ * than half the spacing of doubles below k + 1 (2^-28); it is at least k,
+ * which is a double.  So truncation gives k, with no correction. */
+TGT2 ALWAYS_INLINE __m128i isqrt52(__m256i s)
+{
+  const __m256i magic = _mm256_set1_epi64x(0x4330000000000000); /* 2^52 */
+  __m256d d = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(s, magic)),
+                            _mm256_set1_pd(0x1p52));
+  return _mm256_cvttpd_epi32(_mm256_sqrt_pd(d));
+}
+
 TGT2 ALWAYS_INLINE uint64_t avx2_body(struct ty t, int l2, unsigned char *out,
                                       const unsigned char *x, size_t n,
                                       size_t nrows, int full)
@@ -229,6 +243,7 @@ TGT2 ALWAYS_INLINE uint64_t avx2_body(struct ty t, int l2, unsigned char *out,
   __m256i k0, k1, kq[4];
   const __m256i maxv = _mm256_set1_epi64x((int64_t)t.max);
   const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+  const __m256i big52 = _mm256_set1_epi64x(~(((int64_t)1 << 52) - 1));
   for (size_t l = 0; l < 16; l++) {
     b[l] = l < n ? -1 : 0;
     bq[l] = l < n ? -1 : 0;
@@ -256,13 +271,20 @@ TGT2 ALWAYS_INLINE uint64_t avx2_body(struct ty t, int l2, unsigned char *out,
       d = row2_32(p + 3 * rs, n, k0, k1, t.sgn, full, &ok3);
     }
     s = hsum4(a, bb, c, d);
+    left |= (uint64_t)((unsigned)!ok0 | (unsigned)!ok1 << 1 |
+                       (unsigned)!ok2 << 2 | (unsigned)!ok3 << 3)
+            << r;
+    if (l2 && !t.w64 && _mm256_testz_si256(s, big52)) {
+      /* Every sum below 2^52: the truncated double root is the integer
+       * one (isqrt52()), below 2^26, so it fits the output. */
+      _mm_storeu_si128((__m128i *)(void *)(out + r * 4), isqrt52(s));
+      continue;
+    }
     if (l2)
       s = isqrt4(s);
     /* 64-bit outputs hold every in-bound result (< 2^63). */
     bad = t.w64 ? _mm256_setzero_si256() : _mm256_cmpgt_epi64(s, maxv);
-    left |= (uint64_t)((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(bad)) |
-                       (unsigned)!ok0 | (unsigned)!ok1 << 1 |
-                       (unsigned)!ok2 << 2 | (unsigned)!ok3 << 3)
+    left |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(bad))
             << r;
     if (t.w64)
       _mm256_storeu_si256((__m256i *)(void *)(out + r * 8), s);

@@ -270,9 +270,12 @@ static void test_bounds(void **state)
 }
 
 /* Integer square roots next to perfect squares: rows whose sum of squares
- * is m^2 or m^2 - 1 for m = q*v, q = 1..3, v up to 2^29 (sums up to 2^61),
- * where the double estimate of the root rounds up (m^2 - 1) and the exact
- * correction matters. */
+ * is m^2 or m^2 - 1 for m = q*v, q = 1..3, where the double estimate of
+ * the root rounds up (m^2 - 1).  Two scales: v in [2^28, 2^29) (sums up
+ * to 2^61: the exact correction matters), and m up to 2^26 (sums up to
+ * 2^52, where the AVX2 form takes the truncated double root
+ * with no correction when a step's four sums are all below 2^52: the
+ * closest m^2 - 1 comes to m there). */
 static size_t near_square_row(int64_t *row, size_t q, int64_t v, int minus)
 {
   size_t k = 0;
@@ -306,7 +309,8 @@ static void test_near_squares(void **state)
       for (size_t q = 1; q <= 3; q++)
         for (int minus = 0; minus <= 1; minus++)
           for (size_t n = q * q; n <= 16; n++)
-            for (int trial = 0; trial < 40; trial++) {
+            for (int trial = 0; trial < 80; trial++) {
+              int below52 = trial % 2;
               int dt = dtypes[d];
               size_t esz = rd_dtype_size(dt), nr = 0;
               unsigned char x[16 * 8 * 8], out[8 * 8], ref[8];
@@ -316,8 +320,12 @@ static void test_near_squares(void **state)
                * stay zero */
               for (int tries = 0; nr < 8 && tries < 64; tries++) {
                 int64_t row[16] = { 0 };
-                int64_t v = (int64_t)((uint64_t)1 << 28) +
-                            (int64_t)(next() % ((uint64_t)1 << 28));
+                /* below52: m up to 2^26 (2^52 - 1 = m^2 - 1 the
+                 * closest; m^2 = 2^52 takes the corrected path) */
+                int64_t v = below52 ? (int64_t)(((uint64_t)1 << 26) / q -
+                                                (tries ? next() % 4096 : 0))
+                                    : (int64_t)((uint64_t)1 << 28) +
+                                        (int64_t)(next() % ((uint64_t)1 << 28));
                 size_t len = near_square_row(row, q, v, minus);
                 if (len == 0 || len > n)
                   continue;
