@@ -1000,7 +1000,10 @@ TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
  * strip (blocks of BLOCK32 rows: a lane takes one half < 2^32 per row).
  * The last vector of a strip is a masked load (absent columns read as 0). */
 #define COLS_I64_STRIP 512
-#define COLS_I64_GROUP 8
+/* (Groups of 2 rows against 8: case D int64 L2 0.65x the time on one and
+ * on two threads, case C int64 SumSquare 0.54x and 0.81x, uint64 L2 0.83x
+ * and 0.95x; 4 was between, 1 slower than 2; alternating medians.) */
+#define COLS_I64_GROUP 2
 
 TGT ALWAYS_INLINE void z_strip8_i64(struct h6 *hp, const unsigned char *p,
                                     size_t rs, size_t nq, __mmask8 m, size_t pf,
