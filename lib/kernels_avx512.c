@@ -247,8 +247,8 @@ TGT ALWAYS_INLINE void zc_pf(const unsigned char *a, int far)
 }
 
 /* 64 columns at p (accumulators o) over nr rows of stride rs, prefetching
- * pf bytes ahead; the accumulators are named so that they stay in
- * registers. */
+ * pf bytes ahead (into L2 only when `far`, see ZC_PF_L1); the accumulators
+ * are named so that they stay in registers. */
 TGT ALWAYS_INLINE void z_cols64(double *o, const unsigned char *p, size_t rs,
                                 size_t nr, size_t pf, int far, size_t esz,
                                 int dt, int mode)
@@ -295,19 +295,21 @@ TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
                               size_t nrows, size_t esz, int dt, int mode)
 {
   double *o = acc;
-  const size_t rs = n * esz;
-  if (ZC_R * rs > ZC_PF || nrows < ZC_R) {
+  const size_t rs = n * esz, pf = ZC_R * rs;
+  const int far = pf > ZC_PF_L1;
+  if (pf > ZC_PF || nrows < ZC_R) {
     z_cols4(acc, x, n, nrows, esz, dt, mode);
     return;
   }
   for (size_t r = 0; r < nrows; r += ZC_R) {
     size_t nr = nrows - r < ZC_R ? nrows - r : ZC_R, j = 0;
     const unsigned char *xb = x + r * rs;
-    for (; j + 64 <= n; j += 64)
-      if (ZC_R * rs > ZC_PF_L1) /* two loops: `far` a constant in each */
-        z_cols64(o + j, xb + j * esz, rs, nr, ZC_R * rs, 1, esz, dt, mode);
+    for (; j + 64 <= n; j += 64) {
+      if (far) /* two loops: the hint a constant in each */
+        z_cols64(o + j, xb + j * esz, rs, nr, pf, 1, esz, dt, mode);
       else
-        z_cols64(o + j, xb + j * esz, rs, nr, ZC_R * rs, 0, esz, dt, mode);
+        z_cols64(o + j, xb + j * esz, rs, nr, pf, 0, esz, dt, mode);
+    }
     if (j < n)
       z_cols_rest(o + j, xb + j * esz, rs, nr, n - j, esz, dt, mode);
   }

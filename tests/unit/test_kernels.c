@@ -371,7 +371,7 @@ static void test_cols_int32_extremes(void **state)
   static uint32_t x[130 * 1025];
   static u128_t acc[1025];
   static u128_t racc[130];
-  /* Across the groups of 8 rows of the AVX-512 cols() and the blocks of 8
+  /* Across the groups of 4 rows of the AVX-512 cols() and the blocks of 8
    * and 16 rows of the others; widths across the 1024-column strips. */
   static const size_t rowcounts[] = { 1,  7,  8,  9,  16,  17,
                                       63, 64, 65, 67, 128, 130 };

@@ -273,9 +273,9 @@ static void test_bounds(void **state)
  * is m^2 or m^2 - 1 for m = q*v, q = 1..3, where the double estimate of
  * the root rounds up (m^2 - 1).  Two scales: v in [2^28, 2^29) (sums up
  * to 2^61: the exact correction matters), and m up to 2^26 (sums up to
- * 2^52, where the AVX2 form takes the truncated double root
- * with no correction when a step's four sums are all below 2^52: the
- * closest m^2 - 1 comes to m there). */
+ * 2^52: the AVX2 form takes the truncated double root, with no
+ * correction, when a step's four sums are all below 2^52, and m^2 - 1
+ * comes closest to m there). */
 static size_t near_square_row(int64_t *row, size_t q, int64_t v, int minus)
 {
   size_t k = 0;
