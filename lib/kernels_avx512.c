@@ -288,15 +288,45 @@ TGT ALWAYS_INLINE void z_cols64(double *o, const unsigned char *p, size_t rs,
   _mm512_storeu_pd(o + 56, s7);
 }
 
-/* Rows of ZC_R * rs <= ZC_PF bytes: tiles of 64 columns over blocks of
- * ZC_R rows, prefetching the next block; longer rows: z_cols4(), whose
- * prefetch 2 KiB ahead in the same row suits them. */
+/* Rows of up to ZC_ONE_N columns: one whole row after another, 16 columns
+ * per step, the accumulators (at most 16 KiB: they stay in L1) loaded and
+ * stored once per row, no software prefetch.  The reads are then a single
+ * stream in address order, which the hardware prefetcher follows as fast
+ * as the probe's; rows read side by side (tiles, z_cols4) are several
+ * streams 1-2 KiB apart, which it follows slower, prefetched or not. */
+#define ZC_ONE_N 2048
+TGT ALWAYS_INLINE void z_cols1(double *o, const unsigned char *x, size_t n,
+                               size_t nrows, size_t esz, int dt, int mode)
+{
+  const size_t rs = n * esz;
+  for (size_t r = 0; r < nrows; r++, x += rs) {
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
+      __m512d v0, v1;
+      w16(dt, x + j * esz, &v0, &v1);
+      _mm512_storeu_pd(o + j, term_add(s0, v0, mode));
+      _mm512_storeu_pd(o + j + 8, term_add(s1, v1, mode));
+    }
+    if (j < n)
+      z_cols_rest(o + j, x + j * esz, rs, 1, n - j, esz, dt, mode);
+  }
+}
+
+/* Rows of up to ZC_ONE_N columns: z_cols1(); rows of ZC_R * rs <= ZC_PF
+ * bytes: tiles of 64 columns over blocks of ZC_R rows, prefetching the
+ * next block; longer rows: z_cols4(), whose prefetch 2 KiB ahead in the
+ * same row suits them. */
 TGT ALWAYS_INLINE void z_cols(void *acc, const unsigned char *x, size_t n,
                               size_t nrows, size_t esz, int dt, int mode)
 {
   double *o = acc;
   const size_t rs = n * esz, pf = ZC_R * rs;
   const int far = pf > ZC_PF_L1;
+  if (n <= ZC_ONE_N) {
+    z_cols1(o, x, n, nrows, esz, dt, mode);
+    return;
+  }
   if (pf > ZC_PF || nrows < ZC_R) {
     z_cols4(acc, x, n, nrows, esz, dt, mode);
     return;
