@@ -344,9 +344,56 @@ TGT5 ALWAYS_INLINE void kc_col16(__m512i u, __m512i rv, int is_max, int arg,
 #define KLD(p) _mm512_loadu_si512((const void *)(p))
 #define KST(p, v) _mm512_storeu_si512((void *)(p), v)
 
+/* kc_col16() on a state left in memory at j (best, bidx, nidx + j): the
+ * same lanes change, but only the changed lanes are stored (Max/Min store
+ * best; Arg stores best and bidx under the update mask, which is mostly
+ * empty after the first rows), and nidx is read only when a lane is NaN.
+ * One load and at most two stores per 16 elements, for rows taken one at
+ * a time. */
+TGT5 ALWAYS_INLINE void kc_mem16(__m512i u, __m512i rv, int is_max, int arg,
+                                 int last, int32_t *best, int32_t *bidx,
+                                 int32_t *nidx)
+{
+  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i a = _mm512_and_si512(u, absm);
+  const __mmask16 isn = _mm512_cmpgt_epu32_mask(a, inf);
+  const __m512i b = KLD(best);
+  __mmask16 neg = _mm512_movepi32_mask(u), upd;
+  __m512i k;
+
+  if (__builtin_expect(isn != 0, 0)) {
+    __m512i nn = KLD(nidx);
+    if (!arg || last)
+      nn = _mm512_mask_mov_epi32(nn, isn, rv);
+    else
+      nn = _mm512_mask_mov_epi32(
+        nn, isn & _mm512_cmpeq_epi32_mask(nn, _mm512_set1_epi32(-1)), rv);
+    KST(nidx, nn);
+  }
+  if (arg)
+    neg = _mm512_mask_test_epi32_mask(neg, a, a);
+  k = _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
+  if (!arg) {
+    upd = is_max ? _mm512_mask_cmpgt_epi32_mask((__mmask16)~isn, k, b)
+                 : _mm512_mask_cmplt_epi32_mask((__mmask16)~isn, k, b);
+  } else if (last) {
+    upd = is_max ? _mm512_mask_cmpge_epi32_mask((__mmask16)~isn, k, b)
+                 : _mm512_mask_cmple_epi32_mask((__mmask16)~isn, k, b);
+  } else {
+    upd = is_max ? _mm512_mask_cmpgt_epi32_mask((__mmask16)~isn, k, b)
+                 : _mm512_mask_cmplt_epi32_mask((__mmask16)~isn, k, b);
+  }
+  _mm512_mask_storeu_epi32(best, upd, k);
+  if (arg)
+    _mm512_mask_storeu_epi32(bidx, upd, rv);
+}
+
 /* ncols (a multiple of 16) columns over nrows rows, the state in the
- * caller's arrays, four rows (in order) per load of the state, the four
- * rows after them prefetched. */
+ * caller's arrays.  Whole rows (ncols == stride): one row after another,
+ * a single stream in address order that the hardware prefetcher follows
+ * best (kernels_avx512.c's z_cols1); a tile of longer rows: four rows (in
+ * order) per load of the state, the four rows after them prefetched. */
 TGT5 ALWAYS_INLINE void kc_cols(const unsigned char *x, size_t stride,
                                 size_t ncols, size_t nrows, int is_max, int arg,
                                 int last, int32_t *best, int32_t *bidx,
@@ -354,7 +401,7 @@ TGT5 ALWAYS_INLINE void kc_cols(const unsigned char *x, size_t stride,
 {
   const size_t rs = stride * 4;
   size_t r = 0;
-  for (; r + 4 <= nrows; r += 4, x += 4 * rs) {
+  for (; ncols != stride && r + 4 <= nrows; r += 4, x += 4 * rs) {
     const __m512i r0 = _mm512_set1_epi32((int32_t)r);
     const __m512i r1 = _mm512_set1_epi32((int32_t)r + 1);
     const __m512i r2 = _mm512_set1_epi32((int32_t)r + 2);
@@ -378,6 +425,12 @@ TGT5 ALWAYS_INLINE void kc_cols(const unsigned char *x, size_t stride,
       if (arg)
         KST(bidx + j, bi);
     }
+  }
+  for (; ncols == stride && r < nrows; r++, x += rs) {
+    const __m512i rv = _mm512_set1_epi32((int32_t)r);
+    for (size_t j = 0; j < ncols; j += 16)
+      kc_mem16(KLD(x + j * 4), rv, is_max, arg, last, best + j, bidx + j,
+               nidx + j);
   }
   for (; r < nrows; r++, x += rs) {
     const __m512i rv = _mm512_set1_epi32((int32_t)r);
