@@ -62,9 +62,13 @@ static uint32_t f16_inf(const struct f16_fmt *f)
   return (uint32_t)(f->emax - f->emin + 2) << f->p;
 }
 
-/* Index of the highest set bit; m != 0. */
+/* Index of the highest set bit; m != 0.  (The builtin where there is one:
+ * the branches below depend on the value and mispredict on varied data.) */
 static int f16_msb(uint64_t m)
 {
+#if defined(__GNUC__) || defined(__clang__)
+  return 63 - __builtin_clzll(m);
+#else
   int n = 0;
   if (m >> 32) {
     m >>= 32;
@@ -90,6 +94,7 @@ static int f16_msb(uint64_t m)
     n += 1;
   }
   return n;
+#endif
 }
 
 /* Round m * 2^e (m != 0, at most 53 significant bits) to format f; returns
@@ -120,8 +125,7 @@ static uint16_t f16_round(uint64_t m, int e, const struct f16_fmt *f)
     uint64_t half = (uint64_t)1 << (shift - 1);
     uint64_t rest = m & ((half << 1) - 1);
     r = m >> shift;
-    if (rest > half || (rest == half && (r & 1)))
-      r++;
+    r += (uint64_t)(rest > half) | ((uint64_t)(rest == half) & r); /* RNE */
   }
   r += (uint64_t)(q - qmin) << f->p;
   return (uint16_t)(r >= inf ? inf : r);
