@@ -694,6 +694,24 @@ void rd__float_store(int dtype, double v, void *dst)
   }
 }
 
+void rd__accs_out(const struct rd__kernel *k, int dtype, int fin, size_t n,
+                  const double *acc, void *out, size_t count)
+{
+  unsigned char *o = out;
+  size_t esz = rd_dtype_size(dtype);
+  /* An AVX-512 kernel (found as rd__rows_out() finds it): its CPU has the
+   * vector form. */
+  for (size_t i = 0; i < nvec_rows; i++)
+    if (vec_rows[i].rows == k->rows && vec_rows[i].dtype == dtype) {
+      if (vec_rows[i].impl == RD__IMPL_AVX512 &&
+          rd__rows512_store(dtype, fin, n, acc, out, count) == 0)
+        return;
+      break;
+    }
+  for (size_t i = 0; i < count; i++)
+    rd__float_store(dtype, rd__fin_value(acc[i], fin, n), o + i * esz);
+}
+
 /* Rows per block: the accumulators of a block stay in L1. */
 #define OUT_BLOCK 64
 

@@ -170,6 +170,15 @@ enum rd__out_fin {
 void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
                   const unsigned char *x, size_t n, size_t nrows, int fin);
 
+/* count double class accumulators acc[i], each the sum of n terms from +0
+ * (columns of a squares kernel of kernels.c or of ops.c's double class Sum
+ * and L1 kernels), as output elements of `dtype` at out: the bits of
+ * rd__float_store(dtype, v) for v the double, then `fin`, in double.  For
+ * a kernel `k` of the AVX-512 path, eight per vector step (float32, float16
+ * and bfloat16; the same bits). */
+void rd__accs_out(const struct rd__kernel *k, int dtype, int fin, size_t n,
+                  const double *acc, void *out, size_t count);
+
 /* dst += src for one accumulator of the class. */
 void rd__acc_merge(enum rd__acc_class cls, void *dst, const void *src);
 /* rd__acc_merge() on `count` consecutive accumulators (same bits). */

@@ -404,6 +404,13 @@ int rd__avx2_rows_out(int dtype, int term, void *out, const unsigned char *x,
                       size_t n, size_t nrows, int fin);
 int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
                     size_t n, size_t nrows, int fin);
+/* count double class accumulators acc[i] (each the sum of n terms, from
+ * +0) as outputs of dtype float32, float16 or bfloat16: the bits of
+ * rd__float_store(dtype, rd__fin_value(acc[i], fin, n)), eight per vector
+ * step (AVX-512, kernels_rows512.c; the caller checks the CPU).  0, or -1
+ * (nothing written) for any other dtype or fin. */
+int rd__rows512_store(int dtype, int fin, size_t n, const double *acc,
+                      void *out, size_t count);
 /* d[i] = log(d[i]) for i < n (AVX-512; kernels_rows512.c), bit for bit
  * as libm's log once rounded to float32, float16 or bfloat16 (not as a
  * double): a vector log, and libm's for any d[i] that is not a positive

@@ -473,7 +473,76 @@ int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
   return 0;
 }
 
+/* count double class accumulators to outputs, eight per step: fin8() and
+ * store8() as z_rows_out() does for row sums (LogSum's log through
+ * rd__rows512_log_narrow()); the last count % 8 by the scalar definition. */
+TGT ALWAYS_INLINE void store_accs(int dt, int fin, size_t n, const double *acc,
+                                  unsigned char *o, size_t count)
+{
+  const size_t ob = dt == DT_F32 ? 4 : 2;
+  const uint16_t nan16 = dt == DT_F16    ? rd_f64_to_f16(NAN)
+                         : dt == DT_BF16 ? rd_f64_to_bf16(NAN)
+                                         : 0;
+  const int dtype = dt == DT_F32   ? RD_FLOAT32
+                    : dt == DT_F16 ? RD_FLOAT16
+                                   : RD_BFLOAT16;
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    if (fin == RD__OUT_LOG) {
+      double d[8];
+      _mm512_storeu_pd(d, _mm512_loadu_pd(acc + i));
+      rd__rows512_log_narrow(d, 8, LOG_ULPS);
+      store8(dt, _mm512_loadu_pd(d), 0, nan16, o + i * ob);
+    } else {
+      store8(dt, fin8(_mm512_loadu_pd(acc + i), RD__TERM_SQ, fin, n), 0, nan16,
+             o + i * ob);
+    }
+  }
+  for (; i < count; i++)
+    rd__float_store(dtype, rd__fin_value(acc[i], fin, n), o + i * ob);
+}
+
+#define STORE_ACCS(name, dt)                                                   \
+  TGT static void store_accs_##name(int fin, size_t n, const double *acc,      \
+                                    unsigned char *o, size_t count)            \
+  {                                                                            \
+    store_accs(dt, fin, n, acc, o, count);                                     \
+  }
+STORE_ACCS(f32, DT_F32)
+STORE_ACCS(f16, DT_F16)
+STORE_ACCS(bf16, DT_BF16)
+
+int rd__rows512_store(int dtype, int fin, size_t n, const double *acc,
+                      void *out, size_t count)
+{
+  int dt = dtype == RD_FLOAT32    ? DT_F32
+           : dtype == RD_FLOAT16  ? DT_F16
+           : dtype == RD_BFLOAT16 ? DT_BF16
+                                  : -1;
+  if (dt < 0 || fin < RD__OUT_SUM || fin > RD__OUT_LOG)
+    return -1;
+  if (dt == DT_F32)
+    store_accs_f32(fin, n, acc, out, count);
+  else if (dt == DT_F16)
+    store_accs_f16(fin, n, acc, out, count);
+  else
+    store_accs_bf16(fin, n, acc, out, count);
+  return 0;
+}
+
 #else /* no x86-64 SIMD path in this build */
+
+int rd__rows512_store(int dtype, int fin, size_t n, const double *acc,
+                      void *out, size_t count)
+{
+  (void)dtype;
+  (void)fin;
+  (void)n;
+  (void)acc;
+  (void)out;
+  (void)count;
+  return -1;
+}
 
 int rd__rows512_out(int dtype, int term, void *out, const unsigned char *x,
                     size_t n, size_t nrows, int fin)

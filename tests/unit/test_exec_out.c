@@ -1,9 +1,10 @@
 /* test_exec_out.c - rd_exec_create_out() gives the bits of rd_exec_create().
  *
  * Every dtype, ReduceL2 and ReduceSumSquare (whose [kept, reduced] plans
- * write outputs in place) and ReduceSum / ReduceMax (which accumulate and
- * write at finish), over shapes with one part, several parts, an outer
- * reduced group, a middle reduced group and empty inputs: the parts run in
+ * write outputs in place), the Sum family, ReduceMax and ArgMin, over
+ * shapes with one part, several parts, an outer reduced group, a middle
+ * reduced group (each part writes its own outputs; float classes eight at
+ * a time on the AVX-512 path) and empty inputs: the parts run in
  * reverse order into the caller's buffer, which must then hold the same
  * bytes as rd_exec_create() + rd_exec_finish() into another buffer.  Errors:
  * finish with another buffer (RD_E_INVALID, nothing written), a NULL
@@ -80,14 +81,18 @@ struct shape {
 };
 
 static const struct shape shapes[] = {
-  { 2, { 37, 5 }, 1, { 1 } },      /* direct, one part */
-  { 2, { 4099, 131 }, 1, { 1 } },  /* direct, several parts */
-  { 2, { 70000, 3 }, 1, { 1 } },   /* direct, short rows, several parts */
-  { 2, { 600, 2500 }, 1, { 0 } },  /* outer reduced */
-  { 3, { 3, 4, 5 }, 2, { 0, 2 } }, /* not direct */
-  { 2, { 9, 7 }, 0, { 0 } },       /* everything */
-  { 2, { 0, 3 }, 1, { 1 } },       /* empty input, empty output */
-  { 2, { 4, 0 }, 1, { 1 } },       /* empty input, four outputs */
+  { 2, { 37, 5 }, 1, { 1 } },       /* direct, one part */
+  { 2, { 4099, 131 }, 1, { 1 } },   /* direct, several parts */
+  { 2, { 70000, 3 }, 1, { 1 } },    /* direct, short rows, several parts */
+  { 2, { 600, 2500 }, 1, { 0 } },   /* outer reduced */
+  { 3, { 3, 4, 5 }, 2, { 0, 2 } },  /* not direct */
+  { 3, { 300, 50, 40 }, 1, { 1 } }, /* middle reduced: parts write outputs */
+  { 3, { 2, 3, 4 }, 1, { 1 } },     /* middle reduced, one part */
+  { 3, { 1001, 9, 13 }, 1, { 1 } }, /* middle reduced, 13 outputs a row */
+  { 3, { 2, 0, 3 }, 1, { 1 } },     /* middle reduced, empty: six outputs */
+  { 2, { 9, 7 }, 0, { 0 } },        /* everything */
+  { 2, { 0, 3 }, 1, { 1 } },        /* empty input, empty output */
+  { 2, { 4, 0 }, 1, { 1 } },        /* empty input, four outputs */
 };
 
 static int plan_of(struct rd_plan *pl, int op, int dtype, const struct shape *s,
@@ -101,8 +106,26 @@ static int plan_of(struct rd_plan *pl, int op, int dtype, const struct shape *s,
   p.shape = s->dims;
   p.naxes = s->naxes;
   p.axes = s->axes;
+  if (op == RD_OP_ARGMAX || op == RD_OP_ARGMIN) { /* one axis, no axes */
+    p.naxes = 0;
+    p.axes = NULL;
+    p.axis = s->naxes > 0 ? s->axes[s->naxes - 1] : 0;
+  }
   p.overflow = overflow;
   return rd_plan_init(pl, &p, NULL);
+}
+
+/* The input, reference and result buffers of pl, each `extra` bytes
+ * longer (guard bytes), or the test fails. */
+static void bufs(const struct rd_plan *pl, size_t extra, unsigned char **in,
+                 unsigned char **ref, unsigned char **got)
+{
+  *in = malloc(pl->in_bytes + extra);
+  *ref = malloc(pl->out_bytes + extra);
+  *got = malloc(pl->out_bytes + extra);
+  assert_non_null(*in);
+  assert_non_null(*ref);
+  assert_non_null(*got);
 }
 
 /* Runs pl through rd_exec_create (into ref) and rd_exec_create_out (into
@@ -127,8 +150,11 @@ static void run_both(const struct rd_plan *pl, const void *in, void *ref,
 
 static void test_same_bits(void **state)
 {
-  static const int ops[] = { RD_OP_L2, RD_OP_SUM_SQUARE, RD_OP_SUM, RD_OP_MAX };
-  size_t checked = 0, multi = 0;
+  static const int ops[] = {
+    RD_OP_L2, RD_OP_SUM_SQUARE, RD_OP_SUM, RD_OP_MEAN,
+    RD_OP_L1, RD_OP_LOG_SUM,    RD_OP_MAX, RD_OP_ARGMIN
+  };
+  size_t checked = 0, multi = 0, errors = 0;
   (void)state;
   for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
     for (size_t di = 0; di < RD_NDTYPES; di++)
@@ -138,19 +164,20 @@ static void test_same_bits(void **state)
         int rc1, rc2, dt = rd_dtypes[di];
         if (plan_of(&pl, ops[oi], dt, &shapes[si], RD_OVERFLOW_ERROR) != 0)
           continue; /* dtype not in the op's version */
-        unsigned char *in = malloc(pl.in_bytes + 1);
-        unsigned char *ref = malloc(pl.out_bytes + 1);
-        unsigned char *got = malloc(pl.out_bytes + 1);
-        assert_non_null(in);
-        assert_non_null(ref);
-        assert_non_null(got);
+        unsigned char *in, *ref, *got;
+        bufs(&pl, 1, &in, &ref, &got);
         fill(dt, in, pl.in_count);
         memset(ref, 0xa5, pl.out_bytes + 1);
         memset(got, 0x5a, pl.out_bytes + 1);
         run_both(&pl, in, ref, got, &rc1, &rc2, &e1, &e2);
-        assert_int_equal(rc1, 0);
-        assert_int_equal(rc2, 0);
-        if (memcmp(ref, got, pl.out_bytes) != 0)
+        /* undefined results (integer LogSum of a sum <= 0, the Mean,
+         * Max or ArgMin of an empty set): the same error either way */
+        assert_int_equal(rc2, rc1);
+        if (rc1 != 0) {
+          assert_int_equal(rc1, RD_E_UNDEFINED);
+          assert_string_equal(e2.msg, e1.msg);
+          errors++;
+        } else if (memcmp(ref, got, pl.out_bytes) != 0)
           fail_msg("%s %s shape %zu: outputs differ", rd_op_name(ops[oi]),
                    rd_dtype_name(dt), si);
         assert_int_equal(got[pl.out_bytes], 0x5a); /* nothing past the end */
@@ -160,8 +187,9 @@ static void test_same_bits(void **state)
         free(ref);
         free(got);
       }
-  assert_true(checked > 100);
-  assert_true(multi > 10);
+  assert_true(checked > 300);
+  assert_true(multi > 30);
+  assert_true(errors > 0);
 }
 
 static void test_other_buffer(void **state)
@@ -224,52 +252,66 @@ static void test_bad_args(void **state)
   rd_exec_destroy(ex);
 }
 
-/* Errors found while the parts run: the same code and message. */
+/* Errors found while the parts run: the same code and message.  Two
+ * outputs overflow, in different parts (the first is reported, though the
+ * parts run last to first): [kept, reduced] outputs written as the rows
+ * end, and [kept, reduced, kept] outputs written by each part at its end
+ * (ReduceSum accumulates those too). */
 static void test_errors(void **state)
 {
-  static const struct shape s = { 2, { 4099, 131 }, 1, { 1 } };
+  static const struct shape direct = { 2, { 4099, 131 }, 1, { 1 } };
+  static const struct shape middle = { 3, { 300, 50, 40 }, 1, { 1 } };
   static const int dts[] = { RD_INT32, RD_UINT32, RD_INT64, RD_UINT64 };
+  static const int ops[] = { RD_OP_L2, RD_OP_SUM_SQUARE, RD_OP_SUM };
   (void)state;
-  for (size_t d = 0; d < 4; d++)
-    for (int op = RD_OP_L2; op <= RD_OP_SUM_SQUARE; op++)
-      for (int pol = 0; pol <= RD_OVERFLOW_WRAP; pol++) {
-        struct rd_plan pl;
-        struct rd_error e1, e2;
-        int rc1, rc2;
-        assert_int_equal(plan_of(&pl, op, dts[d], &s, pol), 0);
-        assert_true(pl.nparts > 1);
-        unsigned char *in = malloc(pl.in_bytes);
-        unsigned char *ref = malloc(pl.out_bytes);
-        unsigned char *got = malloc(pl.out_bytes);
-        assert_non_null(in);
-        assert_non_null(ref);
-        assert_non_null(got);
-        fill(dts[d], in, pl.in_count);
-        /* Rows 1000 and 3000 overflow (the first is reported). */
-        for (int k = 0; k < 2; k++) {
-          uint64_t e = (k ? 3000 : 1000) * 131 + 7;
-          if (pl.elem_size == 4) {
-            uint32_t v = dts[d] == RD_INT32 ? 0x80000000u : 0xffffffffu;
-            memcpy(in + e * 4, &v, 4);
-            memcpy(in + (e + 1) * 4, &v, 4);
-          } else {
-            uint64_t v = dts[d] == RD_INT64 ? 0x8000000000000000ull
-                                            : 0xffffffffffffffffull;
-            memcpy(in + e * 8, &v, 8);
-            memcpy(in + (e + 1) * 8, &v, 8);
+  for (int mid = 0; mid < 2; mid++)
+    for (size_t d = 0; d < 4; d++)
+      for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+        for (int pol = 0; pol <= RD_OVERFLOW_WRAP; pol++) {
+          struct rd_plan pl;
+          struct rd_error e1, e2;
+          int rc1, rc2, op = ops[oi];
+          if (!mid && op == RD_OP_SUM)
+            continue;
+          assert_int_equal(plan_of(&pl, op, dts[d], mid ? &middle : &direct,
+                                   pol),
+                           0);
+          assert_true(pl.nparts > 1);
+          unsigned char *in, *ref, *got;
+          bufs(&pl, 0, &in, &ref, &got);
+          fill(dts[d], in, pl.in_count);
+          /* direct: rows 1000 and 3000 overflow; middle: column 7 of
+           * outer indices 100 and 250 (two elements each, e and f,
+           * adjacent in the row or in the column).  The first is
+           * reported. */
+          for (int k = 0; k < 2; k++) {
+            uint64_t e = mid ? ((k ? 250 : 100) * 50 + 3) * 40 + 7
+                             : (k ? 3000 : 1000) * 131 + 7;
+            uint64_t f = mid ? e + 40 : e + 1;
+            if (pl.elem_size == 4) {
+              uint32_t v = dts[d] == RD_INT32 ? 0x80000000u : 0xffffffffu;
+              memcpy(in + e * 4, &v, 4);
+              memcpy(in + f * 4, &v, 4);
+            } else {
+              uint64_t v = dts[d] == RD_INT64 ? 0x8000000000000000ull
+                                              : 0xffffffffffffffffull;
+              memcpy(in + e * 8, &v, 8);
+              memcpy(in + f * 8, &v, 8);
+            }
           }
+          run_both(&pl, in, ref, got, &rc1, &rc2, &e1, &e2);
+          assert_int_equal(rc1, pol == RD_OVERFLOW_ERROR ? RD_E_OVERFLOW : 0);
+          assert_int_equal(rc2, rc1);
+          assert_int_equal(e2.code, e1.code);
+          assert_string_equal(e2.msg, e1.msg);
+          if (rc1 != 0) /* the first output: row 1000, or 100 * 40 + 7 */
+            assert_non_null(strstr(e1.msg, mid ? "4007" : "1000"));
+          if (rc1 == 0)
+            assert_memory_equal(ref, got, pl.out_bytes);
+          free(in);
+          free(ref);
+          free(got);
         }
-        run_both(&pl, in, ref, got, &rc1, &rc2, &e1, &e2);
-        assert_int_equal(rc1, pol == RD_OVERFLOW_ERROR ? RD_E_OVERFLOW : 0);
-        assert_int_equal(rc2, rc1);
-        assert_int_equal(e2.code, e1.code);
-        assert_string_equal(e2.msg, e1.msg);
-        if (rc1 == 0)
-          assert_memory_equal(ref, got, pl.out_bytes);
-        free(in);
-        free(ref);
-        free(got);
-      }
 }
 
 static void test_bad_bool(void **state)
@@ -289,12 +331,8 @@ static void test_bad_bool(void **state)
   p.naxes = s.naxes;
   p.axes = s.axes;
   assert_int_equal(rd_plan_init(&pl, &p, NULL), 0);
-  unsigned char *in = malloc(pl.in_bytes);
-  unsigned char *ref = malloc(pl.out_bytes);
-  unsigned char *got = malloc(pl.out_bytes);
-  assert_non_null(in);
-  assert_non_null(ref);
-  assert_non_null(got);
+  unsigned char *in, *ref, *got;
+  bufs(&pl, 0, &in, &ref, &got);
   fill(RD_BOOL, in, pl.in_count);
   in[1234567] = 2;
   run_both(&pl, in, ref, got, &rc1, &rc2, &e1, &e2);
