@@ -508,9 +508,16 @@ static inline double *blue_mid(struct rd__blue *o)
 
 /* Rows per block of cols_f64 (each accumulator, 64 bytes, is read and
  * written once per block).  8 rather than 16: fewer rows read side by side
- * (measured faster on both long and short rows). */
+ * (measured faster on both long and short rows).  Rows short enough that
+ * COLS_F64_ROWS of them fit COLS_F64_PF bytes take COLS_F64_SHORT at a
+ * time, the next block prefetched: case D ([256,512,512] over axis 1)
+ * 0.81-0.87x the time of blocks of 8 (1 and 2 threads, alternating
+ * medians); 2 or 1 rows were slower (the accumulators' transposes then
+ * cost more than the data), and case C (rows of 64 KiB) was 1.1-1.3x
+ * slower with 4. */
 #define COLS_F64_ROWS 8
 #define COLS_F64_PF 65536
+#define COLS_F64_SHORT 4
 
 /* The (ms, mc) pairs of o[0..7] transposed into s and c. */
 TGT ALWAYS_INLINE void blue_load8(struct rd__blue *o, __m512d *s, __m512d *c)
@@ -626,10 +633,11 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
    * at most COLS_F64_PF bytes (short rows: a block's rows are read side by
    * side, so a distance inside the row would miss its first part), else
    * PF_DIST ahead in the same row. */
-  const size_t pf = COLS_F64_ROWS * rs <= COLS_F64_PF ? COLS_F64_ROWS * rs
-                                                      : PF_DIST;
+  const int shortr = COLS_F64_ROWS * rs <= COLS_F64_PF;
+  const size_t R = shortr ? COLS_F64_SHORT : COLS_F64_ROWS;
+  const size_t pf = shortr ? R * rs : PF_DIST;
   while (r < nrows) {
-    size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
+    size_t nr = nrows - r < R ? nrows - r : R, j = 0;
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++) {
         const char *a = (const char *)(x + q * rs + j * 8) + pf;
