@@ -1386,6 +1386,57 @@ TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
                                      size_t stride, size_t nvec)
 {
   size_t g = 0;
+  /* 16 columns per step: two independent chains of products in flight
+   * (each row's product waits on the one before it in its column) */
+  for (; g + 4 <= nvec; g += 4) {
+    const unsigned char *p = x + g * 16;
+    __m256i u[4], w[4];
+    __mmask8 bad = 0;
+    __m512d h, l, h1, l1;
+    __m512i E, N, E1, N1;
+    for (int k = 0; k < 4; k++) {
+      u[k] = _mm256_loadu_si256(
+        (const __m256i *)(const void *)(p + (size_t)k * stride));
+      w[k] = _mm256_loadu_si256(
+        (const __m256i *)(const void *)(p + 32 + (size_t)k * stride));
+      bad |= _mm256_fpclass_ps_mask(_mm256_castsi256_ps(u[k]), 0x9f) |
+             _mm256_fpclass_ps_mask(_mm256_castsi256_ps(w[k]), 0x9f);
+    }
+    if (bad != 0)
+      break;
+    for (int k = 4; k < 8; k++)
+      _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
+    h = _mm512_loadu_pd(hi + 4 * g);
+    l = _mm512_loadu_pd(lo + 4 * g);
+    h1 = _mm512_loadu_pd(hi + 4 * g + 8);
+    l1 = _mm512_loadu_pd(lo + 4 * g + 8);
+    E = _mm512_loadu_si512(e + 4 * g);
+    N = _mm512_loadu_si512(neg + 4 * g);
+    E1 = _mm512_loadu_si512(e + 4 * g + 8);
+    N1 = _mm512_loadu_si512(neg + 4 * g + 8);
+    for (int k = 0; k < 4; k++) {
+      pc8_mul(&h, &l, u[k]);
+      pc8_mul(&h1, &l1, w[k]);
+    }
+    pc8_norm(&h, &l, &E);
+    pc8_norm(&h1, &l1, &E1);
+    N = _mm512_xor_si512(N, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
+                              _mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),
+                                               _mm256_xor_si256(u[2], u[3])),
+                              31)));
+    N1 = _mm512_xor_si512(N1, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
+                                _mm256_xor_si256(_mm256_xor_si256(w[0], w[1]),
+                                                 _mm256_xor_si256(w[2], w[3])),
+                                31)));
+    _mm512_storeu_pd(hi + 4 * g, h);
+    _mm512_storeu_pd(lo + 4 * g, l);
+    _mm512_storeu_si512(e + 4 * g, E);
+    _mm512_storeu_si512(neg + 4 * g, N);
+    _mm512_storeu_pd(hi + 4 * g + 8, h1);
+    _mm512_storeu_pd(lo + 4 * g + 8, l1);
+    _mm512_storeu_si512(e + 4 * g + 8, E1);
+    _mm512_storeu_si512(neg + 4 * g + 8, N1);
+  }
   for (; g + 2 <= nvec; g += 2) {
     const unsigned char *p = x + g * 16;
     __m256i u[4];
