@@ -234,54 +234,94 @@ int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
 }
 
 /* ------------------------------------------------------------------ */
-/* One ArgMax/ArgMin row: its best key, then where it first (last) is  */
+/* One ArgMax/ArgMin row: the best key and where it first (last) is    */
 /* ------------------------------------------------------------------ */
 
-/* The index of the first (last) element of the n at x whose bits, -0
- * taken as +0, are v's (a number's, present); the second pass reads what
- * the first has just brought into the caches. */
-TGT5 ALWAYS_INLINE int64_t ka_find(const unsigned char *x, size_t n, uint32_t v,
-                                   int last)
+/* kb_step() that also keeps, per lane, the index (iv) of the lane's best:
+ * the first of equal keys (strictly better replaces), or with `last` the
+ * latest (better or equal replaces). */
+TGT5 ALWAYS_INLINE void ka_step(__m512i *b, __m512i *bi, __m512i u, __m512i iv,
+                                __mmask16 m, int is_max, int last,
+                                __mmask16 *an)
 {
-  const __m512i vv = _mm512_set1_epi32((int32_t)v);
-  /* -0 ties +0: compare without the sign bit when v is +0 */
-  const __m512i mk = _mm512_set1_epi32(v == 0 ? 0x7fffffff : -1);
-  if (!last) {
-    for (size_t i = 0; i < n; i += 16) {
-      __mmask16 lm = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
-      __m512i u = _mm512_maskz_loadu_epi32(lm, x + i * 4);
-      unsigned eq = _mm512_mask_cmpeq_epi32_mask(lm, _mm512_and_si512(u, mk),
-                                                 vv);
-      if (eq)
-        return (int64_t)(i + (size_t)__builtin_ctz(eq));
-    }
-  } else {
-    for (size_t e = n; e > 0;) {
-      size_t i = e >= 16 ? e - 16 : 0;
-      __mmask16 lm = (__mmask16)(e - i >= 16 ? 0xffffu : (1u << (e - i)) - 1);
-      __m512i u = _mm512_maskz_loadu_epi32(lm, x + i * 4);
-      unsigned eq = _mm512_mask_cmpeq_epi32_mask(lm, _mm512_and_si512(u, mk),
-                                                 vv);
-      if (eq)
-        return (int64_t)(i + 31 - (size_t)__builtin_clz(eq));
-      e = i;
-    }
+  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a,
+                                                _mm512_set1_epi32(0x7f800000));
+  /* key32 with -0 as +0 (the Arg tie) */
+  __mmask16 neg = _mm512_mask_test_epi32_mask(_mm512_movepi32_mask(u), a, a);
+  __m512i k = _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
+  __mmask16 upd;
+  *an |= nan;
+  m &= (__mmask16)~nan;
+  if (last)
+    upd = is_max ? _mm512_mask_cmpge_epi32_mask(m, k, *b)
+                 : _mm512_mask_cmple_epi32_mask(m, k, *b);
+  else
+    upd = is_max ? _mm512_mask_cmpgt_epi32_mask(m, k, *b)
+                 : _mm512_mask_cmplt_epi32_mask(m, k, *b);
+  *b = _mm512_mask_mov_epi32(*b, upd, k);
+  *bi = _mm512_mask_mov_epi32(*bi, upd, iv);
+}
+
+/* One pass over a row of n < 2^31 elements: per lane the best key and its
+ * index, in two interleaved sets of lanes; then the best key of all lanes
+ * and, among the lanes holding it, the lowest index (the highest with
+ * `last`).  No branch depends on the data, so rows do not wait on a
+ * mispredicted search as a second pass for the best key's index did. */
+TGT5 ALWAYS_INLINE int ka_row(const unsigned char *x, size_t n, int is_max,
+                              int last, int64_t *idx)
+{
+  const __m512i idv = _mm512_set1_epi32(is_max ? INT32_MIN : INT32_MAX);
+  const __m512i step = _mm512_set1_epi32(32);
+  __m512i b0 = idv, b1 = idv, i0 = _mm512_setzero_si512(), i1 = i0;
+  __m512i iv = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                 14, 15);
+  __mmask16 an = 0, c0, c1;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    _mm_prefetch((const char *)(x + i * 4) + KB_PF, _MM_HINT_T0);
+    _mm_prefetch((const char *)(x + i * 4) + KB_PF + 64, _MM_HINT_T0);
+    ka_step(&b0, &i0, _mm512_loadu_si512(x + i * 4), iv, 0xffff, is_max, last,
+            &an);
+    ka_step(&b1, &i1, _mm512_loadu_si512(x + i * 4 + 64),
+            _mm512_add_epi32(iv, _mm512_set1_epi32(16)), 0xffff, is_max, last,
+            &an);
+    iv = _mm512_add_epi32(iv, step);
   }
-  return -1; /* not reached: v is one of the elements */
+  for (; i < n; i += 16, iv = _mm512_add_epi32(iv, _mm512_set1_epi32(16))) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xffff
+                              : (__mmask16)((1u << (n - i)) - 1);
+    ka_step(&b0, &i0, _mm512_maskz_loadu_epi32(m, x + i * 4), iv, m, is_max,
+            last, &an);
+  }
+  if (an != 0)
+    return -1;
+  {
+    const int32_t best = is_max
+                           ? _mm512_reduce_max_epi32(_mm512_max_epi32(b0, b1))
+                           : _mm512_reduce_min_epi32(_mm512_min_epi32(b0, b1));
+    const __m512i bv = _mm512_set1_epi32(best);
+    c0 = _mm512_cmpeq_epi32_mask(b0, bv);
+    c1 = _mm512_cmpeq_epi32_mask(b1, bv);
+    /* lanes without the best: an index no lane holding it can lose to */
+    if (last)
+      *idx = _mm512_reduce_max_epi32(
+        _mm512_max_epi32(_mm512_maskz_mov_epi32(c0, i0),
+                         _mm512_maskz_mov_epi32(c1, i1)));
+    else
+      *idx = _mm512_reduce_min_epi32(_mm512_min_epi32(
+        _mm512_mask_mov_epi32(_mm512_set1_epi32(INT32_MAX), c0, i0),
+        _mm512_mask_mov_epi32(_mm512_set1_epi32(INT32_MAX), c1, i1)));
+  }
+  return 0;
 }
 
 TGT5 static int arg_row_avx512(const unsigned char *x, size_t n, int is_max,
                                int last, int64_t *idx)
 {
-  int nan;
-  int32_t b = is_max ? kb_best(x, n, 1, 1, &nan) : kb_best(x, n, 0, 1, &nan);
-  if (nan)
-    return -1;
-  /* key32 is its own inverse: b's bits (+0 for a zero: the tie) */
-  *idx = ka_find(x, n,
-                 (uint32_t)(b ^ (int32_t)((uint32_t)(b >> 31) & 0x7fffffffu)),
-                 last);
-  return 0;
+  if (is_max)
+    return last ? ka_row(x, n, 1, 1, idx) : ka_row(x, n, 1, 0, idx);
+  return last ? ka_row(x, n, 0, 1, idx) : ka_row(x, n, 0, 0, idx);
 }
 
 int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,

@@ -1924,8 +1924,9 @@ static int key_mode(const struct rd__kernel *k)
 
 /* Rows per block of dout_rows(): the accumulators stay in L1. */
 #define DOUT_BLOCK 64
-/* The longest Arg row read twice by rd__opk_arg_row_f32 (256 KiB: the
- * second pass finds it in L2). */
+/* The longest Arg row taken by rd__opk_arg_row_f32 (one pass, keeping
+ * each lane's best and its index; 256 KiB, as when it read the row twice,
+ * the second time from L2; longer rows take the run kernels). */
 #define ARG_ROW_MAX 65536
 /* Rows per call of the vector helpers (their redo flags on the stack). */
 #define DOUT_BATCH 512

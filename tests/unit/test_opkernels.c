@@ -318,19 +318,31 @@ static uint32_t gen_bits(unsigned rare)
 
 /* rd__opk_arg32 against ref_arg32 on the n elements at x, in all four
  * modes (ArgMin/ArgMax, first/last): the indices, and the key when there
- * is a best. */
+ * is a best; and rd__opk_arg_row_f32 (the one-pass row of the AVX-512
+ * form): the same index, or -1 exactly when it cannot answer (a NaN, no
+ * element, or the form not selected). */
 static void check_arg32(const uint32_t *x, size_t n)
 {
   for (int mode = 0; mode < 4; mode++) {
     int32_t b0, b1;
-    int64_t i0, i1, n0, n1;
-    ref_arg32(x, n, mode >> 1, mode & 1, &b0, &i0, &n0);
-    rd__opk_arg32((const unsigned char *)x, n, mode >> 1, mode & 1, &b1, &i1,
-                  &n1);
+    int64_t i0, i1, n0, n1, ir = -2;
+    int is_max = mode >> 1, last = mode & 1, rc;
+    ref_arg32(x, n, is_max, last, &b0, &i0, &n0);
+    rd__opk_arg32((const unsigned char *)x, n, is_max, last, &b1, &i1, &n1);
     assert_int_equal(i0, i1);
     assert_int_equal(n0, n1);
     if (i0 >= 0)
       assert_int_equal(b0, b1);
+    rc = rd__opk_arg_row_f32((const unsigned char *)x, n,
+                             is_max ? RD__C32_ARGMAX + last
+                                    : RD__C32_ARGMIN + last,
+                             &ir);
+    if (rc == 0) {
+      assert_true(n0 < 0 && n > 0);
+      assert_int_equal(ir, i0);
+    } else {
+      assert_true(n == 0 || n0 >= 0 || !rd__opk_avx512());
+    }
   }
 }
 
