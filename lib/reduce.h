@@ -332,9 +332,12 @@ int rd_exec_create(const struct rd_plan *plan, struct rd_exec **out);
  * outputs are finished one by one as the parts run (ReduceL2 and
  * ReduceSumSquare reducing exactly the innermost dims of the canonical
  * shape), the parts write them in place into `out`: no accumulator set is
- * allocated and rd_exec_finish() copies nothing.  Other plans accumulate as
- * rd_exec_create() does and write `out` at finish.  Either way the bits
- * written are those of rd_exec_create() + rd_exec_finish(out).  While the
+ * allocated and rd_exec_finish() copies nothing.  Where the outermost dims
+ * are kept (so no two parts add to one output), each part accumulates and
+ * then writes its own outputs into `out` as it ends.  Other plans
+ * accumulate as rd_exec_create() does and write `out` at finish.  Either
+ * way the bits written are those of rd_exec_create() +
+ * rd_exec_finish(out).  While the
  * execution exists, `out` belongs to it: the caller must not read or write
  * it before rd_exec_finish() returns, and rd_exec_finish() fails with
  * RD_E_INVALID (writing nothing) for any other buffer.  On an error of
