@@ -431,6 +431,16 @@ static void vec_rows_add(rows_fn rows, int dtype, int term, int impl)
     vec_rows[nvec_rows++] = (struct vec_rows){ rows, dtype, term, impl };
 }
 
+/* The vector form registered for kernel k (a SIMD path's) and dtype, or
+ * NULL (a portable kernel, or another kind). */
+static const struct vec_rows *vec_rows_of(const struct rd__kernel *k, int dtype)
+{
+  for (size_t i = 0; i < nvec_rows; i++)
+    if (vec_rows[i].rows == k->rows && vec_rows[i].dtype == dtype)
+      return &vec_rows[i];
+  return NULL;
+}
+
 /* Registers the vector forms of one SIMD implementation whose table is
  * `tab` and whose Sum/L1 kernels come from `sum`. */
 static void vec_rows_fill(const struct rd__kernel *tab, int impl,
@@ -699,15 +709,11 @@ void rd__accs_out(const struct rd__kernel *k, int dtype, int fin, size_t n,
 {
   unsigned char *o = out;
   size_t esz = rd_dtype_size(dtype);
-  /* An AVX-512 kernel (found as rd__rows_out() finds it): its CPU has the
-   * vector form. */
-  for (size_t i = 0; i < nvec_rows; i++)
-    if (vec_rows[i].rows == k->rows && vec_rows[i].dtype == dtype) {
-      if (vec_rows[i].impl == RD__IMPL_AVX512 &&
-          rd__rows512_store(dtype, fin, n, acc, out, count) == 0)
-        return;
-      break;
-    }
+  const struct vec_rows *vf = vec_rows_of(k, dtype);
+  /* an AVX-512 kernel: its CPU has the vector form */
+  if (vf && vf->impl == RD__IMPL_AVX512 &&
+      rd__rows512_store(dtype, fin, n, acc, out, count) == 0)
+    return;
   for (size_t i = 0; i < count; i++)
     rd__float_store(dtype, rd__fin_value(acc[i], fin, n), o + i * esz);
 }
@@ -726,16 +732,12 @@ void rd__rows_out(const struct rd__kernel *k, int dtype, void *out,
   } acc;
   /* A SIMD path's kernel: its vector form (the same bits); the AVX-512
    * one where it has it, else the AVX2 one. */
-  for (size_t i = 0; n <= L && i < nvec_rows; i++)
-    if (vec_rows[i].rows == k->rows && vec_rows[i].dtype == dtype) {
-      if (vec_rows[i].impl == RD__IMPL_AVX512 &&
-          rd__rows512_out(dtype, vec_rows[i].term, out, x, n, nrows, fin) == 0)
-        return;
-      if (rd__avx2_rows_out(dtype, vec_rows[i].term, out, x, n, nrows, fin) ==
-          0)
-        return;
-      break;
-    }
+  const struct vec_rows *vf = n <= L ? vec_rows_of(k, dtype) : NULL;
+  if (vf && vf->impl == RD__IMPL_AVX512 &&
+      rd__rows512_out(dtype, vf->term, out, x, n, nrows, fin) == 0)
+    return;
+  if (vf && rd__avx2_rows_out(dtype, vf->term, out, x, n, nrows, fin) == 0)
+    return;
   while (nrows > 0) {
     size_t m = nrows < OUT_BLOCK ? nrows : OUT_BLOCK;
     memset(&acc, 0,

@@ -167,21 +167,39 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
 /* One block: ops.c's block_best32, sixteen elements per vector        */
 /* ------------------------------------------------------------------ */
 
-/* One step: the keys of u (ops.c's key32: ~|x| for a negative x, |x|
- * otherwise; zero_tie: -0 is +0), numbers only (NaN lanes and lanes off m
- * leave the best), NaN lanes into *an. */
+/* The keys of the 16 float32 bit patterns u (ops.c's key32: ~|x| for a
+ * negative x, |x| otherwise; zero_tie: -0 is +0, the Arg tie), and in
+ * *nan the NaN lanes (whose keys mean nothing). */
+TGT5 ALWAYS_INLINE __m512i k16_key(__m512i u, int zero_tie, __mmask16 *nan)
+{
+  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  __mmask16 neg = _mm512_movepi32_mask(u);
+  *nan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000));
+  if (zero_tie)
+    neg = _mm512_mask_test_epi32_mask(neg, a, a);
+  return _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
+}
+
+/* The lanes of m where key k beats b: greater (less for Min), or with
+ * or_equal greater or equal (less or equal). */
+TGT5 ALWAYS_INLINE __mmask16 k16_beats(__mmask16 m, __m512i k, __m512i b,
+                                       int is_max, int or_equal)
+{
+  if (or_equal)
+    return is_max ? _mm512_mask_cmpge_epi32_mask(m, k, b)
+                  : _mm512_mask_cmple_epi32_mask(m, k, b);
+  return is_max ? _mm512_mask_cmpgt_epi32_mask(m, k, b)
+                : _mm512_mask_cmplt_epi32_mask(m, k, b);
+}
+
+/* One step: the keys of u (k16_key()), numbers only (NaN lanes and lanes
+ * off m leave the best), NaN lanes into *an. */
 TGT5 ALWAYS_INLINE __m512i kb_step(__m512i b, __m512i u, __mmask16 m,
                                    int is_max, int zero_tie, __mmask16 *an)
 {
-  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a,
-                                                _mm512_set1_epi32(0x7f800000));
-  __mmask16 neg = _mm512_movepi32_mask(u);
-  __m512i k;
+  __mmask16 nan;
+  const __m512i k = k16_key(u, zero_tie, &nan);
   *an |= nan;
-  if (zero_tie)
-    neg = _mm512_mask_test_epi32_mask(neg, a, a);
-  k = _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
   m &= (__mmask16)~nan;
   return is_max ? _mm512_mask_max_epi32(b, m, b, k)
                 : _mm512_mask_min_epi32(b, m, b, k);
@@ -244,21 +262,10 @@ TGT5 ALWAYS_INLINE void ka_step(__m512i *b, __m512i *bi, __m512i u, __m512i iv,
                                 __mmask16 m, int is_max, int last,
                                 __mmask16 *an)
 {
-  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a,
-                                                _mm512_set1_epi32(0x7f800000));
-  /* key32 with -0 as +0 (the Arg tie) */
-  __mmask16 neg = _mm512_mask_test_epi32_mask(_mm512_movepi32_mask(u), a, a);
-  __m512i k = _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
-  __mmask16 upd;
+  __mmask16 nan, upd;
+  const __m512i k = k16_key(u, 1, &nan);
   *an |= nan;
-  m &= (__mmask16)~nan;
-  if (last)
-    upd = is_max ? _mm512_mask_cmpge_epi32_mask(m, k, *b)
-                 : _mm512_mask_cmple_epi32_mask(m, k, *b);
-  else
-    upd = is_max ? _mm512_mask_cmpgt_epi32_mask(m, k, *b)
-                 : _mm512_mask_cmplt_epi32_mask(m, k, *b);
+  upd = k16_beats(m & (__mmask16)~nan, k, *b, is_max, last);
   *b = _mm512_mask_mov_epi32(*b, upd, k);
   *bi = _mm512_mask_mov_epi32(*bi, upd, iv);
 }
@@ -338,45 +345,37 @@ int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
 /* Columns: ops.c's cols32_tile, sixteen columns per vector            */
 /* ------------------------------------------------------------------ */
 
+/* The NaN row state nn after NaN lanes isn of row rv: set where it is -1,
+ * or always with `last`; Max/Min keep only whether nn >= 0, so any NaN
+ * row will do there. */
+TGT5 ALWAYS_INLINE __m512i kc_nan(__m512i nn, __mmask16 isn, __m512i rv,
+                                  int arg, int last)
+{
+  if (!arg || last)
+    return _mm512_mask_mov_epi32(nn, isn, rv);
+  return _mm512_mask_mov_epi32(
+    nn, isn & _mm512_cmpeq_epi32_mask(nn, _mm512_set1_epi32(-1)), rv);
+}
+
 /* One element row u of 16 columns into the state (b, bi, nn) as row rv:
- * lane by lane what kernels_avx2.c's avx_col8 does (a NaN leaves b and bi,
- * and sets nn where it is -1, or always with `last`; Max/Min keep only
- * whether nn >= 0, so any NaN row will do there).  The keys are ops.c's
- * key32 (the state's encoding), -0 made +0 for Arg; the NaN lanes' update
- * is a branch, as a NaN is rare. */
+ * lane by lane what kernels_avx2.c's avx_col8 does (a NaN leaves b and bi
+ * and goes to nn, kc_nan()).  The keys are k16_key()'s (the state's
+ * encoding), -0 made +0 for Arg; the NaN lanes' update is a branch, as a
+ * NaN is rare. */
 TGT5 ALWAYS_INLINE void kc_col16(__m512i u, __m512i rv, int is_max, int arg,
                                  int last, __m512i *b, __m512i *bi, __m512i *nn)
 {
-  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-  const __m512i inf = _mm512_set1_epi32(0x7f800000);
-  const __m512i a = _mm512_and_si512(u, absm);
-  const __mmask16 isn = _mm512_cmpgt_epu32_mask(a, inf);
-  const __m512i ones = _mm512_set1_epi32(-1);
-  __mmask16 neg = _mm512_movepi32_mask(u), upd;
-  __m512i k;
+  __mmask16 isn, upd;
+  const __m512i k = k16_key(u, arg, &isn);
 
-  if (__builtin_expect(isn != 0, 0)) {
-    if (!arg || last)
-      *nn = _mm512_mask_mov_epi32(*nn, isn, rv);
-    else
-      *nn = _mm512_mask_mov_epi32(
-        *nn, isn & _mm512_cmpeq_epi32_mask(*nn, _mm512_set1_epi32(-1)), rv);
-  }
-  /* key32 is ~|x| for a negative x, |x| otherwise; Arg: -0 is +0 */
-  if (arg)
-    neg = _mm512_mask_test_epi32_mask(neg, a, a);
-  k = _mm512_mask_xor_epi32(a, neg, a, ones);
+  if (__builtin_expect(isn != 0, 0))
+    *nn = kc_nan(*nn, isn, rv, arg, last);
   if (!arg) {
     *b = is_max ? _mm512_mask_max_epi32(*b, (__mmask16)~isn, *b, k)
                 : _mm512_mask_min_epi32(*b, (__mmask16)~isn, *b, k);
     return;
   }
-  if (last) /* k >= b (k <= b) */
-    upd = is_max ? _mm512_mask_cmpge_epi32_mask((__mmask16)~isn, k, *b)
-                 : _mm512_mask_cmple_epi32_mask((__mmask16)~isn, k, *b);
-  else
-    upd = is_max ? _mm512_mask_cmpgt_epi32_mask((__mmask16)~isn, k, *b)
-                 : _mm512_mask_cmplt_epi32_mask((__mmask16)~isn, k, *b);
+  upd = k16_beats((__mmask16)~isn, k, *b, is_max, last);
   *b = _mm512_mask_mov_epi32(*b, upd, k);
   *bi = _mm512_mask_mov_epi32(*bi, upd, rv);
 }
@@ -394,36 +393,13 @@ TGT5 ALWAYS_INLINE void kc_mem16(__m512i u, __m512i rv, int is_max, int arg,
                                  int last, int32_t *best, int32_t *bidx,
                                  int32_t *nidx)
 {
-  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-  const __m512i inf = _mm512_set1_epi32(0x7f800000);
-  const __m512i a = _mm512_and_si512(u, absm);
-  const __mmask16 isn = _mm512_cmpgt_epu32_mask(a, inf);
-  const __m512i b = KLD(best);
-  __mmask16 neg = _mm512_movepi32_mask(u), upd;
-  __m512i k;
+  __mmask16 isn, upd;
+  const __m512i k = k16_key(u, arg, &isn);
 
-  if (__builtin_expect(isn != 0, 0)) {
-    __m512i nn = KLD(nidx);
-    if (!arg || last)
-      nn = _mm512_mask_mov_epi32(nn, isn, rv);
-    else
-      nn = _mm512_mask_mov_epi32(
-        nn, isn & _mm512_cmpeq_epi32_mask(nn, _mm512_set1_epi32(-1)), rv);
-    KST(nidx, nn);
-  }
-  if (arg)
-    neg = _mm512_mask_test_epi32_mask(neg, a, a);
-  k = _mm512_mask_xor_epi32(a, neg, a, _mm512_set1_epi32(-1));
-  if (!arg) {
-    upd = is_max ? _mm512_mask_cmpgt_epi32_mask((__mmask16)~isn, k, b)
-                 : _mm512_mask_cmplt_epi32_mask((__mmask16)~isn, k, b);
-  } else if (last) {
-    upd = is_max ? _mm512_mask_cmpge_epi32_mask((__mmask16)~isn, k, b)
-                 : _mm512_mask_cmple_epi32_mask((__mmask16)~isn, k, b);
-  } else {
-    upd = is_max ? _mm512_mask_cmpgt_epi32_mask((__mmask16)~isn, k, b)
-                 : _mm512_mask_cmplt_epi32_mask((__mmask16)~isn, k, b);
-  }
+  if (__builtin_expect(isn != 0, 0))
+    KST(nidx, kc_nan(KLD(nidx), isn, rv, arg, last));
+  /* Max/Min: a greater (lesser) key, as kc_col16()'s max (min) */
+  upd = k16_beats((__mmask16)~isn, k, KLD(best), is_max, arg && last);
   _mm512_mask_storeu_epi32(best, upd, k);
   if (arg)
     _mm512_mask_storeu_epi32(bidx, upd, rv);

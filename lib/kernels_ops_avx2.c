@@ -1381,6 +1381,62 @@ TGT5 ALWAYS_INLINE void pc8_norm(__m512d *h, __m512d *l, __m512i *E)
   *E = _mm512_add_epi64(*E, ex);
 }
 
+/* Eight columns' state (hi, lo, e, neg) at column c of the arrays. */
+struct pc8 {
+  __m512d h, l;
+  __m512i E, N;
+};
+
+TGT5 ALWAYS_INLINE void pc8_load(struct pc8 *s, const double *hi,
+                                 const double *lo, const int64_t *e,
+                                 const int64_t *neg)
+{
+  s->h = _mm512_loadu_pd(hi);
+  s->l = _mm512_loadu_pd(lo);
+  s->E = _mm512_loadu_si512(e);
+  s->N = _mm512_loadu_si512(neg);
+}
+
+TGT5 ALWAYS_INLINE void pc8_store(const struct pc8 *s, double *hi, double *lo,
+                                  int64_t *e, int64_t *neg)
+{
+  _mm512_storeu_pd(hi, s->h);
+  _mm512_storeu_pd(lo, s->l);
+  _mm512_storeu_si512(e, s->E);
+  _mm512_storeu_si512(neg, s->N);
+}
+
+/* Four rows u[0..3] of eight columns into s: the products, one
+ * renormalisation, and the sign parity of the four rows at once. */
+TGT5 ALWAYS_INLINE void pc8_rows4(struct pc8 *s, const __m256i *u)
+{
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    pc8_mul(&s->h, &s->l, u[k]);
+  pc8_norm(&s->h, &s->l, &s->E);
+  s->N = _mm512_xor_si512(
+    s->N, _mm512_cvtepu32_epi64(
+            _mm256_srli_epi32(_mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),
+                                               _mm256_xor_si256(u[2], u[3])),
+                              31)));
+}
+
+/* Four rows of eight columns at p (row stride `stride`) into u; returns
+ * a nonzero mask if any is pc4_bad()'s zero, inf or NaN (QNaN, +-0, +-inf,
+ * SNaN). */
+TGT5 ALWAYS_INLINE __mmask8 pc8_ld4(__m256i *u, const unsigned char *p,
+                                    size_t stride)
+{
+  __mmask8 bad = 0;
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    u[k] = _mm256_loadu_si256(
+      (const __m256i *)(const void *)(p + (size_t)k * stride));
+    bad |= _mm256_fpclass_ps_mask(_mm256_castsi256_ps(u[k]), 0x9f);
+  }
+  return bad;
+}
+
 TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
                                      int64_t *neg, const unsigned char *x,
                                      size_t stride, size_t nvec)
@@ -1391,65 +1447,25 @@ TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
   for (; g + 4 <= nvec; g += 4) {
     const unsigned char *p = x + g * 16;
     __m256i u[4], w[4];
-    __mmask8 bad = 0;
-    __m512d h, l, h1, l1;
-    __m512i E, N, E1, N1;
-    for (int k = 0; k < 4; k++) {
-      u[k] = _mm256_loadu_si256(
-        (const __m256i *)(const void *)(p + (size_t)k * stride));
-      w[k] = _mm256_loadu_si256(
-        (const __m256i *)(const void *)(p + 32 + (size_t)k * stride));
-      bad |= _mm256_fpclass_ps_mask(_mm256_castsi256_ps(u[k]), 0x9f) |
-             _mm256_fpclass_ps_mask(_mm256_castsi256_ps(w[k]), 0x9f);
-    }
-    if (bad != 0)
+    struct pc8 s0, s1;
+    if ((pc8_ld4(u, p, stride) | pc8_ld4(w, p + 32, stride)) != 0)
       break;
     for (int k = 4; k < 8; k++)
       _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
-    h = _mm512_loadu_pd(hi + 4 * g);
-    l = _mm512_loadu_pd(lo + 4 * g);
-    h1 = _mm512_loadu_pd(hi + 4 * g + 8);
-    l1 = _mm512_loadu_pd(lo + 4 * g + 8);
-    E = _mm512_loadu_si512(e + 4 * g);
-    N = _mm512_loadu_si512(neg + 4 * g);
-    E1 = _mm512_loadu_si512(e + 4 * g + 8);
-    N1 = _mm512_loadu_si512(neg + 4 * g + 8);
-    for (int k = 0; k < 4; k++) {
-      pc8_mul(&h, &l, u[k]);
-      pc8_mul(&h1, &l1, w[k]);
-    }
-    pc8_norm(&h, &l, &E);
-    pc8_norm(&h1, &l1, &E1);
-    N = _mm512_xor_si512(N, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
-                              _mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),
-                                               _mm256_xor_si256(u[2], u[3])),
-                              31)));
-    N1 = _mm512_xor_si512(N1, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
-                                _mm256_xor_si256(_mm256_xor_si256(w[0], w[1]),
-                                                 _mm256_xor_si256(w[2], w[3])),
-                                31)));
-    _mm512_storeu_pd(hi + 4 * g, h);
-    _mm512_storeu_pd(lo + 4 * g, l);
-    _mm512_storeu_si512(e + 4 * g, E);
-    _mm512_storeu_si512(neg + 4 * g, N);
-    _mm512_storeu_pd(hi + 4 * g + 8, h1);
-    _mm512_storeu_pd(lo + 4 * g + 8, l1);
-    _mm512_storeu_si512(e + 4 * g + 8, E1);
-    _mm512_storeu_si512(neg + 4 * g + 8, N1);
+    pc8_load(&s0, hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g);
+    pc8_load(&s1, hi + 4 * g + 8, lo + 4 * g + 8, e + 4 * g + 8,
+             neg + 4 * g + 8);
+    pc8_rows4(&s0, u);
+    pc8_rows4(&s1, w);
+    pc8_store(&s0, hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g);
+    pc8_store(&s1, hi + 4 * g + 8, lo + 4 * g + 8, e + 4 * g + 8,
+              neg + 4 * g + 8);
   }
   for (; g + 2 <= nvec; g += 2) {
     const unsigned char *p = x + g * 16;
     __m256i u[4];
-    __mmask8 bad = 0;
-    __m512d h, l;
-    __m512i E, N;
-    for (int k = 0; k < 4; k++) {
-      u[k] = _mm256_loadu_si256(
-        (const __m256i *)(const void *)(p + (size_t)k * stride));
-      /* pc4_bad()'s zero, inf or NaN: QNaN, +-0, +-inf, SNaN */
-      bad |= _mm256_fpclass_ps_mask(_mm256_castsi256_ps(u[k]), 0x9f);
-    }
-    if (bad != 0)
+    struct pc8 s0;
+    if (pc8_ld4(u, p, stride) != 0)
       break;
     /* the next four rows at these columns: the caller's tiles read short
      * pieces of rows far apart, which the hardware prefetchers do not
@@ -1457,22 +1473,9 @@ TGT5 static size_t prod_cols4_avx512(double *hi, double *lo, int64_t *e,
     if (g % 4 == 0)
       for (int k = 4; k < 8; k++)
         _mm_prefetch((const char *)(p + (size_t)k * stride), _MM_HINT_T0);
-    h = _mm512_loadu_pd(hi + 4 * g);
-    l = _mm512_loadu_pd(lo + 4 * g);
-    E = _mm512_loadu_si512(e + 4 * g);
-    N = _mm512_loadu_si512(neg + 4 * g);
-    for (int k = 0; k < 4; k++)
-      pc8_mul(&h, &l, u[k]);
-    pc8_norm(&h, &l, &E);
-    /* the sign parity of the four rows at once */
-    N = _mm512_xor_si512(N, _mm512_cvtepu32_epi64(_mm256_srli_epi32(
-                              _mm256_xor_si256(_mm256_xor_si256(u[0], u[1]),
-                                               _mm256_xor_si256(u[2], u[3])),
-                              31)));
-    _mm512_storeu_pd(hi + 4 * g, h);
-    _mm512_storeu_pd(lo + 4 * g, l);
-    _mm512_storeu_si512(e + 4 * g, E);
-    _mm512_storeu_si512(neg + 4 * g, N);
+    pc8_load(&s0, hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g);
+    pc8_rows4(&s0, u);
+    pc8_store(&s0, hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g);
   }
   /* the last group, or the pair holding a special value: 4 at a time */
   return g + prod_cols4_avx2(hi + 4 * g, lo + 4 * g, e + 4 * g, neg + 4 * g,

@@ -515,19 +515,14 @@ STORE_ACCS(bf16, DT_BF16)
 int rd__rows512_store(int dtype, int fin, size_t n, const double *acc,
                       void *out, size_t count)
 {
-  int dt = dtype == RD_FLOAT32    ? DT_F32
-           : dtype == RD_FLOAT16  ? DT_F16
-           : dtype == RD_BFLOAT16 ? DT_BF16
-                                  : -1;
-  if (dt < 0 || fin < RD__OUT_SUM || fin > RD__OUT_LOG)
+  if (fin < RD__OUT_SUM || fin > RD__OUT_LOG)
     return -1;
-  if (dt == DT_F32)
-    store_accs_f32(fin, n, acc, out, count);
-  else if (dt == DT_F16)
-    store_accs_f16(fin, n, acc, out, count);
-  else
-    store_accs_bf16(fin, n, acc, out, count);
-  return 0;
+  switch (dtype) {
+  case RD_FLOAT32: store_accs_f32(fin, n, acc, out, count); return 0;
+  case RD_FLOAT16: store_accs_f16(fin, n, acc, out, count); return 0;
+  case RD_BFLOAT16: store_accs_bf16(fin, n, acc, out, count); return 0;
+  default: return -1;
+  }
 }
 
 #else /* no x86-64 SIMD path in this build */
