@@ -130,6 +130,17 @@ int rd__opk_best32(const unsigned char *x, size_t n, int is_max, int zero_tie,
 int rd__opk_arg_row_f32(const unsigned char *x, size_t n, int mode,
                         int64_t *idx);
 
+/* float32 Prod of whole rows into accumulators (ops.c's prodl_rows): for
+ * each of nrows rows of nblocks * 16 elements at x (row after row), the
+ * lanes of prodl_run() from prodl_reset() and the tree of prodl_flush():
+ * the row's (hi, lo, e) and sign parity in hi[r], lo[r], e[r], neg[r],
+ * which prod_merge() then folds into the row's accumulator.  Stops before
+ * a row holding a zero, an infinity or a NaN (its lanes would set flags).
+ * Returns the rows done: 0 without the AVX-512 form. */
+size_t rd__opk_prod_rows_acc_f32(double *hi, double *lo, int64_t *e,
+                                 uint32_t *neg, const unsigned char *x,
+                                 size_t nblocks, size_t nrows);
+
 /* float32 Prod lanes (ops.c's prodl_run): kernels_impl.h's
  * rd__avx2_prod_f32 (the same contract: nblocks blocks of 16 elements
  * into the 16 lanes m/e and the sign parity *neg, stopping before a block

@@ -624,27 +624,36 @@ TGT5 ALWAYS_INLINE void prod_merge8(__m512d *h, __m512d *l, __m512i *e,
   *e = _mm512_add_epi64(E, ex);
 }
 
+/* The tree of prodl_flush() on lanes (h, l, E) = lanes 0-7 and (h2, 0,
+ * E2) = lanes 8-15; the result in lane 0 of h, l, E. */
+TGT5 ALWAYS_INLINE void prod_tree8(__m512d *h, __m512d *l, __m512i *E,
+                                   __m512d h2, __m512i E2)
+{
+  /* level 1: lanes k and k + 8 */
+  prod_merge8(h, l, E, h2, _mm512_setzero_pd(), E2);
+  /* levels 2-4: lane k with k + 4, then k + 2, then k + 1 (only lane
+   * 0's result is used) */
+  prod_merge8(h, l, E, _mm512_shuffle_f64x2(*h, *h, 0xee),
+              _mm512_shuffle_f64x2(*l, *l, 0xee),
+              _mm512_shuffle_i64x2(*E, *E, 0xee));
+  {
+    const __m512i i2 = _mm512_setr_epi64(2, 3, 2, 3, 6, 7, 6, 7);
+    const __m512i i1 = _mm512_setr_epi64(1, 1, 3, 3, 5, 5, 7, 7);
+    prod_merge8(h, l, E, _mm512_permutexvar_pd(i2, *h),
+                _mm512_permutexvar_pd(i2, *l),
+                _mm512_permutexvar_epi64(i2, *E));
+    prod_merge8(h, l, E, _mm512_permutexvar_pd(i1, *h),
+                _mm512_permutexvar_pd(i1, *l),
+                _mm512_permutexvar_epi64(i1, *E));
+  }
+}
+
 TGT5 static void prod_tree_avx512(const double *m, const int64_t *e, double *hi,
                                   double *lo, int64_t *eo)
 {
   __m512d h = _mm512_loadu_pd(m), l = _mm512_setzero_pd();
   __m512i E = _mm512_loadu_si512(e);
-  /* level 1: lanes k and k + 8 */
-  prod_merge8(&h, &l, &E, _mm512_loadu_pd(m + 8), _mm512_setzero_pd(),
-              _mm512_loadu_si512(e + 8));
-  /* levels 2-4: lane k with k + 4, then k + 2, then k + 1 (only lane
-   * 0's result is used) */
-  prod_merge8(&h, &l, &E, _mm512_shuffle_f64x2(h, h, 0xee),
-              _mm512_shuffle_f64x2(l, l, 0xee),
-              _mm512_shuffle_i64x2(E, E, 0xee));
-  {
-    const __m512i i2 = _mm512_setr_epi64(2, 3, 2, 3, 6, 7, 6, 7);
-    const __m512i i1 = _mm512_setr_epi64(1, 1, 3, 3, 5, 5, 7, 7);
-    prod_merge8(&h, &l, &E, _mm512_permutexvar_pd(i2, h),
-                _mm512_permutexvar_pd(i2, l), _mm512_permutexvar_epi64(i2, E));
-    prod_merge8(&h, &l, &E, _mm512_permutexvar_pd(i1, h),
-                _mm512_permutexvar_pd(i1, l), _mm512_permutexvar_epi64(i1, E));
-  }
+  prod_tree8(&h, &l, &E, _mm512_loadu_pd(m + 8), _mm512_loadu_si512(e + 8));
   *hi = _mm512_cvtsd_f64(h);
   *lo = _mm512_cvtsd_f64(l);
   *eo = _mm_cvtsi128_si64(_mm512_castsi512_si128(E));
@@ -1495,6 +1504,40 @@ size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 /* float32 Prod lanes (ops.c's prodl_run)                             */
 /* ------------------------------------------------------------------ */
 
+/* The Prod lane state of 16 float32 lanes: mantissas m0/m1 in [0.5, 1),
+ * the exponents' sums d0/d1 (getexp, exact in double), the sign parity. */
+struct pl16 {
+  __m512d m0, m1, d0, d1;
+  unsigned ng;
+};
+
+/* One block of 16 elements at x into st; 0 (st untouched) for a block
+ * that is not ordinary: a NaN, a zero or an infinity. */
+TGT5 ALWAYS_INLINE int pl16_block(struct pl16 *st, const unsigned char *x)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
+  __m512i u = _mm512_loadu_si512((const void *)x);
+  __m512 f;
+  __m512d p0, p1;
+  /* not ordinary: QNaN, +-0, +-inf, SNaN */
+  if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(u), 0x9f))
+    return 0;
+  OPK_PF(x);
+  st->ng ^= (unsigned)__builtin_popcount((unsigned)_mm512_movepi32_mask(u));
+  f = _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)));
+  p0 = _mm512_mul_pd(st->m0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+  p1 = _mm512_mul_pd(st->m1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
+  /* (bits & ~emask) | ebias */
+  st->m0 = _mm512_castsi512_pd(
+    _mm512_ternarylogic_epi64(_mm512_castpd_si512(p0), emask, ebias, 0xba));
+  st->m1 = _mm512_castsi512_pd(
+    _mm512_ternarylogic_epi64(_mm512_castpd_si512(p1), emask, ebias, 0xba));
+  st->d0 = _mm512_add_pd(st->d0, _mm512_getexp_pd(p0));
+  st->d1 = _mm512_add_pd(st->d1, _mm512_getexp_pd(p1));
+  return 1;
+}
+
 /* kernels_avx2.c's rd__avx2_prod_f32 on 16 lanes in two registers: per
  * lane p = m * |x| (exact operands: m in [0.5, 1), |x| a float32, so p is
  * a normal double), m = p's mantissa in [0.5, 1) by bits, e += p's
@@ -1504,46 +1547,62 @@ TGT5 static size_t prod_run_avx512(double *m, int64_t *e,
                                    const unsigned char *x, size_t nblocks,
                                    uint32_t *neg)
 {
-  const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
-  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
-  __m512d m0 = _mm512_loadu_pd(m), m1 = _mm512_loadu_pd(m + 8);
-  __m512d d0 = _mm512_setzero_pd(), d1 = _mm512_setzero_pd();
-  unsigned ng = 0;
+  struct pl16 st = { _mm512_loadu_pd(m), _mm512_loadu_pd(m + 8),
+                     _mm512_setzero_pd(), _mm512_setzero_pd(), 0 };
   size_t b = 0;
-  for (; b < nblocks; b++, x += 64) {
-    __m512i u = _mm512_loadu_si512((const void *)x);
-    __m512 f;
-    __m512d p0, p1;
-    /* not ordinary: QNaN, +-0, +-inf, SNaN */
-    if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(u), 0x9f))
-      break;
-    OPK_PF(x);
-    ng ^= (unsigned)__builtin_popcount((unsigned)_mm512_movepi32_mask(u));
-    f = _mm512_castsi512_ps(_mm512_and_si512(u, absm));
-    p0 = _mm512_mul_pd(m0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
-    p1 = _mm512_mul_pd(m1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
-    /* (bits & ~emask) | ebias */
-    m0 = _mm512_castsi512_pd(
-      _mm512_ternarylogic_epi64(_mm512_castpd_si512(p0), emask, ebias, 0xba));
-    m1 = _mm512_castsi512_pd(
-      _mm512_ternarylogic_epi64(_mm512_castpd_si512(p1), emask, ebias, 0xba));
-    d0 = _mm512_add_pd(d0, _mm512_getexp_pd(p0));
-    d1 = _mm512_add_pd(d1, _mm512_getexp_pd(p1));
-  }
-  _mm512_storeu_pd(m, m0);
-  _mm512_storeu_pd(m + 8, m1);
+  for (; b < nblocks && pl16_block(&st, x); b++, x += 64)
+    ;
+  _mm512_storeu_pd(m, st.m0);
+  _mm512_storeu_pd(m + 8, st.m1);
   {
     const __m512i nb = _mm512_set1_epi64((int64_t)b); /* the + 1s */
     _mm512_storeu_si512(
       e, _mm512_add_epi64(_mm512_loadu_si512(e),
-                          _mm512_add_epi64(_mm512_cvtpd_epi64(d0), nb)));
+                          _mm512_add_epi64(_mm512_cvtpd_epi64(st.d0), nb)));
     _mm512_storeu_si512(
       e + 8, _mm512_add_epi64(_mm512_loadu_si512(e + 8),
-                              _mm512_add_epi64(_mm512_cvtpd_epi64(d1), nb)));
+                              _mm512_add_epi64(_mm512_cvtpd_epi64(st.d1), nb)));
   }
-  *neg ^= ng & 1;
+  *neg ^= st.ng & 1;
   return b;
+}
+
+/* Whole rows of nblocks blocks into (hi, lo, e, neg) (kernels_ops.h): the
+ * lanes of prod_run_avx512() from prodl_reset()'s 0.5 and 1, and the tree
+ * of prod_tree_avx512(), in registers; no lane state goes through memory
+ * and nothing is cleared between rows. */
+TGT5 static size_t prod_rows_acc_avx512(double *hi, double *lo, int64_t *eo,
+                                        uint32_t *neg, const unsigned char *x,
+                                        size_t nblocks, size_t nrows)
+{
+  const __m512i nb = _mm512_set1_epi64((int64_t)nblocks + 1); /* e's 1 */
+  size_t r = 0;
+  for (; r < nrows; r++) {
+    struct pl16 st = { _mm512_set1_pd(0.5), _mm512_set1_pd(0.5),
+                       _mm512_setzero_pd(), _mm512_setzero_pd(), 0 };
+    __m512d l = _mm512_setzero_pd();
+    __m512i e0, e1;
+    for (size_t b = 0; b < nblocks; b++, x += 64)
+      if (!pl16_block(&st, x))
+        return r;
+    e0 = _mm512_add_epi64(_mm512_cvtpd_epi64(st.d0), nb);
+    e1 = _mm512_add_epi64(_mm512_cvtpd_epi64(st.d1), nb);
+    prod_tree8(&st.m0, &l, &e0, st.m1, e1);
+    hi[r] = _mm512_cvtsd_f64(st.m0);
+    lo[r] = _mm512_cvtsd_f64(l);
+    eo[r] = _mm_cvtsi128_si64(_mm512_castsi512_si128(e0));
+    neg[r] = st.ng & 1;
+  }
+  return r;
+}
+
+size_t rd__opk_prod_rows_acc_f32(double *hi, double *lo, int64_t *e,
+                                 uint32_t *neg, const unsigned char *x,
+                                 size_t nblocks, size_t nrows)
+{
+  if (!rd__opk_avx512())
+    return 0;
+  return prod_rows_acc_avx512(hi, lo, e, neg, x, nblocks, nrows);
 }
 
 size_t rd__opk_prod_run_f32(double *m, int64_t *e, const unsigned char *x,
@@ -1583,6 +1642,20 @@ size_t rd__opk_prod_run_f32(double *m, int64_t *e, const unsigned char *x,
   (void)x;
   (void)nblocks;
   (void)neg;
+  return 0;
+}
+
+size_t rd__opk_prod_rows_acc_f32(double *hi, double *lo, int64_t *e,
+                                 uint32_t *neg, const unsigned char *x,
+                                 size_t nblocks, size_t nrows)
+{
+  (void)hi;
+  (void)lo;
+  (void)e;
+  (void)neg;
+  (void)x;
+  (void)nblocks;
+  (void)nrows;
   return 0;
 }
 

@@ -1501,16 +1501,52 @@ static void prodl_flush(union rd__lanes *ln, void *acc)
   prodl_reset(st);
 }
 
+static inline void prodl_row(struct rd__acc_prod *o, const unsigned char *x,
+                             size_t n, int dt)
+{
+  union rd__lanes ln;
+  prodl_reset((struct prod_lanes *)(void *)&ln);
+  prodl_run(&ln, x, n, 0, dt);
+  prodl_flush(&ln, o);
+}
+
+/* Rows of float32 in whole blocks go through rd__opk_prod_rows_acc_f32
+ * PRODL_CHUNK at a time (the lanes and tree of prodl_row(), in registers),
+ * each row's result folded into its accumulator by prod_merge(); a row it
+ * stops before (a zero, inf or NaN) takes prodl_row(). */
+#define PRODL_CHUNK 32
+
 static inline void prodl_rows(void *acc, const unsigned char *x, size_t n,
                               size_t nrows, int dt)
 {
   struct rd__acc_prod *o = acc;
-  for (size_t r = 0; r < nrows; r++, x += n * dt_size(dt)) {
-    union rd__lanes ln;
-    prodl_reset((struct prod_lanes *)(void *)&ln);
-    prodl_run(&ln, x, n, 0, dt);
-    prodl_flush(&ln, &o[r]);
+  const size_t rs = n * dt_size(dt);
+  size_t r = 0;
+  if (dt == RD_FLOAT32 && n % L == 0 && n > 0 &&
+      rd__kernels_active() >= RD__IMPL_AVX2 && rd__opk_avx512()) {
+    double hi[PRODL_CHUNK], lo[PRODL_CHUNK];
+    int64_t e[PRODL_CHUNK];
+    uint32_t neg[PRODL_CHUNK];
+    while (r < nrows) {
+      size_t c = nrows - r < PRODL_CHUNK ? nrows - r : PRODL_CHUNK;
+      size_t k = rd__opk_prod_rows_acc_f32(hi, lo, e, neg, x, n / L, c);
+      for (size_t i = 0; i < k; i++) {
+        struct rd__acc_prod a = {
+          .hi = hi[i], .lo = lo[i], .e = e[i], .neg = neg[i]
+        };
+        prod_merge(&o[r + i], &a);
+      }
+      r += k;
+      x += k * rs;
+      if (k < c) { /* row r holds a zero, inf or NaN */
+        prodl_row(&o[r], x, n, dt);
+        r++;
+        x += rs;
+      }
+    }
   }
+  for (; r < nrows; r++, x += rs)
+    prodl_row(&o[r], x, n, dt);
 }
 
 /* cols() of float32 Prod with the SIMD implementation: tiles of columns

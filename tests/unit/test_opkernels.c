@@ -715,6 +715,71 @@ static void test_prod_rows_out(void **state)
   assert_true(memcmp(a, c, sizeof a) != 0);
 }
 
+/* float32 Prod rows() into accumulators (ops.c's prodl_rows, whose rows
+ * of whole blocks go through rd__opk_prod_rows_acc_f32 in the AVX-512
+ * form): 75 rows (two whole chunks of 32 and a part) of 16, 32 and 256
+ * elements in every gen_prod() mode, so rows holding a zero, inf or NaN
+ * fall anywhere in a chunk, from accumulators already holding a row
+ * (their exponent and sign carried), against the portable kernel; then
+ * the helper itself: the rows it reports done and where it stops. */
+static void test_prod_rows_acc(void **state)
+{
+  enum { NR = 75, NMAX = 256 };
+  static const size_t ns[] = { 16, 32, 256 };
+  static float x[NR * NMAX], y[NR * NMAX];
+  static struct rd__acc_prod ap[NR], as[NR];
+  int id = rd__op_kernel_id(RD_OP_PROD, RD_FLOAT32, 0);
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  if (!ks || !simd() || !rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    skip();
+  for (int form = 0; form < 2; form++) {
+    int was = rd__opk_avx512_select(form);
+    for (int mode = 0; mode < 5; mode++)
+      for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        size_t n = ns[k];
+        gen_prod(x, n, NR, mode);
+        gen_prod(y, n, NR, mode == 3 ? 3 : 1);
+        kp->init(ap, NR);
+        ks->init(as, NR);
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        kp->rows(ap, (const unsigned char *)y, n, NR);
+        kp->rows(ap, (const unsigned char *)x, n, NR);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        ks->rows(as, (const unsigned char *)y, n, NR);
+        ks->rows(as, (const unsigned char *)x, n, NR);
+        assert_memory_equal(ap, as, sizeof ap);
+      }
+    rd__opk_avx512_select(was);
+  }
+  /* the helper stops before the first row holding a zero, inf or NaN and
+   * reports the rows before it; subnormals are ordinary */
+  {
+    static const float sp[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN };
+    double hi[8], lo[8];
+    int64_t e[8];
+    uint32_t neg[8];
+    int was = rd__opk_avx512_select(1);
+    gen_prod(x, 32, 8, 1);
+    x[5 * 32 + 31] = 0x1p-149f;
+    assert_int_equal(rd__opk_prod_rows_acc_f32(hi, lo, e, neg,
+                                               (const unsigned char *)x, 2, 8),
+                     8);
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+      size_t at = 3 * 32 + 7 * i;
+      float keep = x[at];
+      x[at] = sp[i];
+      assert_int_equal(rd__opk_prod_rows_acc_f32(hi, lo, e, neg,
+                                                 (const unsigned char *)x, 2,
+                                                 8),
+                       3);
+      x[at] = keep;
+    }
+    rd__opk_avx512_select(was);
+  }
+}
+
 /* LogSumExp data: mode 0 uniform in [-10, 10) (the benchmark's), 1 in
  * [-700, 700) with some elements 1000 below the rest (expk's argument
  * below -708), 2 the same as 0 with NaNs, infinities of both signs, -0,
@@ -1095,6 +1160,7 @@ int main(void)
     cmocka_unit_test(test_prod_cols_extremes),
     cmocka_unit_test(test_lse_cols),
     cmocka_unit_test(test_prod_run_flush),
+    cmocka_unit_test(test_prod_rows_acc),
     cmocka_unit_test(test_prod_rows_out),
     cmocka_unit_test(test_lse_rows_out),
     cmocka_unit_test(test_lse_rows_out_ties),
