@@ -32,6 +32,14 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
  * flags are lsel_elem()'s to set) or without the AVX-512 form. */
 int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x);
 
+/* float32 LogSumExp lanes, blocks with new maxima included: up to nblocks
+ * blocks of 16 float32 elements at x, each what rd__opk_lse_f32 or (for a
+ * block holding an element above *m) rd__opk_lse_rec_f32 does to s and
+ * *m.  Stops before the first block holding a NaN or +inf; returns the
+ * blocks done: 0 without the AVX-512 form. */
+size_t rd__opk_lse_run_f32(double *s, double *m, const unsigned char *x,
+                           size_t nblocks);
+
 /* float32 ArgMax (is_max) / ArgMin of the n (< 2^31) elements at x, -0
  * taken as +0 (ops.c's arg32_fold): *best, the best 32-bit total-order key
  * of the non-NaN elements (INT32_MIN for Max, INT32_MAX for Min if none);

@@ -157,24 +157,34 @@ TGT2 static size_t lse_f32_avx2(double *s, const unsigned char *x,
   return b;
 }
 
+/* The 16 float32 elements at x in double (v0, v1); 1 when each is <= m
+ * or -inf (the block adds expk(x - m) to its lanes), else 0 (a NaN, +inf
+ * or a new maximum). */
+TGT5 ALWAYS_INLINE int lse_load16(const unsigned char *x, __m512d mv,
+                                  __m512d *v0, __m512d *v1)
+{
+  const __m512d ninf = _mm512_set1_pd(-INFINITY);
+  __mmask8 g0, g1;
+  *v0 = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)x));
+  *v1 = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)(x + 32)));
+  g0 = _mm512_cmp_pd_mask(*v0, mv, _CMP_LE_OQ) |
+       _mm512_cmp_pd_mask(*v0, ninf, _CMP_EQ_OQ);
+  g1 = _mm512_cmp_pd_mask(*v1, mv, _CMP_LE_OQ) |
+       _mm512_cmp_pd_mask(*v1, ninf, _CMP_EQ_OQ);
+  return (g0 & g1) == 0xff;
+}
+
 TGT5 static size_t lse_f32_avx512(double *s, const unsigned char *x,
                                   size_t nblocks, double m)
 {
-  const __m512d mv = _mm512_set1_pd(m), ninf = _mm512_set1_pd(-INFINITY);
+  const __m512d mv = _mm512_set1_pd(m);
   __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
   struct opk_tab tb;
   size_t b = 0;
   opk_tab_load(&tb);
   for (; b < nblocks; b++, x += 64) {
-    __m512d v0 = _mm512_cvtps_pd(
-      _mm256_loadu_ps((const float *)(const void *)x));
-    __m512d v1 = _mm512_cvtps_pd(
-      _mm256_loadu_ps((const float *)(const void *)(x + 32)));
-    __mmask8 g0 = _mm512_cmp_pd_mask(v0, mv, _CMP_LE_OQ) |
-                  _mm512_cmp_pd_mask(v0, ninf, _CMP_EQ_OQ);
-    __mmask8 g1 = _mm512_cmp_pd_mask(v1, mv, _CMP_LE_OQ) |
-                  _mm512_cmp_pd_mask(v1, ninf, _CMP_EQ_OQ);
-    if ((g0 & g1) != 0xff)
+    __m512d v0, v1;
+    if (!lse_load16(x, mv, &v0, &v1))
       break;
     OPK_PF(x);
     s0 = _mm512_add_pd(s0, opk_expk8(&tb, _mm512_sub_pd(v0, mv)));
@@ -192,65 +202,141 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                           : lse_f32_avx2(s, x, nblocks, m);
 }
 
-/* A block holding new maxima (kernels_ops.h).  The running maximum before
- * and after each element is found in order first; then every term
- * expk(x - m after x) and every rescale factor expk(m before x - x) is one
- * vector expk; then the lanes take their terms and the factors in
- * ops.c's order: the terms of the elements before the first new maximum,
- * that maximum's rescale of all 16 lanes, the terms up to the next one,
- * and so on. */
-TGT5 static int lse_rec_avx512(double *s, double *m, const unsigned char *x)
+/* c[l] = the first greatest of c[0..l] (no NaN): _mm512_max_pd(a, b) is
+ * a > b ? a : b, so with the later window as a a tie keeps the earlier
+ * element, as lsel_elem()'s x > m does (-0 and +0 tie); -inf fills. */
+TGT5 ALWAYS_INLINE __m512d lse_scan8(__m512d c)
 {
-  const float *f = (const float *)(const void *)x;
-  double before[L], after[L], fac[L], cur = *m;
-  unsigned rec = 0, fin = 0, done = 0, seg;
-  __m512d v0, v1, t0, t1, s0, s1, fv;
-  struct opk_tab tb;
+  const __m512i ninf = _mm512_castpd_si512(_mm512_set1_pd(-INFINITY));
+  c = _mm512_max_pd(c, _mm512_castsi512_pd(
+                         _mm512_alignr_epi64(_mm512_castpd_si512(c), ninf, 7)));
+  c = _mm512_max_pd(c, _mm512_castsi512_pd(
+                         _mm512_alignr_epi64(_mm512_castpd_si512(c), ninf, 6)));
+  return _mm512_max_pd(c,
+                       _mm512_castsi512_pd(
+                         _mm512_alignr_epi64(_mm512_castpd_si512(c), ninf, 4)));
+}
 
-  for (unsigned l = 0; l < L; l++) {
-    double v = f[l];
-    if (isnan(v) || v == INFINITY)
-      return 1;
-    before[l] = cur;
-    if (v != -INFINITY) {
-      fin |= 1u << l;
-      if (v > cur) {
-        rec |= 1u << l;
-        cur = v;
-      }
-    }
-    after[l] = cur;
-  }
-  opk_tab_load(&tb);
-  v0 = _mm512_cvtps_pd(_mm256_loadu_ps(f));
-  v1 = _mm512_cvtps_pd(_mm256_loadu_ps(f + 8));
-  t0 = opk_expk8(&tb, _mm512_sub_pd(v0, _mm512_loadu_pd(after)));
-  t1 = opk_expk8(&tb, _mm512_sub_pd(v1, _mm512_loadu_pd(after + 8)));
-  _mm512_storeu_pd(fac,
-                   opk_expk8(&tb, _mm512_sub_pd(_mm512_loadu_pd(before), v0)));
-  _mm512_storeu_pd(fac + 8,
-                   opk_expk8(&tb,
-                             _mm512_sub_pd(_mm512_loadu_pd(before + 8), v1)));
-  s0 = _mm512_loadu_pd(s);
-  s1 = _mm512_loadu_pd(s + 8);
+/* A block of 16 elements v0, v1 (none NaN or +inf) holding new maxima:
+ * the running maximum before and after each element (cur before the
+ * block; a prefix scan, no branch per element); every term expk(x - m
+ * after x) and every rescale factor expk(m before x - x) is one vector
+ * expk; then the lanes take their terms and the factors in ops.c's
+ * order: the terms of the elements before the first new maximum, that
+ * maximum's rescale of all 16 lanes, the terms up to the next one, and so
+ * on.  Leaves the new maximum in *cur. */
+TGT5 ALWAYS_INLINE void lse_rec16(const struct opk_tab *tb, __m512d *s0,
+                                  __m512d *s1, double *cur, __m512d v0,
+                                  __m512d v1)
+{
+  const __m512d ninf = _mm512_set1_pd(-INFINITY);
+  const __m512d cv = _mm512_set1_pd(*cur);
+  __m512d a0 = _mm512_max_pd(lse_scan8(v0), cv), a1, b0, b1, t0, t1, fv;
+  double fac[L];
+  unsigned rec, fin, done = 0, seg;
+  a1 = _mm512_max_pd(lse_scan8(v1),
+                     _mm512_permutexvar_pd(_mm512_set1_epi64(7), a0));
+  b0 = _mm512_castsi512_pd(
+    _mm512_alignr_epi64(_mm512_castpd_si512(a0), _mm512_castpd_si512(cv), 7));
+  b1 = _mm512_castsi512_pd(
+    _mm512_alignr_epi64(_mm512_castpd_si512(a1), _mm512_castpd_si512(a0), 7));
+  rec = (unsigned)_mm512_cmp_pd_mask(v0, b0, _CMP_GT_OQ) |
+        (unsigned)_mm512_cmp_pd_mask(v1, b1, _CMP_GT_OQ) << 8;
+  fin = (unsigned)_mm512_cmp_pd_mask(v0, ninf, _CMP_NEQ_OQ) |
+        (unsigned)_mm512_cmp_pd_mask(v1, ninf, _CMP_NEQ_OQ) << 8;
+  t0 = opk_expk8(tb, _mm512_sub_pd(v0, a0));
+  t1 = opk_expk8(tb, _mm512_sub_pd(v1, a1));
+  _mm512_storeu_pd(fac, opk_expk8(tb, _mm512_sub_pd(b0, v0)));
+  _mm512_storeu_pd(fac + 8, opk_expk8(tb, _mm512_sub_pd(b1, v1)));
   while (rec != 0) {
     unsigned p = (unsigned)__builtin_ctz(rec);
     rec &= rec - 1;
     seg = ((1u << p) - 1) & ~done & fin;
-    s0 = _mm512_mask_add_pd(s0, (__mmask8)(seg & 0xff), s0, t0);
-    s1 = _mm512_mask_add_pd(s1, (__mmask8)(seg >> 8), s1, t1);
+    *s0 = _mm512_mask_add_pd(*s0, (__mmask8)(seg & 0xff), *s0, t0);
+    *s1 = _mm512_mask_add_pd(*s1, (__mmask8)(seg >> 8), *s1, t1);
     done |= (1u << p) - 1;
     fv = _mm512_set1_pd(fac[p]);
-    s0 = _mm512_mul_pd(s0, fv);
-    s1 = _mm512_mul_pd(s1, fv);
+    *s0 = _mm512_mul_pd(*s0, fv);
+    *s1 = _mm512_mul_pd(*s1, fv);
   }
   seg = ~done & fin;
-  s0 = _mm512_mask_add_pd(s0, (__mmask8)(seg & 0xff), s0, t0);
-  s1 = _mm512_mask_add_pd(s1, (__mmask8)((seg >> 8) & 0xff), s1, t1);
+  *s0 = _mm512_mask_add_pd(*s0, (__mmask8)(seg & 0xff), *s0, t0);
+  *s1 = _mm512_mask_add_pd(*s1, (__mmask8)((seg >> 8) & 0xff), *s1, t1);
+  _mm_store_sd(cur, _mm512_castpd512_pd128(
+                      _mm512_permutexvar_pd(_mm512_set1_epi64(7), a1)));
+}
+
+/* A NaN or +inf among v0, v1. */
+TGT5 ALWAYS_INLINE int lse_bad16(__m512d v0, __m512d v1)
+{
+  const __m512d pinf = _mm512_set1_pd(INFINITY);
+  return (_mm512_cmp_pd_mask(v0, pinf, _CMP_NLT_UQ) |
+          _mm512_cmp_pd_mask(v1, pinf, _CMP_NLT_UQ)) != 0;
+}
+
+TGT5 static int lse_rec_avx512(double *s, double *m, const unsigned char *x)
+{
+  const float *f = (const float *)(const void *)x;
+  __m512d v0 = _mm512_cvtps_pd(_mm256_loadu_ps(f));
+  __m512d v1 = _mm512_cvtps_pd(_mm256_loadu_ps(f + 8));
+  __m512d s0, s1;
+  struct opk_tab tb;
+  if (lse_bad16(v0, v1))
+    return 1;
+  opk_tab_load(&tb);
+  s0 = _mm512_loadu_pd(s);
+  s1 = _mm512_loadu_pd(s + 8);
+  lse_rec16(&tb, &s0, &s1, m, v0, v1);
+  _mm512_storeu_pd(s, s0);
+  _mm512_storeu_pd(s + 8, s1);
+  return 0;
+}
+
+/* lse_rec16() out of line: in the loop below it is the rare path, and
+ * inlined, its registers crowd the common path's (case A 1.04-1.10x the
+ * time). */
+TGT5 __attribute__((noinline)) static void
+lse_rec16_call(const struct opk_tab *tb, __m512d *s0, __m512d *s1, double *cur,
+               __m512d v0, __m512d v1)
+{
+  lse_rec16(tb, s0, s1, cur, v0, v1);
+}
+
+/* rd__opk_lse_run_f32: lse_f32_avx512()'s blocks and lse_rec16()'s in one
+ * loop, the lanes and the maximum in registers throughout. */
+TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
+                                  size_t nblocks)
+{
+  __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
+  __m512d mv = _mm512_set1_pd(*m);
+  double cur = *m;
+  struct opk_tab tb;
+  size_t b = 0;
+  opk_tab_load(&tb);
+  for (; b < nblocks; b++, x += 64) {
+    __m512d v0, v1;
+    int good = lse_load16(x, mv, &v0, &v1);
+    OPK_PF(x);
+    if (good) {
+      s0 = _mm512_add_pd(s0, opk_expk8(&tb, _mm512_sub_pd(v0, mv)));
+      s1 = _mm512_add_pd(s1, opk_expk8(&tb, _mm512_sub_pd(v1, mv)));
+    } else {
+      if (lse_bad16(v0, v1))
+        break;
+      lse_rec16_call(&tb, &s0, &s1, &cur, v0, v1);
+      mv = _mm512_set1_pd(cur);
+    }
+  }
   _mm512_storeu_pd(s, s0);
   _mm512_storeu_pd(s + 8, s1);
   *m = cur;
-  return 0;
+  return b;
+}
+
+size_t rd__opk_lse_run_f32(double *s, double *m, const unsigned char *x,
+                           size_t nblocks)
+{
+  return rd__opk_avx512() ? lse_run_avx512(s, m, x, nblocks) : 0;
 }
 
 int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x)
@@ -1656,6 +1742,16 @@ size_t rd__opk_prod_rows_acc_f32(double *hi, double *lo, int64_t *e,
   (void)x;
   (void)nblocks;
   (void)nrows;
+  return 0;
+}
+
+size_t rd__opk_lse_run_f32(double *s, double *m, const unsigned char *x,
+                           size_t nblocks)
+{
+  (void)s;
+  (void)m;
+  (void)x;
+  (void)nblocks;
   return 0;
 }
 

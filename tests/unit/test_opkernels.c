@@ -170,8 +170,9 @@ static int check_lse_rec(const float *x, double m, unsigned seed)
 }
 
 /* Blocks holding new maxima: at every lane, several, rising runs, ties
- * with the maximum (not new), -inf lanes, m = -inf (the first block of a
- * row) and NaN / +inf (not taken); the AVX-512 form takes every block
+ * with the maximum (not new), zeros of both signs (m keeps the first),
+ * -inf lanes, m = -inf (the first block of a row) and NaN / +inf (not
+ * taken); the AVX-512 form takes every block
  * without NaN or +inf, the 256-bit form none. */
 static void test_lse_rec_helper(void **state)
 {
@@ -184,7 +185,7 @@ static void test_lse_rec_helper(void **state)
     int was = rd__opk_avx512_select(form), on = rd__opk_avx512();
     for (unsigned rep = 0; rep < 4000; rep++) {
       double m = rep % 5 == 0 ? -INFINITY : 5.0;
-      unsigned kind = rep % 6, special = 0;
+      unsigned kind = rep % 7, special = 0;
       for (size_t l = 0; l < L; l++)
         x[l] = gen(rep % 2 ? 10.0 : 700.0, rep % 3 ? 60 : 0);
       switch (kind) {
@@ -208,6 +209,12 @@ static void test_lse_rec_helper(void **state)
         x[rep % L] = rep % 2 ? NAN : INFINITY;
         special = 1;
         break;
+      case 5: /* zeros of both signs, the first of a tie kept as m */
+        for (size_t l = 0; l < L; l++)
+          x[l] = next() % 3 == 0 ? -INFINITY : next() % 2 ? 0.0f : -0.0f;
+        if (m != -INFINITY)
+          m = rep % 2 ? 0.0 : -0.0;
+        break;
       default: /* all -inf but one */
         for (size_t l = 0; l < L; l++)
           x[l] = -INFINITY;
@@ -221,6 +228,63 @@ static void test_lse_rec_helper(void **state)
     rd__opk_avx512_select(was);
   }
   print_message("lse blocks with new maxima: %u of %u taken\n", taken, cases);
+}
+
+/* rd__opk_lse_run_f32 against ref_lse_rec() block after block (a block
+ * without new maxima is 16 lane additions in both): rows of NB blocks from
+ * m = -inf (every row's start) or a finite m, uniform data (new maxima
+ * early and rare), rising data (every block), zeros of both signs, -inf,
+ * one maximum far above the blocks after it (which must then be measured
+ * from it, not from the m before it), and a NaN or +inf at every 5th
+ * position (where it must stop). */
+static void check_lse_run(const float *x, size_t nblocks, double m)
+{
+  double s0[L], s1[L], m0 = m, m1 = m;
+  size_t b0 = 0, b1;
+  for (size_t l = 0; l < L; l++)
+    s0[l] = s1[l] = m == -INFINITY ? 0.0 : (double)(l + 1) * 0.37;
+  while (b0 < nblocks && ref_lse_rec(s0, &m0, x + b0 * L) == 0)
+    b0++;
+  b1 = rd__opk_lse_run_f32(s1, &m1, (const unsigned char *)x, nblocks);
+  assert_int_equal(b0, b1);
+  assert_memory_equal(&m0, &m1, sizeof m0);
+  assert_memory_equal(s0, s1, sizeof s0);
+}
+
+static void test_lse_run_helper(void **state)
+{
+  float x[NB * L];
+  (void)state;
+  if (!simd() || !rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    skip();
+  int was = rd__opk_avx512_select(1);
+  for (int rep = 0; rep < 50; rep++) {
+    for (size_t i = 0; i < NB * L; i++) {
+      switch (rep % 5) {
+      case 0: x[i] = gen(10.0, 0); break;
+      case 4: /* one new maximum, then blocks below the m it replaced */
+        x[i] = i == 3 ? 20.0f : gen(6.0, 0) - 4.0f;
+        break;
+      case 1: x[i] = gen(700.0, 30); break;
+      case 2: x[i] = (float)(i * 0.01) + gen(0.5, 20); break;
+      default: x[i] = next() % 4 == 0 ? -INFINITY : next() % 2 ? 0.0f : -0.0f;
+      }
+    }
+    check_lse_run(x, NB, -INFINITY);
+    check_lse_run(x, NB, 3.0);
+    check_lse_run(x, NB - 3, -0.0);
+    for (size_t i = 0; i < NB * L; i += 5) {
+      float keep = x[i];
+      x[i] = i % 2 ? NAN : INFINITY;
+      check_lse_run(x, NB, -INFINITY);
+      x[i] = keep;
+    }
+  }
+  rd__opk_avx512_select(0);
+  assert_int_equal(rd__opk_lse_run_f32((double[L]){ 0 }, (double[1]){ 0 },
+                                       (const unsigned char *)x, NB),
+                   0);
+  rd__opk_avx512_select(was);
 }
 
 /* The float32 LogSumExp kernel's run() at every split point [0, m) then
@@ -1153,6 +1217,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_lse_f32_helper),
     cmocka_unit_test(test_lse_rec_helper),
+    cmocka_unit_test(test_lse_run_helper),
     cmocka_unit_test(test_lse_f32_kernel),
     cmocka_unit_test(test_arg32_helper),
     cmocka_unit_test(test_arg32_helper_long),
