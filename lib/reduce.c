@@ -1019,17 +1019,17 @@ static int exec_create(const struct rd_plan *plan, void *direct_out,
     free(ex);
     return RD_E_NOMEM;
   }
-  /* with a total, each part empties its own set (on its own thread, where
-   * the pages are first touched) */
+  ex->part_out = direct_out && !ex->g.direct && ex->g.ng >= 2 &&
+                 !ex->g.outer_red && plan->out_count > 0 && plan->in_count > 0;
+  /* with a total, or with part_out, each part empties its own set or
+   * range (on its own thread, where the pages are first touched) */
   if (ex->total)
     acc_empty(ex->g.k, ex->total, plan->out_count);
-  else if (ex->g.k->init && !ex->g.direct)
+  else if (ex->g.k->init && !ex->g.direct && !ex->part_out)
     acc_empty(ex->g.k, ex->acc,
               (ex->g.outer_red ? plan->nparts : 1) * plan->out_count);
   for (size_t p = 0; p < RD_MAX_PARTS; p++)
     ex->bad[p] = UINT64_MAX;
-  ex->part_out = direct_out && !ex->g.direct && ex->g.ng >= 2 &&
-                 !ex->g.outer_red && plan->out_count > 0 && plan->in_count > 0;
   *out = ex;
   return 0;
 }
@@ -1084,13 +1084,24 @@ static void exec_merge_done(struct rd_exec *ex, size_t part)
  * accumulators into bound_out, in increasing order, stopping at the first
  * error, which goes to the cursor as a direct plan's would.  Runs on the
  * part's thread. */
+/* part_out: the outer indices a..b-1 of the kept outer group that `part`
+ * covers (its outputs are a..b-1 times the group's output stride). */
+static void part_out_range(const struct rd_exec *ex, size_t part, uint64_t *a,
+                           uint64_t *b)
+{
+  const struct rd_plan *pl = &ex->plan;
+  *a = part * pl->priv.part_len;
+  *b = *a + pl->priv.part_len;
+  if (*b > pl->priv.size[0])
+    *b = pl->priv.size[0];
+}
+
 static void part_outputs(struct rd_exec *ex, size_t part, struct cursor *c)
 {
   const struct rd_plan *pl = &ex->plan;
   const struct geom *g = &ex->g;
-  uint64_t a = part * pl->priv.part_len, b = a + pl->priv.part_len;
-  if (b > pl->priv.size[0])
-    b = pl->priv.size[0];
+  uint64_t a, b;
+  part_out_range(ex, part, &a, &b);
   if (g->k->acc_class == RD__ACC_F64 &&
       (g->sq || g->fin.family == RD__F_SUMD)) {
     /* float32/float16/bfloat16 squares, Sum, Mean, L1, LogSum: no errors;
@@ -1139,6 +1150,12 @@ int rd_exec_part(struct rd_exec *ex, size_t part, const void *in)
     }
     if (ex->total && ex->g.k->init)
       acc_empty(ex->g.k, acc, pl->out_count);
+    if (ex->part_out && ex->g.k->init) {
+      uint64_t a, b;
+      part_out_range(ex, part, &a, &b);
+      acc_empty(ex->g.k, acc + a * ex->g.ostride[0] * ex->g.accsz,
+                (b - a) * ex->g.ostride[0]);
+    }
     cursor_init(&c, pl, &ex->g, start);
     process(&c, pl, &ex->g, acc,
             (const unsigned char *)in + start * pl->elem_size, end - start);
