@@ -194,16 +194,12 @@ TGT ALWAYS_INLINE void store8(int dt, __m512d s, int nt, uint16_t nan16,
     }
   } else {
     /* To float rounding to odd (toward zero, the last bit set if
-     * inexact), then to nearest even. */
-    const __m512d absm = _mm512_castsi512_pd(_mm512_set1_epi64(INT64_MAX));
-    __m256 f = _mm512_cvtpd_ps(s);
-    __m512d b = _mm512_cvtps_pd(f);
-    __mmask8 up = _mm512_cmp_pd_mask(_mm512_and_pd(b, absm),
-                                     _mm512_and_pd(s, absm), _CMP_GT_OQ);
-    __mmask8 inexact = _mm512_cmp_pd_mask(b, s, _CMP_NEQ_OQ);
+     * inexact: kernels_avx2.c's store4 gets the same float from the
+     * nearest one stepped toward zero), then to nearest even. */
+    __m256 f = _mm512_cvt_roundpd_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(f), s, _CMP_NEQ_OQ);
     __m256i u = _mm256_castps_si256(f), one = _mm256_set1_epi32(1);
     __m128i h;
-    u = _mm256_mask_sub_epi32(u, up, u, one);
     u = _mm256_mask_or_epi32(u, inexact, u, one);
     if (dt == DT_F16) {
       h = _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
