@@ -1253,9 +1253,9 @@ ROWS32S(argminl, 0, 1, 1)
  * is the vector path (float32: rd__opk_lse_run_f32 of kernels_ops_avx2.c,
  * or in the AVX2 form rd__opk_lse_f32 over whole stretches of such blocks,
  * then rd__opk_lse_rec_f32 for a block with new maxima, the same steps in
- * order; float16/bfloat16:
- * rd__avx2_lse16 per block).  At the end of the segment the lanes combine in the
- * fixed tree and fold into the output's accumulator (lse_fold). */
+ * order; float16/bfloat16: rd__avx2_lse16 per block).  At the end of the
+ * segment the lanes combine in the fixed tree and fold into the output's
+ * accumulator (lse_fold). */
 struct lse_lanes {
   struct rd__acc_lse h;
   double s[L];
