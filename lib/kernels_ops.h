@@ -19,7 +19,8 @@
  * nblocks blocks of 16 float32 elements at x, s[l] += expk(x[l] - m) for
  * lane l, while no element of the block is NaN, +inf or above m (-inf adds
  * expk(-inf) = +0, which changes no lane sum).  Stops before the first
- * other block; returns the blocks done. */
+ * other block; returns the blocks done.  256-bit form only: the AVX-512
+ * path takes rd__opk_lse_run_f32. */
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m);
 
@@ -29,7 +30,9 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
  * +inf aside): -inf adds nothing; x > *m multiplies every lane by
  * expk(*m - x) and makes *m = x; then lane l adds expk(x - *m).  Returns
  * 0; or 1, with nothing changed, when an element is NaN or +inf (the
- * flags are lsel_elem()'s to set) or without the AVX-512 form. */
+ * flags are lsel_elem()'s to set) or without the AVX-512 form.  The
+ * single-block step of rd__opk_lse_run_f32, callable alone for the
+ * tests. */
 int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x);
 
 /* float32 LogSumExp lanes, blocks with new maxima included: up to nblocks

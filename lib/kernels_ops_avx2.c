@@ -174,32 +174,10 @@ TGT5 ALWAYS_INLINE int lse_load16(const unsigned char *x, __m512d mv,
   return (g0 & g1) == 0xff;
 }
 
-TGT5 static size_t lse_f32_avx512(double *s, const unsigned char *x,
-                                  size_t nblocks, double m)
-{
-  const __m512d mv = _mm512_set1_pd(m);
-  __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
-  struct opk_tab tb;
-  size_t b = 0;
-  opk_tab_load(&tb);
-  for (; b < nblocks; b++, x += 64) {
-    __m512d v0, v1;
-    if (!lse_load16(x, mv, &v0, &v1))
-      break;
-    OPK_PF(x);
-    s0 = _mm512_add_pd(s0, opk_expk8(&tb, _mm512_sub_pd(v0, mv)));
-    s1 = _mm512_add_pd(s1, opk_expk8(&tb, _mm512_sub_pd(v1, mv)));
-  }
-  _mm512_storeu_pd(s, s0);
-  _mm512_storeu_pd(s + 8, s1);
-  return b;
-}
-
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m)
 {
-  return rd__opk_avx512() ? lse_f32_avx512(s, x, nblocks, m)
-                          : lse_f32_avx2(s, x, nblocks, m);
+  return lse_f32_avx2(s, x, nblocks, m);
 }
 
 /* c[l] = the first greatest of c[0..l] (no NaN): _mm512_max_pd(a, b) is
@@ -302,7 +280,7 @@ lse_rec16_call(const struct opk_tab *tb, __m512d *s0, __m512d *s1, double *cur,
   lse_rec16(tb, s0, s1, cur, v0, v1);
 }
 
-/* rd__opk_lse_run_f32: lse_f32_avx512()'s blocks and lse_rec16()'s in one
+/* rd__opk_lse_run_f32: blocks without new maxima and lse_rec16()'s in one
  * loop, the lanes and the maximum in registers throughout. */
 TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
                                   size_t nblocks)

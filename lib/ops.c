@@ -1251,9 +1251,9 @@ ROWS32S(argminl, 0, 1, 1)
  * element sequence alone, so it is split-invariant; a block of 16 where no
  * element is NaN, +inf or above m is the same as 16 lane additions, which
  * is the vector path (float32: rd__opk_lse_run_f32 of kernels_ops_avx2.c,
- * or in the AVX2 form rd__opk_lse_f32 over whole stretches of such blocks,
- * then rd__opk_lse_rec_f32 for a block with new maxima, the same steps in
- * order; float16/bfloat16: rd__avx2_lse16 per block).  At the end of the
+ * blocks with new maxima included, or in the AVX2 form rd__opk_lse_f32
+ * over whole stretches of such blocks; float16/bfloat16: rd__avx2_lse16
+ * per block).  At the end of the
  * segment the lanes combine in the fixed tree and fold into the output's
  * accumulator (lse_fold). */
 struct lse_lanes {
@@ -1309,18 +1309,16 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
     lsel_elem(st, k, ldd(dt, x + i * esz));
   for (; i + L <= n; i += L) {
     int slow;
-    if (avx && dt == RD_FLOAT32 && rd__opk_avx512()) {
-      /* whole blocks, new maxima included; it stops before a NaN or +inf */
-      i += L * rd__opk_lse_run_f32(st->s, &st->h.m, x + i * esz, (n - i) / L);
+    if (avx && dt == RD_FLOAT32) {
+      /* whole blocks in registers; the block it stopped before (a NaN or
+       * +inf, or in the AVX2 form a new maximum) element by element */
+      const unsigned char *p = x + i * esz;
+      i += L * (rd__opk_avx512()
+                  ? rd__opk_lse_run_f32(st->s, &st->h.m, p, (n - i) / L)
+                  : rd__opk_lse_f32(st->s, p, (n - i) / L, st->h.m));
       if (i + L > n)
         break;
       slow = 1;
-    } else if (avx && dt == RD_FLOAT32) { /* lanes in registers */
-      i += L * rd__opk_lse_f32(st->s, x + i * esz, (n - i) / L, st->h.m);
-      if (i + L > n)
-        break;
-      /* the block it stopped before: new maxima in vectors too */
-      slow = rd__opk_lse_rec_f32(st->s, &st->h.m, x + i * esz);
     } else {
       slow = avx ? rd__avx2_lse16(st->s, x + i * esz, vdt, st->h.m)
                  : lsel_block(st, x + i * esz, dt);

@@ -1079,11 +1079,6 @@ static void exec_merge_done(struct rd_exec *ex, size_t part)
   pthread_mutex_unlock(&ex->mu);
 }
 
-/* part_out: writes the outputs of `part` (outer indices a..b-1 of the
- * kept outer group: outputs a..b-1 times its output stride) from the
- * accumulators into bound_out, in increasing order, stopping at the first
- * error, which goes to the cursor as a direct plan's would.  Runs on the
- * part's thread. */
 /* part_out: the outer indices a..b-1 of the kept outer group that `part`
  * covers (its outputs are a..b-1 times the group's output stride). */
 static void part_out_range(const struct rd_exec *ex, size_t part, uint64_t *a,
@@ -1096,6 +1091,11 @@ static void part_out_range(const struct rd_exec *ex, size_t part, uint64_t *a,
     *b = pl->priv.size[0];
 }
 
+/* part_out: writes the outputs of `part` (outer indices a..b-1 of the
+ * kept outer group: outputs a..b-1 times its output stride) from the
+ * accumulators into bound_out, in increasing order, stopping at the first
+ * error, which goes to the cursor as a direct plan's would.  Runs on the
+ * part's thread. */
 static void part_outputs(struct rd_exec *ex, size_t part, struct cursor *c)
 {
   const struct rd_plan *pl = &ex->plan;
