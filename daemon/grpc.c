@@ -29,10 +29,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/log.h>
@@ -43,10 +47,15 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#include "sock.h"
 
 /* Calls requested from gRPC ahead of their arrival (each one re-requests
  * when it arrives, so this many can arrive at once without waiting). */
 #define GRPCD_PREQUEST 16
+
+/* How long the daemon's own gRPC port rests after accept() failed for
+ * want of descriptors or memory. */
+#define GRPCD_ACCEPT_WAIT_MS 100
 
 /* Longest authorization metadata value looked at. */
 #define GRPCD_AUTH_MAX 4096
@@ -778,13 +787,11 @@ static void create_server(struct grpcd *g, const struct conf *c)
   grpc_server_register_completion_queue(g->srv, g->cq, NULL);
 }
 
-/* Insecure credentials, or TLS with the HTTP side's certificate; NULL when
- * out of memory. */
+/* TLS credentials with the HTTP side's certificate; NULL when out of
+ * memory. */
 static grpc_server_credentials *make_credentials(struct grpcd *g,
                                                  struct server *http)
 {
-  if (http->auth.tls_cert == NULL)
-    return grpc_insecure_server_credentials_create();
   /* The certificate comes from fetch_tls() at every handshake, so a
    * SIGHUP reload (grpcd_reload) reaches new connections. */
   g->tls = 1;
@@ -800,22 +807,24 @@ static grpc_server_credentials *make_credentials(struct grpcd *g,
       GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_tls, g));
 }
 
-/* Binds --grpc-listen, starts the server, its pre-requested calls and the
- * completion-queue thread, and writes --grpc-port-file. */
-static int listen_and_run(struct grpcd *g, const struct conf *c,
-                          grpc_server_credentials *creds)
+/* "gRPC listening on HOST:PORT" and --grpc-port-file, once bound. */
+static int announce(struct grpcd *g, const struct conf *c)
 {
-  char addr[CONF_HOST_MAX + 16];
   int v6 = strchr(c->grpc_host, ':') != NULL;
 
-  snprintf(addr, sizeof addr, v6 ? "[%s]:%llu" : "%s:%llu", c->grpc_host,
-           (unsigned long long)c->grpc_port);
-  g->port = grpc_server_add_http2_port(g->srv, addr, creds);
-  grpc_server_credentials_release(creds);
-  if (g->port <= 0) {
-    LOG_ERROR("grpc: cannot listen on %s (address in use or not local?)", addr);
+  LOG_INFO("gRPC listening on %s%s%s:%d%s", v6 ? "[" : "", c->grpc_host,
+           v6 ? "]" : "", g->port, g->tls ? " (TLS)" : "");
+  if (c->grpc_port_file != NULL &&
+      write_port_file(c->grpc_port_file, g->port) != 0)
     return -1;
-  }
+  return 0;
+}
+
+/* Loop thread: gRPC core and the server (its listening port, if any,
+ * already added), its pre-requested calls and the completion-queue
+ * thread.  0 or -1 after logging why. */
+static int core_run(struct grpcd *g)
+{
   grpc_server_start(g->srv);
   g->started = 1;
   for (int i = 0; i < GRPCD_PREQUEST; i++)
@@ -825,23 +834,147 @@ static int listen_and_run(struct grpcd *g, const struct conf *c,
     return -1;
   }
   g->thread_started = 1;
-  LOG_INFO("gRPC listening on %s%s%s:%d%s", v6 ? "[" : "", c->grpc_host,
-           v6 ? "]" : "", g->port, g->tls ? " (TLS)" : "");
-  if (c->grpc_port_file != NULL &&
-      write_port_file(c->grpc_port_file, g->port) != 0)
-    return -1;
   return 0;
+}
+
+static void core_init(struct grpcd *g)
+{
+  gpr_set_log_function(grpc_log);
+  grpc_init();
+  g->inited = 1;
+  create_server(g, g->conf);
+}
+
+/* TLS: gRPC core binds --grpc-listen itself and starts now. */
+static int listen_core(struct grpcd *g, const struct conf *c)
+{
+  grpc_server_credentials *creds;
+  char addr[CONF_HOST_MAX + 16];
+  int v6 = strchr(c->grpc_host, ':') != NULL;
+
+  core_init(g);
+  if ((creds = make_credentials(g, g->http)) == NULL)
+    return -1;
+  snprintf(addr, sizeof addr, v6 ? "[%s]:%llu" : "%s:%llu", c->grpc_host,
+           (unsigned long long)c->grpc_port);
+  g->port = grpc_server_add_http2_port(g->srv, addr, creds);
+  grpc_server_credentials_release(creds);
+  if (g->port <= 0) {
+    LOG_ERROR("grpc: cannot listen on %s (address in use or not local?)", addr);
+    return -1;
+  }
+  if (core_run(g) != 0)
+    return -1;
+  return announce(g, c);
+}
+
+/* Loop thread: the first connection on the daemon's own port starts gRPC
+ * core (no listening port of its own: connections come from accept_cb). */
+static int core_start_lazily(struct grpcd *g)
+{
+  LOG_DEBUG("grpc: the first connection starts gRPC core");
+  core_init(g);
+  g->fd_creds = grpc_insecure_server_credentials_create();
+  if (g->fd_creds == NULL) {
+    LOG_ERROR("grpc: out of memory for the server credentials");
+    return -1;
+  }
+  return core_run(g);
+}
+
+/* Loop thread: the daemon's own gRPC port stops accepting (close). */
+static void listen_close(struct grpcd *g)
+{
+  if (g->lhandles) {
+    uv_close((uv_handle_t *)&g->lpoll, NULL);
+    uv_close((uv_handle_t *)&g->lwait, NULL);
+    g->lhandles = 0;
+  }
+  if (g->lfd >= 0) {
+    close(g->lfd);
+    g->lfd = -1;
+  }
+}
+
+static void accept_cb(uv_poll_t *h, int status, int events);
+
+/* Loop thread: GRPCD_ACCEPT_WAIT_MS after EMFILE and the like. */
+static void accept_again_cb(uv_timer_t *t)
+{
+  struct grpcd *g = container_of(t, struct grpcd, lwait);
+
+  if (g->lfd >= 0)
+    uv_poll_start(&g->lpoll, UV_READABLE, accept_cb);
+}
+
+/* Loop thread: connections on the daemon's own gRPC port, each handed to
+ * gRPC core (started at the first).  Out of descriptors or memory, the
+ * port rests GRPCD_ACCEPT_WAIT_MS instead of spinning: clients wait in
+ * the backlog meanwhile. */
+static void accept_cb(uv_poll_t *h, int status, int events)
+{
+  struct grpcd *g = container_of(h, struct grpcd, lpoll);
+  int one = 1;
+
+  (void)status;
+  (void)events;
+  for (int i = 0; i < 64 && g->lfd >= 0; i++) {
+    int fd = accept4(g->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        LOG_WARN("grpc: accept: %s; accepting again in %d ms", strerror(errno),
+                 GRPCD_ACCEPT_WAIT_MS);
+        uv_poll_stop(&g->lpoll);
+        uv_timer_start(&g->lwait, accept_again_cb, GRPCD_ACCEPT_WAIT_MS, 0);
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                 errno != ECONNABORTED) {
+        LOG_WARN("grpc: accept: %s", strerror(errno));
+      }
+      return;
+    }
+    if (!g->started && core_start_lazily(g) != 0) {
+      LOG_ERROR("grpc: gRPC core did not start: the gRPC port closes");
+      close(fd);
+      listen_close(g);
+      return;
+    }
+    /* What gRPC core's own listener sets on an accepted socket. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    grpc_server_add_channel_from_fd(g->srv, fd, g->fd_creds);
+  }
+}
+
+/* No TLS: the daemon binds --grpc-listen and accepts (accept_cb). */
+static int listen_own(struct grpcd *g, const struct conf *c)
+{
+  unsigned port;
+  int fd = sock_listen("--grpc-listen", c->grpc_listen, c->grpc_host,
+                       (unsigned)c->grpc_port, &port);
+
+  if (fd < 0)
+    return -1;
+  g->lfd = fd;
+  g->port = (int)port;
+  uv_poll_init(g->loop, &g->lpoll, fd);
+  uv_timer_init(g->loop, &g->lwait);
+  g->lhandles = 1;
+  if (uv_poll_start(&g->lpoll, UV_READABLE, accept_cb) != 0) {
+    LOG_ERROR("grpc: cannot watch the gRPC port");
+    return -1;
+  }
+  return announce(g, c);
 }
 
 int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
                 struct server *http)
 {
-  grpc_server_credentials *creds;
-
   memset(g, 0, sizeof *g);
   g->conf = c;
   g->loop = loop;
   g->http = http;
+  g->lfd = -1;
   pthread_mutex_init(&g->lock, NULL);
   atomic_init(&g->draining, 0);
   atomic_init(&g->live, 0);
@@ -849,13 +982,9 @@ int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,
     return 0;
   if (start_loop_side(g, loop, http) != 0)
     return -1;
-  gpr_set_log_function(grpc_log);
-  grpc_init();
-  g->inited = 1;
-  create_server(g, c);
-  if ((creds = make_credentials(g, http)) == NULL)
-    return -1;
-  return listen_and_run(g, c, creds);
+  if (http->auth.tls_cert != NULL)
+    return listen_core(g, c);
+  return listen_own(g, c);
 }
 
 void grpcd_drain(struct grpcd *g, grpcd_idle_cb idle_cb, void *arg)
@@ -880,6 +1009,8 @@ void grpcd_close(struct grpcd *g)
   if (g->closed)
     return;
   g->closed = 1;
+  if (g->conf != NULL) /* grpcd_start() ran: lfd is a socket or -1 */
+    listen_close(g);
   if (g->started) {
     pthread_mutex_lock(&g->lock);
     g->closing = 1;
@@ -919,6 +1050,10 @@ void grpcd_close(struct grpcd *g)
   if (g->handles) {
     uv_close((uv_handle_t *)&g->async, NULL);
     g->handles = 0;
+  }
+  if (g->fd_creds != NULL) {
+    grpc_server_credentials_release(g->fd_creds);
+    g->fd_creds = NULL;
   }
   if (g->inited) {
     grpc_shutdown();

@@ -19,6 +19,13 @@
  *    (grpc_call_start_batch is thread-safe; each call has one owner at a
  *    time).
  *
+ * Without TLS the daemon owns the gRPC port: the loop thread accepts and
+ * hands each connection to gRPC core (grpc_server_add_channel_from_fd),
+ * which starts at the first one, so a daemon nobody calls over gRPC does
+ * not carry gRPC core's threads and pages (about 3 MB).  With TLS (gRPC
+ * 1.51 takes accepted sockets only without it) gRPC core listens itself
+ * and starts with the daemon.
+ *
  * Caller-owned, libuv style, on the loop thread: grpcd_start() after the
  * HTTP server started (its keys, TLS material, metrics and admission are
  * shared), grpcd_drain() on SIGTERM, grpcd_close() before the HTTP server
@@ -40,6 +47,7 @@ struct server;
 struct rcall;
 struct grpc_server;
 struct grpc_completion_queue;
+struct grpc_server_credentials;
 
 /* Loop thread, once, when a draining endpoint has no call left. */
 typedef void (*grpcd_idle_cb)(void *arg);
@@ -54,6 +62,12 @@ struct grpcd {
   int inited;          /* grpc_init() called */
   int closed;
   int port; /* bound port */
+  /* The daemon's own gRPC port (no TLS), -1 when gRPC core listens. */
+  int lfd;
+  uv_poll_t lpoll;  /* lfd readable: accept_cb */
+  uv_timer_t lwait; /* accepting paused after EMFILE and the like */
+  int lhandles;     /* lpoll and lwait initialised */
+  struct grpc_server_credentials *fd_creds; /* insecure, for each lfd socket */
   grpcd_idle_cb idle_cb;
   void *idle_arg;
   int idle_reported;
@@ -77,9 +91,10 @@ struct grpcd {
   atomic_size_t live; /* calls from arrival to their last batch */
 };
 
-/* Binds conf->grpc_host:grpc_port (TLS with the HTTP server's certificate
- * when it has one), starts the CQ thread, logs "gRPC listening on
- * HOST:PORT" and writes --grpc-port-file.  0, or -1 after logging why;
+/* Binds conf->grpc_host:grpc_port, logs "gRPC listening on HOST:PORT" and
+ * writes --grpc-port-file; with the HTTP server's certificate (TLS) also
+ * starts gRPC core and the CQ thread, else they start at the first
+ * connection.  0, or -1 after logging why;
  * call grpcd_close() in every case.  With conf->grpc_listen NULL ("none")
  * it does nothing and returns 0. */
 int grpcd_start(struct grpcd *g, uv_loop_t *loop, const struct conf *c,

@@ -7,6 +7,7 @@ daemon_reduced_SOURCES = \
 	daemon/conf.h daemon/conf.c \
 	daemon/log.h daemon/log.c \
 	daemon/server.h daemon/server.c \
+	daemon/sock.h daemon/sock.c \
 	daemon/req.h daemon/req.c \
 	daemon/admit.h daemon/admit.c \
 	daemon/http.h daemon/http.c \

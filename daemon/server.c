@@ -38,6 +38,7 @@
 
 #include "api.h"
 #include "server.h"
+#include "sock.h"
 #include "log.h"
 #include "pages.h"
 #include "metrics.h"
@@ -611,44 +612,15 @@ static struct MHD_Daemon *mhd_open(struct server *s, const struct conf *c,
 /* Binds conf->host:conf->port and listens (shard 0).  0 or -1. */
 static int listen_open(struct server *s, const struct conf *c)
 {
-  struct addrinfo hints, *ai = NULL;
-  struct sockaddr_storage sa;
-  socklen_t salen = sizeof sa;
-  char portstr[8];
-  int fd, one = 1, rc;
+  unsigned port;
+  int fd = sock_listen("--listen", c->listen, c->host, (unsigned)c->port,
+                       &port);
 
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  snprintf(portstr, sizeof portstr, "%u", (unsigned)c->port);
-  rc = getaddrinfo(c->host, portstr, &hints, &ai);
-  if (rc != 0) {
-    LOG_ERROR("--listen %s: %s", c->listen, gai_strerror(rc));
+  if (fd < 0)
     return -1;
-  }
-  fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (ai->ai_family == AF_INET6)
-      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  }
-  if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-      listen(fd, SOMAXCONN) != 0 ||
-      getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
-    LOG_ERROR("cannot listen on %s (address in use or not available?): %s",
-              c->listen, strerror(errno));
-    if (fd >= 0)
-      close(fd);
-    freeaddrinfo(ai);
-    return -1;
-  }
-  freeaddrinfo(ai);
   s->listen_fd = fd;
   uv_poll_init(s->loop, &s->listen_poll, fd);
-  s->port = ntohs(sa.ss_family == AF_INET6
-                    ? ((struct sockaddr_in6 *)&sa)->sin6_port
-                    : ((struct sockaddr_in *)&sa)->sin_port);
+  s->port = (uint16_t)port;
   return 0;
 }
 

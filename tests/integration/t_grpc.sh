@@ -63,10 +63,22 @@ tally() {
 
 node_client() { timeout 300 node "$here/grpc-node.cjs" "$1" "$PROTO" "$HEALTH_PROTO" "$GADDR" "${2:-}" "${3:-}"; }
 
+# grpc_core_threads: how many of the daemon's threads are gRPC core's (its
+# timer, executor and event-engine threads, by the names it gives them).
+grpc_core_threads() {
+  cat /proc/"$DPID"/task/*/comm 2>/dev/null |
+    grep -cE '^(grpc_global_tim|timer_manager|default-executo|event_engine|resolver-execut)'
+}
+
 # ---- one daemon: the Node client's main suite, Python's, the metrics
 if start_grpc; then
+  # Without TLS the daemon owns the port and gRPC core starts at the first
+  # connection: an idle daemon (HTTP served meanwhile) has none of its threads.
+  http GET /healthz
+  check "gRPC core not started before the first gRPC connection" test "$(grpc_core_threads)" = 0
   node_client main "$URL" "$VERSION" >"$TMP/node.out" 2>&1
   tally "$TMP/node.out"
+  check "gRPC core started by the first gRPC connection" test "$(grpc_core_threads)" -gt 0
 
   mkdir -p "$TMP/py"
   if protoc --python_out="$TMP/py" -I"$(dirname "$PROTO")" "$PROTO" 2>"$TMP/protoc.err"; then
@@ -109,6 +121,9 @@ if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
   # start_daemon probes http://; this daemon answers https only.
   healthy() { curl -s --max-time 5 --cacert "$TMP/cert.pem" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$PORT/healthz" | grep -qx 200; }
   if start_grpc --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem"; then
+    # gRPC core takes accepted sockets only without TLS: with TLS it
+    # listens itself, started with the daemon.
+    check "TLS: gRPC core started with the daemon" test "$(grpc_core_threads)" -gt 0
     node_client tls "" "$TMP/cert.pem" >"$TMP/tls.out" 2>&1
     tally "$TMP/tls.out"
     # SIGHUP with a new certificate in the same files: new connections get it.
@@ -168,6 +183,30 @@ if start_grpc --max-pending 1 --threads 1; then
   stop_daemon
 else
   fail "daemon with --max-pending 1 starts" "see log above"
+fi
+
+# ---- regression grpc_accept_emfile: out of descriptors, the daemon's own
+# gRPC port logs and rests (GRPCD_ACCEPT_WAIT_MS) instead of spinning on
+# accept(), and serves again once descriptors are free.
+if start_grpc; then
+  prlimit --pid "$DPID" --nofile=64:64
+  "$PY" - "${GADDR#*:}" <<'PYEOF' >"$TMP/emfile.out" 2>&1
+import socket, sys, time
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(80)]
+time.sleep(1)
+for s in held:
+    s.close()
+PYEOF
+  n=$(grep -c 'grpc: accept: Too many open files; accepting again in 100 ms' "$DDIR/log")
+  check "EMFILE: the gRPC port logs and rests" eval '[ "$n" -ge 1 ] && [ "$n" -le 100 ]'
+  prlimit --pid "$DPID" --nofile=4096:4096
+  check "EMFILE: gRPC serves again once descriptors are free" timeout 60 "$PY" -c '
+import grpc, sys
+grpc.channel_ready_future(grpc.insecure_channel(sys.argv[1])).result(timeout=20)' "$GADDR"
+  stop_daemon
+  check "EMFILE: exit 0" test "$DRC" = 0
+else
+  fail "daemon for the EMFILE test starts" "see log above"
 fi
 
 # ---- the option itself
