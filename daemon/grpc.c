@@ -53,10 +53,6 @@
  * when it arrives, so this many can arrive at once without waiting). */
 #define GRPCD_PREQUEST 16
 
-/* How long the daemon's own gRPC port rests after accept() failed for
- * want of descriptors or memory. */
-#define GRPCD_ACCEPT_WAIT_MS 100
-
 /* Longest authorization metadata value looked at. */
 #define GRPCD_AUTH_MAX 4096
 
@@ -898,7 +894,7 @@ static void listen_close(struct grpcd *g)
 
 static void accept_cb(uv_poll_t *h, int status, int events);
 
-/* Loop thread: GRPCD_ACCEPT_WAIT_MS after EMFILE and the like. */
+/* Loop thread: SOCK_ACCEPT_WAIT_MS after EMFILE and the like. */
 static void accept_again_cb(uv_timer_t *t)
 {
   struct grpcd *g = container_of(t, struct grpcd, lwait);
@@ -909,7 +905,7 @@ static void accept_again_cb(uv_timer_t *t)
 
 /* Loop thread: connections on the daemon's own gRPC port, each handed to
  * gRPC core (started at the first).  Out of descriptors or memory, the
- * port rests GRPCD_ACCEPT_WAIT_MS instead of spinning: clients wait in
+ * port rests SOCK_ACCEPT_WAIT_MS instead of spinning: clients wait in
  * the backlog meanwhile. */
 static void accept_cb(uv_poll_t *h, int status, int events)
 {
@@ -922,15 +918,15 @@ static void accept_cb(uv_poll_t *h, int status, int events)
     int fd = accept4(g->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
     if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-          errno == ENOMEM) {
+      switch (sock_accept_error(errno)) {
+      case SOCK_ACCEPT_AGAIN: break;
+      case SOCK_ACCEPT_REST:
         LOG_WARN("grpc: accept: %s; accepting again in %d ms", strerror(errno),
-                 GRPCD_ACCEPT_WAIT_MS);
+                 SOCK_ACCEPT_WAIT_MS);
         uv_poll_stop(&g->lpoll);
-        uv_timer_start(&g->lwait, accept_again_cb, GRPCD_ACCEPT_WAIT_MS, 0);
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                 errno != ECONNABORTED) {
-        LOG_WARN("grpc: accept: %s", strerror(errno));
+        uv_timer_start(&g->lwait, accept_again_cb, SOCK_ACCEPT_WAIT_MS, 0);
+        break;
+      case SOCK_ACCEPT_OTHER: LOG_WARN("grpc: accept: %s", strerror(errno));
       }
       return;
     }

@@ -620,6 +620,7 @@ static int listen_open(struct server *s, const struct conf *c)
     return -1;
   s->listen_fd = fd;
   uv_poll_init(s->loop, &s->listen_poll, fd);
+  uv_timer_init(s->loop, &s->listen_wait);
   s->port = (uint16_t)port;
   return 0;
 }
@@ -779,6 +780,15 @@ static void conn_dispatch(struct server *p, int fd,
   shard_cmd(t, SERVER_CMD_CONNS);
 }
 
+static void accept_resume(struct server *p);
+
+/* Shard 0's loop: SOCK_ACCEPT_WAIT_MS after EMFILE and the like (a
+ * connection closing meanwhile resumes sooner: conn_gone). */
+static void accept_again_cb(uv_timer_t *t)
+{
+  accept_resume(container_of(t, struct server, listen_wait));
+}
+
 /* Shard 0's loop: accepts up to `max` connections while below
  * --max-connections; at the limit stops watching the listen socket (the
  * clients wait in the backlog) until a close wakes it (conn_gone). */
@@ -801,9 +811,18 @@ static void accept_some(struct server *p, int max)
     fd = accept4(p->listen_fd, (struct sockaddr *)&sa, &len,
                  SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-          errno != ECONNABORTED)
-        LOG_WARN("accept: %s", strerror(errno));
+      switch (sock_accept_error(errno)) {
+      case SOCK_ACCEPT_AGAIN: break;
+      case SOCK_ACCEPT_REST:
+        LOG_WARN("accept: %s; accepting again in %d ms", strerror(errno),
+                 SOCK_ACCEPT_WAIT_MS);
+        uv_poll_stop(&p->listen_poll);
+        p->accepting = 0;
+        uv_timer_start(&p->listen_wait, accept_again_cb, SOCK_ACCEPT_WAIT_MS,
+                       0);
+        break;
+      case SOCK_ACCEPT_OTHER: LOG_WARN("accept: %s", strerror(errno));
+      }
       break;
     }
     atomic_fetch_add(&p->open_conns, 1);
@@ -840,6 +859,7 @@ static void listen_close(struct server *p)
   if (p->listen_fd < 0)
     return;
   uv_close((uv_handle_t *)&p->listen_poll, NULL);
+  uv_close((uv_handle_t *)&p->listen_wait, NULL);
   p->accepting = 0;
   close(p->listen_fd);
   p->listen_fd = -1;

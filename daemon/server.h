@@ -93,6 +93,7 @@ struct server {
   unsigned next_shard;   /* round robin */
   int listen_fd;         /* ours; -1 once closed */
   uv_poll_t listen_poll;
+  uv_timer_t listen_wait; /* accepting paused after EMFILE and the like */
   int accepting;          /* listen_poll started */
   atomic_uint open_conns; /* in every shard (--max-connections): accepted
                            * and not yet given to MHD, plus MHD's open

@@ -51,3 +51,20 @@ int sock_listen(const char *opt, const char *spec, const char *host,
                    : ((struct sockaddr_in *)&sa)->sin_port);
   return fd;
 }
+
+enum sock_accept_err sock_accept_error(int err)
+{
+  switch (err) {
+  case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+  case EWOULDBLOCK:
+#endif
+  case EINTR:
+  case ECONNABORTED: return SOCK_ACCEPT_AGAIN;
+  case EMFILE:
+  case ENFILE:
+  case ENOBUFS:
+  case ENOMEM: return SOCK_ACCEPT_REST;
+  default: return SOCK_ACCEPT_OTHER;
+  }
+}

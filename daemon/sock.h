@@ -15,4 +15,18 @@
 int sock_listen(const char *opt, const char *spec, const char *host,
                 unsigned port, unsigned *bound);
 
+/* What an accept() that failed with `err` calls for. */
+enum sock_accept_err {
+  SOCK_ACCEPT_AGAIN, /* nothing to take now (EAGAIN, EINTR; ECONNABORTED:
+                      * the client left first): wait for readable */
+  SOCK_ACCEPT_REST,  /* out of descriptors or memory (EMFILE, ENFILE,
+                      * ENOBUFS, ENOMEM): the port stays readable, so
+                      * stop watching it for SOCK_ACCEPT_WAIT_MS instead
+                      * of spinning; clients wait in the backlog */
+  SOCK_ACCEPT_OTHER  /* anything else: worth a log line */
+};
+enum sock_accept_err sock_accept_error(int err);
+
+#define SOCK_ACCEPT_WAIT_MS 100
+
 #endif /* RD_SOCK_H */

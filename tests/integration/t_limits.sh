@@ -4,8 +4,8 @@
 # (docs/http-api.md, "Limits"): body size (413 before the body is read),
 # rank (400), element count claimed by a shape (413 before allocating),
 # JSON nesting (400), header size (431 from libmicrohttpd), connection
-# count (held in the listen backlog) and connections per client address
-# (closed at once).
+# count (held in the listen backlog), connections per client address
+# (closed at once) and the process's descriptors (the port rests).
 . "$(dirname "$0")/lib.sh"
 need_own_daemon "limits" || { finish; exit; }
 
@@ -109,6 +109,26 @@ exec 5>&- 5<&- 6>&- 6<&-
 poll 10 eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/healthz")" = 200 ]'
 check "served again once the client closed its connections" test $? = 0
 stop_daemon
+# ---- regression accept_emfile_spin: out of descriptors (the process's own
+# limit below --max-connections), the HTTP port logs and rests
+# (SOCK_ACCEPT_WAIT_MS) instead of spinning on accept() with a log line
+# each time, and serves again once descriptors are free.
+start_daemon || { fail "daemon starts"; finish; exit 1; }
+prlimit --pid "$DPID" --nofile=64:64
+/usr/bin/python3 - "$PORT" <<'PYEOF' >"$TMP/emfile.out" 2>&1
+import socket, sys, time
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(80)]
+time.sleep(1)
+for s in held:
+    s.close()
+PYEOF
+n=$(grep -c 'accept: Too many open files; accepting again in 100 ms' "$DDIR/log")
+check "EMFILE: the HTTP port logs and rests ($n lines)" eval '[ "$n" -ge 1 ] && [ "$n" -le 100 ]'
+prlimit --pid "$DPID" --nofile=4096:4096
+check "EMFILE: served again once descriptors are free" poll 30 healthy
+stop_daemon
+check "EMFILE: exit 0" test "$DRC" = 0
+
 "$REDUCED_BIN" --max-connections-per-ip x >/dev/null 2>&1; rc=$?
 check "--max-connections-per-ip x: exit 2" test $rc = 2
 finish
