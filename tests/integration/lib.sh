@@ -212,6 +212,21 @@ accepted() {
 }
 healthy() { curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$URL/healthz" | grep -qx 200; }
 
+# starve_fds PORT: the daemon's descriptor limit down to 64, then 80
+# connections to PORT held for a second and closed, then the limit back up
+# (regressions accept_emfile_spin, grpc_accept_emfile).
+starve_fds() {
+  prlimit --pid "$DPID" --nofile=64:64
+  /usr/bin/python3 - "$1" <<'PYEOF'
+import socket, sys, time
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(80)]
+time.sleep(1)
+for s in held:
+    s.close()
+PYEOF
+  prlimit --pid "$DPID" --nofile=4096:4096
+}
+
 # start_raw PORTFILE ARGS...: runs reduced ARGS in the background, waits for
 # PORTFILE and /healthz.  Returns 1 (with the log shown) if it does not come up.
 start_raw() {

@@ -186,20 +186,12 @@ else
 fi
 
 # ---- regression grpc_accept_emfile: out of descriptors, the daemon's own
-# gRPC port logs and rests (GRPCD_ACCEPT_WAIT_MS) instead of spinning on
+# gRPC port logs and rests (SOCK_ACCEPT_WAIT_MS) instead of spinning on
 # accept(), and serves again once descriptors are free.
 if start_grpc; then
-  prlimit --pid "$DPID" --nofile=64:64
-  "$PY" - "${GADDR#*:}" <<'PYEOF' >"$TMP/emfile.out" 2>&1
-import socket, sys, time
-held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(80)]
-time.sleep(1)
-for s in held:
-    s.close()
-PYEOF
+  starve_fds "${GADDR#*:}" >"$TMP/emfile.out" 2>&1
   n=$(grep -c 'grpc: accept: Too many open files; accepting again in 100 ms' "$DDIR/log")
   check "EMFILE: the gRPC port logs and rests" eval '[ "$n" -ge 1 ] && [ "$n" -le 100 ]'
-  prlimit --pid "$DPID" --nofile=4096:4096
   check "EMFILE: gRPC serves again once descriptors are free" timeout 60 "$PY" -c '
 import grpc, sys
 grpc.channel_ready_future(grpc.insecure_channel(sys.argv[1])).result(timeout=20)' "$GADDR"

@@ -114,17 +114,9 @@ stop_daemon
 # (SOCK_ACCEPT_WAIT_MS) instead of spinning on accept() with a log line
 # each time, and serves again once descriptors are free.
 start_daemon || { fail "daemon starts"; finish; exit 1; }
-prlimit --pid "$DPID" --nofile=64:64
-/usr/bin/python3 - "$PORT" <<'PYEOF' >"$TMP/emfile.out" 2>&1
-import socket, sys, time
-held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(80)]
-time.sleep(1)
-for s in held:
-    s.close()
-PYEOF
+starve_fds "$PORT" >"$TMP/emfile.out" 2>&1
 n=$(grep -c 'accept: Too many open files; accepting again in 100 ms' "$DDIR/log")
 check "EMFILE: the HTTP port logs and rests ($n lines)" eval '[ "$n" -ge 1 ] && [ "$n" -le 100 ]'
-prlimit --pid "$DPID" --nofile=4096:4096
 check "EMFILE: served again once descriptors are free" poll 30 healthy
 stop_daemon
 check "EMFILE: exit 0" test "$DRC" = 0
