@@ -22,6 +22,10 @@ void api_mem_ahead(void *base, size_t cap, size_t *ready, size_t at, size_t n)
 
   if (at + n <= *ready || at >= cap)
     return;
+  if (cap < API_MEM_MIN) {
+    *ready = cap;
+    return;
+  }
   page = (uintptr_t)sysconf(_SC_PAGESIZE);
   to = at + n < cap ? at + n : cap;
   /* As far ahead as has been written, from a page up to a step: a small

@@ -20,10 +20,17 @@
 /* How far ahead of the writes pages are made resident. */
 #define API_MEM_STEP (64u * 1024)
 
+/* Buffers smaller than this are left to fault as they are written: they
+ * come from malloc's heap, whose pages are mostly resident already, and a
+ * madvise costs a system call each time where the faults it could save
+ * are a few at most (a small JSON request paid one per request). */
+#define API_MEM_MIN (16u * 1024)
+
 /* About to write base[at, at + n) of a buffer of `cap` bytes whose first
  * *ready bytes have resident pages: when e = at + n passes *ready, makes
  * the pages up to e + min(max(e, page), API_MEM_STEP) (at most cap)
- * resident and moves *ready there.  Never fails: a kernel without the
+ * resident and moves *ready there; a buffer of fewer than API_MEM_MIN
+ * bytes is never advised (*ready moves to `cap` at once).  Never fails: a kernel without the
  * advice (before Linux 5.14: then it is never asked again) or a refusal
  * (ENOMEM) leaves the faults to happen as before.  A buffer that moved
  * (realloc) must set *ready back to the bytes it had written. */

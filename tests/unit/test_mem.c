@@ -1,6 +1,7 @@
 /* test_mem.c - api/mem.h: api_mem_ahead() moves the resident frontier of a
  * buffer ahead of the writes (as far as written, a page to a step), never
- * past the buffer, never back, and the pages it reports resident are
+ * past the buffer, never back, leaves buffers below API_MEM_MIN alone,
+ * and the pages it reports resident are
  * resident (mincore()) while the ones beyond the frontier are not; a
  * negative control shows mincore() sees the difference.
  */
@@ -115,6 +116,29 @@ static void test_resident(void **state)
   munmap(b, cap);
 }
 
+/* A buffer below API_MEM_MIN is never advised: its frontier goes to its
+ * end at the first write, and no page of it becomes resident. */
+static void test_small_not_advised(void **state)
+{
+  size_t cap = API_MEM_MIN - 1, ready = 0;
+  unsigned char *b = fresh(cap);
+  (void)state;
+
+  api_mem_ahead(b, cap, &ready, 0, 10);
+  assert_int_equal(ready, cap);
+  assert_int_equal(resident(b, 0, cap), 0);
+  /* At API_MEM_MIN it is (where the kernel has the advice). */
+  munmap(b, cap);
+  cap = API_MEM_MIN;
+  ready = 0;
+  b = fresh(cap);
+  api_mem_ahead(b, cap, &ready, 0, 10);
+  assert_int_equal(ready, 10 + page);
+  if (kernel_populates())
+    assert_int_equal(resident(b, 0, cap), (ready + page - 1) / page);
+  munmap(b, cap);
+}
+
 /* Negative control: a page only written is resident, one never touched is
  * not: mincore() tells them apart, so the test above can fail. */
 static void test_control(void **state)
@@ -132,6 +156,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_frontier),
     cmocka_unit_test(test_resident),
+    cmocka_unit_test(test_small_not_advised),
     cmocka_unit_test(test_control),
   };
   page = (size_t)sysconf(_SC_PAGESIZE);
