@@ -15,6 +15,7 @@
  */
 #include "kernels_ops.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels_impl.h"
@@ -97,7 +98,7 @@ TGT5 ALWAYS_INLINE unsigned kr_nan_rows(const unsigned char *p, size_t rb,
 
 TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
                                 const unsigned char *x, size_t n, size_t nrows,
-                                int is_max, int arg, int last)
+                                int is_max, int arg, int last, int stream)
 {
   const __mmask16 lm = (__mmask16)((1u << n) - 1);
   const __m512i absm = _mm512_set1_epi32(0x7fffffff);
@@ -128,7 +129,10 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
       __m512i v = _mm512_xor_si512(best,
                                    _mm512_and_si512(_mm512_srai_epi32(best, 31),
                                                     absm));
-      _mm512_storeu_si512((void *)(out + r0 * 4), v);
+      if (stream)
+        _mm512_stream_si512((void *)(out + r0 * 4), v);
+      else
+        _mm512_storeu_si512((void *)(out + r0 * 4), v);
     } else {
       int32_t b[16];
       int64_t idx[16];
@@ -140,7 +144,13 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
          * lanes >= n hold the identity */
         idx[r] = eq ? (last ? 31 - __builtin_clz(eq) : __builtin_ctz(eq)) : 0;
       }
-      memcpy(out + r0 * 8, idx, sizeof idx);
+      if (stream) {
+        _mm512_stream_si512((void *)(out + r0 * 8), _mm512_loadu_si512(idx));
+        _mm512_stream_si512((void *)(out + r0 * 8 + 64),
+                            _mm512_loadu_si512(idx + 8));
+      } else {
+        memcpy(out + r0 * 8, idx, sizeof idx);
+      }
     }
     if (_mm512_cmpgt_epu32_mask(amax, inf)) {
       unsigned bad = kr_nan_rows(p, rb, lm);
@@ -155,12 +165,12 @@ TGT5 ALWAYS_INLINE void kr_rows(unsigned char *out, unsigned char *redo,
 }
 
 /* The whole-vector rows (n 16) apart: no lane mask in the loop. */
-#define KR_ROWS(out, redo, x, n, nrows, is_max, arg, last)                     \
+#define KR_ROWS(out, redo, x, n, nrows, is_max, arg, last, stream)             \
   do {                                                                         \
     if ((n) == 16)                                                             \
-      kr_rows(out, redo, x, 16, nrows, is_max, arg, last);                     \
+      kr_rows(out, redo, x, 16, nrows, is_max, arg, last, stream);             \
     else                                                                       \
-      kr_rows(out, redo, x, n, nrows, is_max, arg, last);                      \
+      kr_rows(out, redo, x, n, nrows, is_max, arg, last, stream);              \
   } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -499,24 +509,27 @@ size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
 
 TGT5 static void key_rows_avx512(unsigned char *out, unsigned char *redo,
                                  const unsigned char *x, size_t n, size_t nrows,
-                                 int mode)
+                                 int mode, int stream)
 {
   switch (mode) {
-  case RD__C32_MAX: KR_ROWS(out, redo, x, n, nrows, 1, 0, 0); break;
-  case RD__C32_MIN: KR_ROWS(out, redo, x, n, nrows, 0, 0, 0); break;
-  case RD__C32_ARGMAX: KR_ROWS(out, redo, x, n, nrows, 1, 1, 0); break;
-  case RD__C32_ARGMAXL: KR_ROWS(out, redo, x, n, nrows, 1, 1, 1); break;
-  case RD__C32_ARGMIN: KR_ROWS(out, redo, x, n, nrows, 0, 1, 0); break;
-  default: KR_ROWS(out, redo, x, n, nrows, 0, 1, 1); break;
+  case RD__C32_MAX: KR_ROWS(out, redo, x, n, nrows, 1, 0, 0, stream); break;
+  case RD__C32_MIN: KR_ROWS(out, redo, x, n, nrows, 0, 0, 0, stream); break;
+  case RD__C32_ARGMAX: KR_ROWS(out, redo, x, n, nrows, 1, 1, 0, stream); break;
+  case RD__C32_ARGMAXL: KR_ROWS(out, redo, x, n, nrows, 1, 1, 1, stream); break;
+  case RD__C32_ARGMIN: KR_ROWS(out, redo, x, n, nrows, 0, 1, 0, stream); break;
+  default: KR_ROWS(out, redo, x, n, nrows, 0, 1, 1, stream); break;
   }
+  if (stream)
+    _mm_sfence(); /* the streamed lines before any later store */
 }
 
 void rd__opk_key_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows,
-                          int mode)
+                          int mode, int stream)
 {
   if (rd__opk_avx512() && n >= 1 && n <= 16)
-    key_rows_avx512(out, redo, x, n, nrows, mode);
+    key_rows_avx512(out, redo, x, n, nrows, mode,
+                    stream && ((uintptr_t)out & 63) == 0);
   else
     memset(redo, 1, nrows);
 }
@@ -562,12 +575,13 @@ size_t rd__opk_key_cols_f32(const unsigned char *x, size_t stride, size_t ncols,
 
 void rd__opk_key_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows,
-                          int mode)
+                          int mode, int stream)
 {
   (void)out;
   (void)x;
   (void)n;
   (void)mode;
+  (void)stream;
   memset(redo, 1, nrows);
 }
 

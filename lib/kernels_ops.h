@@ -112,10 +112,13 @@ size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
  * ArgMax/ArgMin the int64 index of its first (..L modes: last) occurrence,
  * -0 tying +0.  redo[r] = 1 (out[r] unspecified) for a row holding a NaN
  * and for the rows after the last whole group of 16; every row without
- * the AVX-512 form (the caller computes those). */
+ * the AVX-512 form (the caller computes those).  stream: the outputs go
+ * to memory with non-temporal stores, no line read first (the caller's
+ * outputs far outrun the caches; taken only where out is 64-byte aligned,
+ * fenced before return). */
 void rd__opk_key_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows,
-                          int mode);
+                          int mode, int stream);
 
 /* float32 Max/Min/ArgMax/ArgMin columns (ops.c's cols32_tile, which
  * documents the state best/bidx/nidx; kernels_keyrows.c): the columns of

@@ -1971,6 +1971,11 @@ static int key_mode(const struct rd__kernel *k)
 #define ARG_ROW_MAX 65536
 /* Rows per call of the vector helpers (their redo flags on the stack). */
 #define DOUT_BATCH 512
+/* Outputs of one rd__ops_rows_out() call from which the key rows are
+ * streamed past the caches (rd__opk_key_rows_f32's stream): a quarter of
+ * L2 and up, they would only evict the rows' own input, and a line
+ * written normally is first read (one more pass over the outputs). */
+#define DOUT_STREAM_BYTES (256u * 1024)
 
 /* The accumulator path itself, a block at a time: init, rows(), and each
  * accumulator finalised (prod_out/lse_out: no error, err unused). */
@@ -2009,10 +2014,11 @@ void rd__ops_rows_out(const struct rd__kernel *k, const struct rd__final *f,
     /* sixteen rows per step (kernels_keyrows.c); rows holding a NaN and
      * the last few by the accumulator path */
     const size_t osz = dt_size(f->out_dtype);
+    const int stream = nrows * osz >= DOUT_STREAM_BYTES;
     unsigned char redo[DOUT_BATCH];
     while (nrows > 0) {
       size_t m = nrows < DOUT_BATCH ? nrows : DOUT_BATCH;
-      rd__opk_key_rows_f32(o, redo, x, n, m, mode);
+      rd__opk_key_rows_f32(o, redo, x, n, m, mode, stream);
       for (size_t r = 0; r < m; r++)
         if (redo[r])
           dout_rows(k, f, o + r * osz, x + r * n * 4, n, 1);

@@ -984,6 +984,43 @@ static void test_key_rows_out(void **state)
       }
 }
 
+/* Outputs of one call past DOUT_STREAM_BYTES (ops.c) go out by streaming
+ * stores: 40,000 rows of n (16, 5) with NaN rows and special values, the
+ * output 64-byte aligned and not, through rd__ops_rows_out with the
+ * AVX-512 helpers: the bits of the accumulator path. */
+static void test_key_rows_streamed(void **state)
+{
+  enum { NR = 40000 };
+  static float x[NR * 16];
+  static unsigned char a[NR * 8 + 64],
+    b[NR * 8 + 64] __attribute__((aligned(64)));
+  (void)state;
+  if (!rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
+    skip();
+  int was = rd__kernels_active(), w = rd__opk_avx512_select(1);
+  assert_int_equal(rd__kernels_select(RD__IMPL_AVX512), 0);
+  for (size_t o = 0; o < sizeof key_rows_ops / sizeof key_rows_ops[0]; o++) {
+    int op = key_rows_ops[o].op, last = key_rows_ops[o].last;
+    int id = rd__op_kernel_id(op, RD_FLOAT32, last);
+    const struct rd__kernel *k = rd__op_kernel_impl(id, RD__IMPL_AVX512);
+    struct rd__final f = final_of(op, RD_FLOAT32);
+    size_t osz;
+    f.out_dtype = rd_op_out_dtype(op, RD_FLOAT32);
+    osz = rd_dtype_size(f.out_dtype);
+    for (size_t n = 5; n <= 16; n += 11) {
+      gen_key(x, n, NR, 2);
+      ref_rows_out_l(op, last, x, n, NR, a);
+      for (size_t off = 0; off <= 8; off += 8) {
+        memset(b, 0x5a, sizeof b);
+        rd__ops_rows_out(k, &f, b + off, (const unsigned char *)x, n, NR);
+        assert_memory_equal(a, b + off, NR * osz);
+      }
+    }
+  }
+  rd__opk_avx512_select(w);
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
 /* The helper itself, AVX-512 form: rows without NaN are written (redo 0)
  * and hold the reference bits, rows with one NaN anywhere are left
  * (redo 1), and so are the rows after the last whole group of 16; and a
@@ -993,7 +1030,7 @@ static void test_key_rows_helper(void **state)
 {
   enum { NR = 37 };
   float x[NR * 16];
-  unsigned char out[NR * 8], ref[NR * 8], redo[NR];
+  unsigned char out[NR * 8] __attribute__((aligned(64))), ref[NR * 8], redo[NR];
   (void)state;
   if (!rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
     skip();
@@ -1009,12 +1046,16 @@ static void test_key_rows_helper(void **state)
     x[3 * 16 + 7] = NAN;    /* row 3 */
     x[20 * 16 + 15] = -NAN; /* row 20, the last lane */
     ref_rows_out_l(op, last, x, 16, NR, ref);
-    rd__opk_key_rows_f32(out, redo, (const unsigned char *)x, 16, NR, mode);
-    for (size_t r = 0; r < NR; r++) {
-      int want = r == 3 || r == 20 || r >= 32;
-      assert_int_equal(redo[r], want);
-      if (!want)
-        assert_memory_equal(out + r * osz, ref + r * osz, osz);
+    for (int stream = 0; stream < 2; stream++) {
+      memset(out, 0x5a, sizeof out);
+      rd__opk_key_rows_f32(out, redo, (const unsigned char *)x, 16, NR, mode,
+                           stream);
+      for (size_t r = 0; r < NR; r++) {
+        int want = r == 3 || r == 20 || r >= 32;
+        assert_int_equal(redo[r], want);
+        if (!want)
+          assert_memory_equal(out + r * osz, ref + r * osz, osz);
+      }
     }
   }
   for (size_t i = 0; i < 16; i++)
@@ -1231,6 +1272,7 @@ int main(void)
     cmocka_unit_test(test_lse_rows_out_ties),
     cmocka_unit_test(test_key_rows_out),
     cmocka_unit_test(test_key_rows_helper),
+    cmocka_unit_test(test_key_rows_streamed),
     cmocka_unit_test(test_key_cols),
     cmocka_unit_test(test_prod_run),
     cmocka_unit_test(test_prod_cols4),
