@@ -515,6 +515,10 @@ static inline double *blue_mid(struct rd__blue *o)
  * medians); 2 or 1 rows were slower (the accumulators' transposes then
  * cost more than the data), and case C (rows of 64 KiB) was 1.1-1.3x
  * slower with 4. */
+/* Its prefetches go into L2 only (_MM_HINT_T1; into L1 they evicted the
+ * block's lines and accumulators before their turn): case C float64
+ * SumSquare 0.66x the time (1 thread) and 0.64x (2), case D 0.81x and
+ * 0.89x. */
 #define COLS_F64_ROWS 8
 #define COLS_F64_PF 65536
 #define COLS_F64_SHORT 4
@@ -641,14 +645,14 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++) {
         const char *a = (const char *)(x + q * rs + j * 8) + pf;
-        _mm_prefetch(a, _MM_HINT_T0);
-        _mm_prefetch(a + 64, _MM_HINT_T0);
+        _mm_prefetch(a, _MM_HINT_T1);
+        _mm_prefetch(a + 64, _MM_HINT_T1);
       }
       cols16_f64(&o[j], x + j * 8, rs, nr);
     }
     for (; j + 8 <= n; j += 8) {
       for (size_t q = 0; q < nr; q++)
-        _mm_prefetch((const char *)(x + q * rs + j * 8) + pf, _MM_HINT_T0);
+        _mm_prefetch((const char *)(x + q * rs + j * 8) + pf, _MM_HINT_T1);
       cols8_f64(&o[j], x + j * 8, rs, nr);
     }
     for (; j < n; j++)
@@ -795,6 +799,11 @@ TGT ALWAYS_INLINE void z_run_i32(union rd__lanes *ln, const unsigned char *x,
  * vector of a strip is a masked load (absent columns read as 0, whose
  * square adds 0).  Integer sums are exact: any grouping gives the same
  * result. */
+/* The next group's lines are prefetched into L2 only (_MM_HINT_T1): a
+ * group is 16 KiB of rows and the strip's sums another 16, so lines
+ * fetched into L1 a group ahead evicted the ones in use.  Case C int32
+ * SumSquare 0.70x the time (1 thread) and 0.79x (2), case D 0.46x and
+ * 0.72x against L1 prefetches; alternating medians. */
 #define COLS_I32_STRIP 1024
 /* (Groups of 4 rows against 8: case C uint32 SumSquare 0.80x (one
  * thread) and 0.87x (two) the time, int32 L2 0.90x and 0.96x, case D
@@ -832,7 +841,7 @@ TGT ALWAYS_INLINE void z_strip16_i32(__m512i *hs, const unsigned char *p,
   __m512i se = hs[0], ce = hs[1], so = hs[2], co = hs[3];
   for (size_t q = 0; q < nq; q++) {
     if (pf)
-      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T1);
     sq16_addc(_mm512_maskz_loadu_epi32(m, (const void *)(p + q * rs)), sgn, &se,
               &ce, &so, &co);
   }
@@ -1057,6 +1066,9 @@ TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
  * group prefetched, and are folded into the 192-bit accumulators once per
  * strip (blocks of BLOCK32 rows: a lane takes one half < 2^32 per row).
  * The last vector of a strip is a masked load (absent columns read as 0). */
+/* (Its prefetches into L2 only, as z_cols_i32's: case C int64
+ * SumSquare 0.76x the time (1 thread) and 0.80x (2), case D 0.64x and
+ * 0.69x.) */
 #define COLS_I64_STRIP 512
 /* (Groups of 2 rows against 8: case D int64 L2 0.65x the time on one and
  * on two threads, case C int64 SumSquare 0.54x and 0.81x, uint64 L2 0.83x
@@ -1070,7 +1082,7 @@ TGT ALWAYS_INLINE void z_strip8_i64(struct h6 *hp, const unsigned char *p,
   struct h6 h = *hp;
   for (size_t q = 0; q < nq; q++) {
     if (pf)
-      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T0);
+      _mm_prefetch((const char *)p + q * rs + pf, _MM_HINT_T1);
     sq8_add(&h, _mm512_maskz_loadu_epi64(m, (const void *)(p + q * rs)), sgn);
   }
   *hp = h;
