@@ -1070,10 +1070,12 @@ TGT ALWAYS_INLINE void z_run_i64(struct rd__u192 *a, const unsigned char *x,
  * SumSquare 0.76x the time (1 thread) and 0.80x (2), case D 0.64x and
  * 0.69x.) */
 #define COLS_I64_STRIP 512
-/* (Groups of 2 rows against 8: case D int64 L2 0.65x the time on one and
- * on two threads, case C int64 SumSquare 0.54x and 0.81x, uint64 L2 0.83x
- * and 0.95x; 4 was between, 1 slower than 2; alternating medians.) */
-#define COLS_I64_GROUP 2
+/* (With L1 prefetches, groups of 2 rows beat 8: case D int64 L2 0.65x
+ * the time on one and on two threads, case C int64 SumSquare 0.54x and
+ * 0.81x, uint64 L2 0.83x and 0.95x; 4 was between, 1 slower than 2.  With
+ * L2 prefetches 4 beats 2: case C int64 SumSquare 0.89x and 0.92x, case D
+ * 0.96x and 1.00x; 8 was no better than 4; alternating medians.) */
+#define COLS_I64_GROUP 4
 
 TGT ALWAYS_INLINE void z_strip8_i64(struct h6 *hp, const unsigned char *p,
                                     size_t rs, size_t nq, __mmask8 m, size_t pf,
