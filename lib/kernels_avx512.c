@@ -176,7 +176,11 @@ TGT ALWAYS_INLINE void z_run(union rd__lanes *ln, const unsigned char *x,
     ln->d[l] += ld1(dt, mode, x + i * esz);
 }
 
-/* w columns at x (accumulators o) over nr rows: 16, 8, then 1 at a time. */
+/* w columns at x (accumulators o) over nr rows: 16, 8, then 1 at a time.
+ * The rows are read side by side, so their prefetches go into L2 only
+ * (into L1 they evicted lines still to be read): case C float32 Sum 0.80x
+ * the time on 1 thread, 0.93x on 2, L2 0.82x and 0.92x, Mean 0.79x and
+ * 0.92x (alternating medians). */
 TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
                                    size_t nr, size_t w, size_t esz, int dt,
                                    int mode)
@@ -186,7 +190,7 @@ TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
     __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
     for (size_t q = 0; q < nr; q++) {
       __m512d v0, v1;
-      PF(x + q * rs + j * esz);
+      _mm_prefetch((const char *)(x + q * rs + j * esz) + PF_DIST, _MM_HINT_T1);
       w16(dt, x + q * rs + j * esz, &v0, &v1);
       s0 = term_add(s0, v0, mode);
       s1 = term_add(s1, v1, mode);
