@@ -27,6 +27,10 @@
  * never fault, so running past the end of the input is harmless. */
 #define PF_DIST 2048
 #define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
+/* Columns (several rows read side by side): into L2 only, as the AVX-512
+ * column kernels (kernels_avx512.c), whose L1 prefetches evicted lines
+ * still to be read. */
+#define PF_COLS(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T1)
 
 /* ------------------------------------------------------------------ */
 /* Widening loads: 8 elements -> two vectors of 4 doubles (exact)      */
@@ -124,7 +128,7 @@ TGT ALWAYS_INLINE void avx_d_cols(void *acc, const unsigned char *x, size_t n,
         __m256d s0 = _mm256_loadu_pd(o + j);
         __m256d s1 = _mm256_loadu_pd(o + j + 4), v0, v1;
         for (size_t q = 0; q < 4; q++) {
-          PF(x + q * rs + j * esz);
+          PF_COLS(x + q * rs + j * esz);
           w8(x + q * rs + j * esz, &v0, &v1);
           s0 = _mm256_fmadd_pd(v0, v0, s0);
           s1 = _mm256_fmadd_pd(v1, v1, s1);
@@ -433,7 +437,7 @@ TGT static void cols_f64(void *acc, const unsigned char *x, size_t n,
     size_t nr = nrows - r < COLS_F64_ROWS ? nrows - r : COLS_F64_ROWS, j = 0;
     for (; j + 8 <= n; j += 8) {
       for (size_t q = 0; q < nr; q++)
-        PF(x + q * rs + j * 8);
+        PF_COLS(x + q * rs + j * 8);
       cols4_f64(&o[j], x + j * 8, rs, nr);
       cols4_f64(&o[j + 4], x + (j + 4) * 8, rs, nr);
     }
@@ -944,7 +948,7 @@ TGT ALWAYS_INLINE void avx_cols_i32(void *acc, const unsigned char *x, size_t n,
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
       for (size_t q = 0; q < nr; q++)
-        PF(x + q * rs + j * 4);
+        PF_COLS(x + q * rs + j * 4);
       avx_cols8_i32(o + j, x + j * 4, rs, nr, absf);
       avx_cols8_i32(o + j + 8, x + (j + 8) * 4, rs, nr, absf);
     }
@@ -1306,10 +1310,10 @@ TGT ALWAYS_INLINE void avx_cols32(const unsigned char *x, size_t stride,
       __m256i b = LDI(best + j), nn = LDI(nidx + j);
       __m256i bi = arg ? LDI(bidx + j) : _mm256_setzero_si256();
       if (j % 16 == 0 && r + 8 <= nrows) { /* the next four rows */
-        _mm_prefetch((const char *)(p + 4 * rs), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p + 5 * rs), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p + 6 * rs), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p + 7 * rs), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 4 * rs), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p + 5 * rs), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p + 6 * rs), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p + 7 * rs), _MM_HINT_T1);
       }
       avx_col8(LDI(p), r0, is_max, arg, last, &b, &bi, &nn);
       avx_col8(LDI(p + rs), r1, is_max, arg, last, &b, &bi, &nn);
