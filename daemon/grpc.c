@@ -833,6 +833,7 @@ static int core_run(struct grpcd *g)
   return 0;
 }
 
+/* Loop thread: gRPC core, and the server with its completion queue. */
 static void core_init(struct grpcd *g)
 {
   gpr_set_log_function(grpc_log);
@@ -881,12 +882,9 @@ static int core_start_lazily(struct grpcd *g)
 /* Loop thread: the daemon's own gRPC port stops accepting (close). */
 static void listen_close(struct grpcd *g)
 {
-  if (g->lhandles) {
+  if (g->lfd >= 0) {
     uv_close((uv_handle_t *)&g->lpoll, NULL);
     uv_close((uv_handle_t *)&g->lwait, NULL);
-    g->lhandles = 0;
-  }
-  if (g->lfd >= 0) {
     close(g->lfd);
     g->lfd = -1;
   }
@@ -918,16 +916,8 @@ static void accept_cb(uv_poll_t *h, int status, int events)
     int fd = accept4(g->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
     if (fd < 0) {
-      switch (sock_accept_error(errno)) {
-      case SOCK_ACCEPT_AGAIN: break;
-      case SOCK_ACCEPT_REST:
-        LOG_WARN("grpc: accept: %s; accepting again in %d ms", strerror(errno),
-                 SOCK_ACCEPT_WAIT_MS);
-        uv_poll_stop(&g->lpoll);
-        uv_timer_start(&g->lwait, accept_again_cb, SOCK_ACCEPT_WAIT_MS, 0);
-        break;
-      case SOCK_ACCEPT_OTHER: LOG_WARN("grpc: accept: %s", strerror(errno));
-      }
+      (void)sock_accept_failed(errno, "grpc: ", &g->lpoll, &g->lwait,
+                               accept_again_cb);
       return;
     }
     if (!g->started && core_start_lazily(g) != 0) {
@@ -955,7 +945,6 @@ static int listen_own(struct grpcd *g, const struct conf *c)
   g->port = (int)port;
   uv_poll_init(g->loop, &g->lpoll, fd);
   uv_timer_init(g->loop, &g->lwait);
-  g->lhandles = 1;
   if (uv_poll_start(&g->lpoll, UV_READABLE, accept_cb) != 0) {
     LOG_ERROR("grpc: cannot watch the gRPC port");
     return -1;

@@ -62,11 +62,11 @@ struct grpcd {
   int inited;          /* grpc_init() called */
   int closed;
   int port; /* bound port */
-  /* The daemon's own gRPC port (no TLS), -1 when gRPC core listens. */
+  /* The daemon's own gRPC port (no TLS), -1 when gRPC core listens;
+   * lpoll and lwait are initialised while it is open. */
   int lfd;
   uv_poll_t lpoll;  /* lfd readable: accept_cb */
   uv_timer_t lwait; /* accepting paused after EMFILE and the like */
-  int lhandles;     /* lpoll and lwait initialised */
   struct grpc_server_credentials *fd_creds; /* insecure, for each lfd socket */
   grpcd_idle_cb idle_cb;
   void *idle_arg;

@@ -811,18 +811,9 @@ static void accept_some(struct server *p, int max)
     fd = accept4(p->listen_fd, (struct sockaddr *)&sa, &len,
                  SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      switch (sock_accept_error(errno)) {
-      case SOCK_ACCEPT_AGAIN: break;
-      case SOCK_ACCEPT_REST:
-        LOG_WARN("accept: %s; accepting again in %d ms", strerror(errno),
-                 SOCK_ACCEPT_WAIT_MS);
-        uv_poll_stop(&p->listen_poll);
+      if (sock_accept_failed(errno, "", &p->listen_poll, &p->listen_wait,
+                             accept_again_cb))
         p->accepting = 0;
-        uv_timer_start(&p->listen_wait, accept_again_cb, SOCK_ACCEPT_WAIT_MS,
-                       0);
-        break;
-      case SOCK_ACCEPT_OTHER: LOG_WARN("accept: %s", strerror(errno));
-      }
       break;
     }
     atomic_fetch_add(&p->open_conns, 1);

@@ -52,7 +52,8 @@ int sock_listen(const char *opt, const char *spec, const char *host,
   return fd;
 }
 
-enum sock_accept_err sock_accept_error(int err)
+int sock_accept_failed(int err, const char *who, uv_poll_t *poll,
+                       uv_timer_t *wait, uv_timer_cb again)
 {
   switch (err) {
   case EAGAIN:
@@ -60,11 +61,16 @@ enum sock_accept_err sock_accept_error(int err)
   case EWOULDBLOCK:
 #endif
   case EINTR:
-  case ECONNABORTED: return SOCK_ACCEPT_AGAIN;
+  case ECONNABORTED: return 0;
   case EMFILE:
   case ENFILE:
   case ENOBUFS:
-  case ENOMEM: return SOCK_ACCEPT_REST;
-  default: return SOCK_ACCEPT_OTHER;
+  case ENOMEM:
+    LOG_WARN("%saccept: %s; accepting again in %d ms", who, strerror(err),
+             SOCK_ACCEPT_WAIT_MS);
+    uv_poll_stop(poll);
+    uv_timer_start(wait, again, SOCK_ACCEPT_WAIT_MS, 0);
+    return 1;
+  default: LOG_WARN("%saccept: %s", who, strerror(err)); return 0;
   }
 }

@@ -1,9 +1,9 @@
 /* test_mem.c - api/mem.h: api_mem_ahead() moves the resident frontier of a
  * buffer ahead of the writes (as far as written, a page to a step), never
  * past the buffer, never back, leaves buffers below API_MEM_MIN alone,
- * and the pages it reports resident are
- * resident (mincore()) while the ones beyond the frontier are not; a
- * negative control shows mincore() sees the difference.
+ * and the pages it reports resident are resident (mincore()) while the
+ * ones beyond the frontier are not; a negative control shows mincore()
+ * sees the difference.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -984,13 +984,15 @@ static void test_key_rows_out(void **state)
       }
 }
 
-/* Outputs of one call past DOUT_STREAM_BYTES (ops.c) go out by streaming
- * stores: 40,000 rows of n (16, 5) with NaN rows and special values, the
- * output 64-byte aligned and not, through rd__ops_rows_out with the
- * AVX-512 helpers: the bits of the accumulator path. */
+/* Outputs of one call past DOUT_STREAM_BYTES (ops.c, 256 KiB) go out by
+ * streaming stores: 70,000 rows of n (16, 5) with NaN rows and special
+ * values (280,000 bytes of Max/Min outputs, 560,000 of Arg ones), the
+ * output 64-byte aligned (streamed) and not (stored as before), through
+ * rd__ops_rows_out with the AVX-512 helpers: the bits of the accumulator
+ * path. */
 static void test_key_rows_streamed(void **state)
 {
-  enum { NR = 40000 };
+  enum { NR = 70000 };
   static float x[NR * 16];
   static unsigned char a[NR * 8 + 64],
     b[NR * 8 + 64] __attribute__((aligned(64)));
