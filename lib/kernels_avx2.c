@@ -1568,35 +1568,6 @@ TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
 /* float32/16/bfloat16 ReduceLogSumExp blocks (ops.c's lsel_block)     */
 /* ------------------------------------------------------------------ */
 
-/* expk() of kernels_impl.h on four lanes: the same operations. */
-TGT static inline __m256d expk4(__m256d t)
-{
-  const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
-  __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
-  __m256d z, kd, r, p, sc;
-  __m256i kb;
-  /* out-of-range lanes (masked at the end) must still index T safely */
-  t = _mm256_and_pd(t, ok);
-  z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
-  kd = _mm256_sub_pd(z, shift);
-  r = _mm256_sub_pd(_mm256_sub_pd(t, _mm256_mul_pd(kd,
-                                                   _mm256_set1_pd(EXPK_LN2HI))),
-                    _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
-  p = _mm256_set1_pd(expk_c[5]);
-  for (int i = 4; i >= 0; i--)
-    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
-  kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
-                        _mm256_set1_epi64x(0x4338000000000000));
-  sc = _mm256_i64gather_pd(expk_t, _mm256_and_si256(kb, _mm256_set1_epi64x(63)),
-                           8);
-  /* + (k >> 6) << 52: only bits 6..17 of k survive the shifts, so the
-   * logical right shift (AVX2 has no 64-bit arithmetic one) is the same */
-  sc = _mm256_castsi256_pd(
-    _mm256_add_epi64(_mm256_castpd_si256(sc),
-                     _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
-  return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
-}
-
 /* Columns of float32 LogSumExp (ops.c's colsks_lse_f32): one row segment
  * of nvec groups of 4 columns, column state (m, hi, lo) in arrays.  For a
  * finite x, ops.c's lsek_add is: if x > m, (hi, lo) times expk(m - x) by
@@ -1624,7 +1595,7 @@ TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
     if (_mm256_movemask_pd(ok) != 0xf)
       break;
     up = _mm256_cmp_pd(v, mv, _CMP_GT_OQ);
-    ef = expk4(
+    ef = rd__expk4(
       _mm256_blendv_pd(_mm256_sub_pd(v, mv), _mm256_sub_pd(mv, v), up));
     h = _mm256_loadu_pd(hi + 4 * g);
     l = _mm256_loadu_pd(lo + 4 * g);
@@ -1675,8 +1646,9 @@ TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
   if (_mm256_movemask_pd(bad))
     return 1;
   for (int q = 0; q < 4; q++)
-    _mm256_storeu_pd(s + 4 * q, _mm256_add_pd(_mm256_loadu_pd(s + 4 * q),
-                                              expk4(_mm256_sub_pd(v[q], mv))));
+    _mm256_storeu_pd(s + 4 * q,
+                     _mm256_add_pd(_mm256_loadu_pd(s + 4 * q),
+                                   rd__expk4(_mm256_sub_pd(v[q], mv))));
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "expk.h"
 #include "kernels.h"
 
 #define L RD__LANES
@@ -285,81 +286,6 @@ i32_rows(void *acc, const unsigned char *x, size_t n, size_t nrows, sq32_fn sq)
   {                                                                            \
     i32_rows(acc, x, n, nrows, sq);                                            \
   }
-
-/* ------------------------------------------------------------------ */
-/* exp(t) for t in [-708, 0], the same operations in C and AVX2        */
-/* ------------------------------------------------------------------ */
-
-/* Range reduction t = k ln2/64 + r (|r| <= ln2/128; k ln2hi/64 exact for
- * |k| < 2^16), 2^(k/64) = 2^(k >> 6) * T[k & 63] with T the correctly
- * rounded 2^(j/64), a degree 5 Taylor polynomial of exp(r) in Horner form
- * (truncation below 4e-17 relative; the result is within about 3e-16 of
- * exp(t)), and 2^(k >> 6) added into T's exponent bits.  Separate
- * multiplies and adds only (the library builds with -ffp-contract=off), so
- * kernels_avx2.c's vector form (a gather of T) gives the same bits.  Used
- * by the float32/float16/bfloat16 ReduceLogSumExp lanes and cols; t < -708
- * (including -inf) gives 0, which is below 2^-1021 of the sum (>= 1) it is
- * added to. */
-#define EXPK_SHIFT 0x1.8p52
-#define EXPK_INV 0x1.71547652b82fep6    /* 64 / ln2 */
-#define EXPK_LN2HI 0x1.62e42fee00000p-7 /* ln2/64, 33 bits */
-#define EXPK_LN2LO 0x1.a39ef35793c76p-39
-#define EXPK_MIN (-708.0)
-
-static const double expk_c[6] = {
-  1.0,
-  1.0,
-  0x1p-1,
-  0x1.5555555555555p-3,
-  0x1.5555555555555p-5,
-  0x1.1111111111111p-7,
-};
-
-static const double expk_t[64] = {
-  0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0,
-  0x1.0874518759bc8p+0, 0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0,
-  0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0, 0x1.172b83c7d517bp+0,
-  0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
-  0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0,
-  0x1.2d285a6e4030bp+0, 0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0,
-  0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0, 0x1.3dea64c123422p+0,
-  0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
-  0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0,
-  0x1.56f4736b527dap+0, 0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0,
-  0x1.6247eb03a5585p+0, 0x1.6623882552225p+0, 0x1.6a09e667f3bcdp+0,
-  0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
-  0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0,
-  0x1.868d99b4492edp+0, 0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0,
-  0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0, 0x1.9c49182a3f090p+0,
-  0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
-  0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0,
-  0x1.bcc1e904bc1d2p+0, 0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0,
-  0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0, 0x1.d5818dcfba487p+0,
-  0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
-  0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0,
-  0x1.fa7c1819e90d8p+0,
-};
-
-static inline double expk(double t)
-{
-  double z, kd, r, p;
-  int64_t kb;
-  uint64_t sb;
-  if (!(t >= EXPK_MIN))
-    return 0.0;
-  z = t * EXPK_INV + EXPK_SHIFT; /* two roundings: mul, then add */
-  memcpy(&kb, &z, sizeof kb);
-  kd = z - EXPK_SHIFT;
-  r = (t - kd * EXPK_LN2HI) - kd * EXPK_LN2LO;
-  p = expk_c[5];
-  for (int i = 4; i >= 0; i--)
-    p = p * r + expk_c[i];
-  kb -= (int64_t)0x4338000000000000; /* k */
-  memcpy(&sb, &expk_t[kb & 63], sizeof sb);
-  sb += (uint64_t)(kb >> 6) << 52;
-  memcpy(&z, &sb, sizeof z);
-  return p * z;
-}
 
 /* ------------------------------------------------------------------ */
 /* Shared out-of-line pieces (kernels.c)                              */

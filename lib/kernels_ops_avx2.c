@@ -38,86 +38,6 @@
 static int force512 = -1;
 
 /* ------------------------------------------------------------------ */
-/* expk() of kernels_impl.h, the same operations on 4 and 8 lanes      */
-/* ------------------------------------------------------------------ */
-
-/* t < EXPK_MIN (and NaN) lanes compute with t = +0 (a safe table index)
- * and give +0, as expk() returns 0.0 for them. */
-TGT2 ALWAYS_INLINE __m256d opk_expk4(__m256d t)
-{
-  const __m256d shift = _mm256_set1_pd(EXPK_SHIFT);
-  __m256d ok = _mm256_cmp_pd(t, _mm256_set1_pd(EXPK_MIN), _CMP_GE_OQ);
-  __m256d z, kd, r, p, sc;
-  __m256i kb;
-  t = _mm256_and_pd(t, ok);
-  z = _mm256_add_pd(_mm256_mul_pd(t, _mm256_set1_pd(EXPK_INV)), shift);
-  kd = _mm256_sub_pd(z, shift);
-  r = _mm256_sub_pd(t, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2HI)));
-  r = _mm256_sub_pd(r, _mm256_mul_pd(kd, _mm256_set1_pd(EXPK_LN2LO)));
-  p = _mm256_set1_pd(expk_c[5]);
-  for (int i = 4; i >= 0; i--)
-    p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(expk_c[i]));
-  kb = _mm256_sub_epi64(_mm256_castpd_si256(z),
-                        _mm256_set1_epi64x(0x4338000000000000));
-  sc = _mm256_i64gather_pd(expk_t, _mm256_and_si256(kb, _mm256_set1_epi64x(63)),
-                           8);
-  /* + (k >> 6) << 52: only bits 6..17 of k survive both shifts, so the
-   * logical shift equals expk()'s arithmetic one */
-  sc = _mm256_castsi256_pd(
-    _mm256_add_epi64(_mm256_castpd_si256(sc),
-                     _mm256_slli_epi64(_mm256_srli_epi64(kb, 6), 52)));
-  return _mm256_and_pd(_mm256_mul_pd(p, sc), ok);
-}
-
-/* expk_t[k & 63] on 8 lanes: four 16-entry permutes (index bits 0-3)
- * blended by bits 4 and 5; the table is loaded once per call. */
-struct opk_tab {
-  __m512d t[8];
-};
-
-TGT5 ALWAYS_INLINE void opk_tab_load(struct opk_tab *tb)
-{
-  for (int i = 0; i < 8; i++)
-    tb->t[i] = _mm512_loadu_pd(expk_t + 8 * i);
-}
-
-TGT5 ALWAYS_INLINE __m512d opk_tab8_(const struct opk_tab *tb, __m512i kb)
-{
-  __m512d r0 = _mm512_permutex2var_pd(tb->t[0], kb, tb->t[1]);
-  __m512d r1 = _mm512_permutex2var_pd(tb->t[2], kb, tb->t[3]);
-  __m512d r2 = _mm512_permutex2var_pd(tb->t[4], kb, tb->t[5]);
-  __m512d r3 = _mm512_permutex2var_pd(tb->t[6], kb, tb->t[7]);
-  __mmask8 b4 = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(16));
-  __mmask8 b5 = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(32));
-  r0 = _mm512_mask_blend_pd(b4, r0, r1);
-  r2 = _mm512_mask_blend_pd(b4, r2, r3);
-  return _mm512_mask_blend_pd(b5, r0, r2);
-}
-
-TGT5 ALWAYS_INLINE __m512d opk_expk8(const struct opk_tab *tb, __m512d t)
-{
-  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
-  __mmask8 ok = _mm512_cmp_pd_mask(t, _mm512_set1_pd(EXPK_MIN), _CMP_GE_OQ);
-  __m512d z, kd, r, p, sc;
-  __m512i kb;
-  t = _mm512_maskz_mov_pd(ok, t);
-  z = _mm512_add_pd(_mm512_mul_pd(t, _mm512_set1_pd(EXPK_INV)), shift);
-  kd = _mm512_sub_pd(z, shift);
-  r = _mm512_sub_pd(t, _mm512_mul_pd(kd, _mm512_set1_pd(EXPK_LN2HI)));
-  r = _mm512_sub_pd(r, _mm512_mul_pd(kd, _mm512_set1_pd(EXPK_LN2LO)));
-  p = _mm512_set1_pd(expk_c[5]);
-  for (int i = 4; i >= 0; i--)
-    p = _mm512_add_pd(_mm512_mul_pd(p, r), _mm512_set1_pd(expk_c[i]));
-  kb = _mm512_sub_epi64(_mm512_castpd_si512(z),
-                        _mm512_set1_epi64(0x4338000000000000));
-  sc = opk_tab8_(tb, kb);
-  sc = _mm512_castsi512_pd(
-    _mm512_add_epi64(_mm512_castpd_si512(sc),
-                     _mm512_slli_epi64(_mm512_srli_epi64(kb, 6), 52)));
-  return _mm512_maskz_mul_pd(ok, p, sc);
-}
-
-/* ------------------------------------------------------------------ */
 /* float32 LogSumExp lanes                                             */
 /* ------------------------------------------------------------------ */
 
@@ -145,33 +65,16 @@ TGT2 static size_t lse_f32_avx2(double *s, const unsigned char *x,
     if (_mm256_movemask_pd(g) != 0xf)
       break;
     OPK_PF(x);
-    s0 = _mm256_add_pd(s0, opk_expk4(_mm256_sub_pd(v0, mv)));
-    s1 = _mm256_add_pd(s1, opk_expk4(_mm256_sub_pd(v1, mv)));
-    s2 = _mm256_add_pd(s2, opk_expk4(_mm256_sub_pd(v2, mv)));
-    s3 = _mm256_add_pd(s3, opk_expk4(_mm256_sub_pd(v3, mv)));
+    s0 = _mm256_add_pd(s0, rd__expk4(_mm256_sub_pd(v0, mv)));
+    s1 = _mm256_add_pd(s1, rd__expk4(_mm256_sub_pd(v1, mv)));
+    s2 = _mm256_add_pd(s2, rd__expk4(_mm256_sub_pd(v2, mv)));
+    s3 = _mm256_add_pd(s3, rd__expk4(_mm256_sub_pd(v3, mv)));
   }
   _mm256_storeu_pd(s, s0);
   _mm256_storeu_pd(s + 4, s1);
   _mm256_storeu_pd(s + 8, s2);
   _mm256_storeu_pd(s + 12, s3);
   return b;
-}
-
-/* The 16 float32 elements at x in double (v0, v1); 1 when each is <= m
- * or -inf (the block adds expk(x - m) to its lanes), else 0 (a NaN, +inf
- * or a new maximum). */
-TGT5 ALWAYS_INLINE int lse_load16(const unsigned char *x, __m512d mv,
-                                  __m512d *v0, __m512d *v1)
-{
-  const __m512d ninf = _mm512_set1_pd(-INFINITY);
-  __mmask8 g0, g1;
-  *v0 = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)x));
-  *v1 = _mm512_cvtps_pd(_mm256_loadu_ps((const float *)(const void *)(x + 32)));
-  g0 = _mm512_cmp_pd_mask(*v0, mv, _CMP_LE_OQ) |
-       _mm512_cmp_pd_mask(*v0, ninf, _CMP_EQ_OQ);
-  g1 = _mm512_cmp_pd_mask(*v1, mv, _CMP_LE_OQ) |
-       _mm512_cmp_pd_mask(*v1, ninf, _CMP_EQ_OQ);
-  return (g0 & g1) == 0xff;
 }
 
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
@@ -203,7 +106,7 @@ TGT5 ALWAYS_INLINE __m512d lse_scan8(__m512d c)
  * order: the terms of the elements before the first new maximum, that
  * maximum's rescale of all 16 lanes, the terms up to the next one, and so
  * on.  Leaves the new maximum in *cur. */
-TGT5 ALWAYS_INLINE void lse_rec16(const struct opk_tab *tb, __m512d *s0,
+TGT5 ALWAYS_INLINE void lse_rec16(const struct rd__expk_tab *tb, __m512d *s0,
                                   __m512d *s1, double *cur, __m512d v0,
                                   __m512d v1)
 {
@@ -222,10 +125,10 @@ TGT5 ALWAYS_INLINE void lse_rec16(const struct opk_tab *tb, __m512d *s0,
         (unsigned)_mm512_cmp_pd_mask(v1, b1, _CMP_GT_OQ) << 8;
   fin = (unsigned)_mm512_cmp_pd_mask(v0, ninf, _CMP_NEQ_OQ) |
         (unsigned)_mm512_cmp_pd_mask(v1, ninf, _CMP_NEQ_OQ) << 8;
-  t0 = opk_expk8(tb, _mm512_sub_pd(v0, a0));
-  t1 = opk_expk8(tb, _mm512_sub_pd(v1, a1));
-  _mm512_storeu_pd(fac, opk_expk8(tb, _mm512_sub_pd(b0, v0)));
-  _mm512_storeu_pd(fac + 8, opk_expk8(tb, _mm512_sub_pd(b1, v1)));
+  t0 = rd__expk8(tb, _mm512_sub_pd(v0, a0));
+  t1 = rd__expk8(tb, _mm512_sub_pd(v1, a1));
+  _mm512_storeu_pd(fac, rd__expk8(tb, _mm512_sub_pd(b0, v0)));
+  _mm512_storeu_pd(fac + 8, rd__expk8(tb, _mm512_sub_pd(b1, v1)));
   while (rec != 0) {
     unsigned p = (unsigned)__builtin_ctz(rec);
     rec &= rec - 1;
@@ -252,16 +155,19 @@ TGT5 ALWAYS_INLINE int lse_bad16(__m512d v0, __m512d v1)
           _mm512_cmp_pd_mask(v1, pinf, _CMP_NLT_UQ)) != 0;
 }
 
-TGT5 static int lse_rec_avx512(double *s, double *m, const unsigned char *x)
+/* Out of line: in lse_run_avx512() it is the rare path, and inlined, its
+ * registers crowd the common path's (case A 1.04-1.10x the time). */
+TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
+                                                         const unsigned char *x)
 {
   const float *f = (const float *)(const void *)x;
   __m512d v0 = _mm512_cvtps_pd(_mm256_loadu_ps(f));
   __m512d v1 = _mm512_cvtps_pd(_mm256_loadu_ps(f + 8));
   __m512d s0, s1;
-  struct opk_tab tb;
+  struct rd__expk_tab tb;
   if (lse_bad16(v0, v1))
     return 1;
-  opk_tab_load(&tb);
+  rd__expk_tab_load(&tb);
   s0 = _mm512_loadu_pd(s);
   s1 = _mm512_loadu_pd(s + 8);
   lse_rec16(&tb, &s0, &s1, m, v0, v1);
@@ -270,44 +176,62 @@ TGT5 static int lse_rec_avx512(double *s, double *m, const unsigned char *x)
   return 0;
 }
 
-/* lse_rec16() out of line: in the loop below it is the rare path, and
- * inlined, its registers crowd the common path's (case A 1.04-1.10x the
- * time). */
-TGT5 __attribute__((noinline)) static void
-lse_rec16_call(const struct opk_tab *tb, __m512d *s0, __m512d *s1, double *cur,
-               __m512d v0, __m512d v1)
-{
-  lse_rec16(tb, s0, s1, cur, v0, v1);
-}
-
-/* rd__opk_lse_run_f32: blocks without new maxima and lse_rec16()'s in one
- * loop, the lanes and the maximum in registers throughout. */
+/* rd__opk_lse_run_f32: blocks without new maxima and lse_rec_avx512()'s
+ * in one loop.  The common block has every t = x - m (the expk arguments)
+ * in [-708, 0]: x <= m, and not so far below it that expk gives 0.  One
+ * compare of the lanes' maximum and one of their minimum check it (the
+ * compares share the multiply units with the expk's fmas, so two are
+ * cheaper than four), and the expks then need no mask of their own.  NaN
+ * fails one of the two: _mm512_max_pd(a, b) gives b and _mm512_min_pd(a,
+ * b) gives b when either is NaN, so with the operands swapped a NaN in
+ * either vector reaches a compare.  Every other block (a new maximum, an
+ * element 708 or more below m, -inf, NaN, +inf) takes the rare path.  The
+ * lanes, the maximum and the table stay in registers in the common path:
+ * the rare one passes them through s and m (with their addresses taken in
+ * the loop, the lanes went through memory on every block, a store-to-load
+ * forwarding on each add's chain). */
 TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
                                   size_t nblocks)
 {
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d tmin = _mm512_set1_pd(EXPK_MIN);
   __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
   __m512d mv = _mm512_set1_pd(*m);
-  double cur = *m;
-  struct opk_tab tb;
+  struct rd__expk_tab tb;
   size_t b = 0;
-  opk_tab_load(&tb);
-  for (; b < nblocks; b++, x += 64) {
-    __m512d v0, v1;
-    int good = lse_load16(x, mv, &v0, &v1);
-    OPK_PF(x);
-    if (good) {
-      s0 = _mm512_add_pd(s0, opk_expk8(&tb, _mm512_sub_pd(v0, mv)));
-      s1 = _mm512_add_pd(s1, opk_expk8(&tb, _mm512_sub_pd(v1, mv)));
-    } else {
-      if (lse_bad16(v0, v1))
+  rd__expk_tab_load(&tb);
+  while (b < nblocks) {
+    int bad;
+    /* the common blocks: no call in this loop, so the constants stay in
+     * registers (a call clobbers them all, and they were reloaded on
+     * every block: 1.3x the time) */
+    for (; b < nblocks; b++, x += 64) {
+      const float *f = (const float *)(const void *)x;
+      __m512d t0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(f)), mv);
+      __m512d t1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(f + 8)), mv);
+      __mmask8 g = _mm512_cmp_pd_mask(_mm512_max_pd(t0, t1), zero, _CMP_LE_OQ) &
+                   _mm512_cmp_pd_mask(_mm512_min_pd(t1, t0), tmin, _CMP_GE_OQ);
+      if (g != 0xff)
         break;
-      lse_rec16_call(&tb, &s0, &s1, &cur, v0, v1);
-      mv = _mm512_set1_pd(cur);
+      OPK_PF(x);
+      s0 = _mm512_add_pd(s0, rd__expk8_mask(&tb, t0, 0xff));
+      s1 = _mm512_add_pd(s1, rd__expk8_mask(&tb, t1, 0xff));
     }
+    if (b == nblocks)
+      break;
+    _mm512_storeu_pd(s, s0);
+    _mm512_storeu_pd(s + 8, s1);
+    bad = lse_rec_avx512(s, m, x);
+    s0 = _mm512_loadu_pd(s);
+    s1 = _mm512_loadu_pd(s + 8);
+    if (bad)
+      break;
+    mv = _mm512_set1_pd(*m);
+    b++;
+    x += 64;
   }
   _mm512_storeu_pd(s, s0);
   _mm512_storeu_pd(s + 8, s1);
-  *m = cur;
   return b;
 }
 
@@ -606,9 +530,9 @@ TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
   const __m512d pinf = _mm512_set1_pd(INFINITY);
   const __m512d zero = _mm512_setzero_pd();
   const __m512d onev = _mm512_set1_pd(1.0);
-  struct opk_tab tb;
+  struct rd__expk_tab tb;
   size_t g = 0;
-  opk_tab_load(&tb);
+  rd__expk_tab_load(&tb);
   for (; g + 2 <= nvec; g += 2) {
     const size_t j = 4 * g;
     __m512d v = _mm512_cvtps_pd(
@@ -621,7 +545,7 @@ TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
     if (ok != 0xff)
       break;
     up = _mm512_cmp_pd_mask(v, mv, _CMP_GT_OQ);
-    ef = opk_expk8(&tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, mv),
+    ef = rd__expk8(&tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, mv),
                                              _mm512_sub_pd(mv, v)));
     h = _mm512_loadu_pd(hi + j);
     l = _mm512_loadu_pd(lo + j);
@@ -1149,9 +1073,9 @@ TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
   const __mmask16 lm = (__mmask16)((1u << n) - 1);
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   const __m512d e0 = _mm512_set1_pd(expk(0.0));
-  struct opk_tab tb;
+  struct rd__expk_tab tb;
   size_t r0 = 0;
-  opk_tab_load(&tb);
+  rd__expk_tab_load(&tb);
   for (; r0 + 8 <= nrows; r0 += 8) {
     __m512d c[L], s[L], m, y, lg, d, lo, hi;
     __m256 flo, fhi;
@@ -1175,7 +1099,7 @@ TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
 #pragma GCC unroll 16
     for (int j = 1; j < L; j++) {
       __mmask8 up = _mm512_cmp_pd_mask(c[j], m, _CMP_GT_OQ);
-      __m512d ef = opk_expk8(&tb, _mm512_mask_sub_pd(_mm512_sub_pd(c[j], m), up,
+      __m512d ef = rd__expk8(&tb, _mm512_mask_sub_pd(_mm512_sub_pd(c[j], m), up,
                                                      m, c[j]));
 #pragma GCC unroll 16
       for (int l = 0; l < j; l++)
@@ -1296,7 +1220,7 @@ TGT2 static void lse_rows_avx2(unsigned char *out, unsigned char *redo,
 #pragma GCC unroll 16
     for (int j = 1; j < L; j++) {
       __m256d up = _mm256_cmp_pd(c[j], m, _CMP_GT_OQ);
-      __m256d ef = opk_expk4(
+      __m256d ef = rd__expk4(
         _mm256_blendv_pd(_mm256_sub_pd(c[j], m), _mm256_sub_pd(m, c[j]), up));
 #pragma GCC unroll 16
       for (int l = 0; l < j; l++)

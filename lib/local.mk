@@ -4,7 +4,7 @@ lib_libreduce_a_SOURCES = \
 	lib/reduce.h lib/reduce.c lib/optable.c lib/ops.h lib/ops.c \
 	lib/finalize.c \
 	lib/f16.h lib/f16.c \
-	lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
+	lib/expk.h lib/kernels.h lib/kernels.c lib/kernels_impl.h lib/kernels_avx2.c \
 	lib/kernels_avx512.c lib/kernels_rows512.c lib/kernels_rows_int.h \
 	lib/kernels_rows_int.c \
 	lib/kernels_ops.h lib/kernels_ops_avx2.c lib/kernels_keyrows.c

@@ -4,7 +4,7 @@
  *
  * Each helper is called directly at every stopping point (a block holding
  * a NaN, +inf or a new maximum at each block index and lane) against a
- * scalar reference written from kernels_impl.h's expk(), and the operator
+ * scalar reference written from expk.h's expk(), and the operator
  * kernels that call it are run at every split point under the SIMD
  * implementation, both forms, against the portable implementation
  * (test_kernels.c checks every operator kernel the same way, in whichever
@@ -56,6 +56,117 @@ static float gen(double scale, unsigned rare)
 static int simd(void)
 {
   return rd__kernels_active() == RD__IMPL_AVX2;
+}
+
+/* expk() against expl() (64-bit significand): relative error within
+ * 2.5e-16 + 3.4e-17 |t| on [-708, 0] (the second term is the one-step
+ * range reduction's: kd times the 1.45e-18 by which EXPK_LN2 is below
+ * ln2/16; expk.h), swept uniformly and densely near 0 where the
+ * LogSumExp terms that matter lie; and the ends of its domain. */
+static void test_expk_accuracy(void **state)
+{
+  double worst = 0, worst_small = 0;
+  (void)state;
+  for (long i = 0; i <= 4000000; i++) {
+    double t = i % 2 ? -708.0 * (double)(next() >> 11) * 0x1p-53
+                     : -2.0 * (double)i / 4000000.0;
+    long double e = expl((long double)t);
+    double rel = (double)fabsl(((long double)expk(t) - e) / e);
+    double lim = 2.5e-16 + 3.4e-17 * fabs(t);
+    if (rel > lim)
+      fail_msg("expk(%a) = %a: relative error %.3g above %.3g", t, expk(t), rel,
+               lim);
+    if (rel > worst)
+      worst = rel;
+    if (t > -1.0 && rel > worst_small)
+      worst_small = rel;
+  }
+  print_message("expk: max relative error %.3g, %.3g on (-1, 0]\n", worst,
+                worst_small);
+  /* within 1.2 ulp near 0: the bound above is not loose there */
+  assert_true(worst_small < 2.7e-16);
+  /* the table: entry j plus j << 48 is 2^(j/16) correctly rounded (a
+   * one-ulp error in an entry stays inside the bound above) */
+  for (unsigned j = 0; j < 16; j++) {
+    uint64_t b = expk_tb[j] + ((uint64_t)j << 48);
+    double d;
+    memcpy(&d, &b, sizeof d);
+    assert_true(d == (double)exp2l((long double)j / 16.0L));
+  }
+  assert_true(expk(0.0) == 1.0 && expk(-0.0) == 1.0);
+  assert_true(expk(EXPK_MIN) >= DBL_MIN);
+  assert_true(expk(nextafter(EXPK_MIN, -INFINITY)) == 0.0);
+  assert_true(expk(-INFINITY) == 0.0 && expk(NAN) == 0.0);
+  assert_true(expk(-1e300) == 0.0);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void expk4_of(const double *t,
+                                                         double *y)
+{
+  _mm256_storeu_pd(y, rd__expk4(_mm256_loadu_pd(t)));
+}
+
+__attribute__((target("avx512f,avx2,fma"))) static void
+expk8_of(const double *t, double *y, int checked)
+{
+  struct rd__expk_tab tb;
+  __m512d v = _mm512_loadu_pd(t);
+  rd__expk_tab_load(&tb);
+  _mm512_storeu_pd(y,
+                   checked ? rd__expk8_mask(&tb, v, 0xff) : rd__expk8(&tb, v));
+}
+#endif
+
+/* rd__expk4 and rd__expk8 (and rd__expk8_mask with every lane in range)
+ * give expk()'s bits lane by lane: random t on [-720, 0] (past the
+ * domain's end too), the ends, -0, -inf and NaN, in every lane. */
+static void test_expk_forms(void **state)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  int has4 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  int has8 = has4 && __builtin_cpu_supports("avx512f");
+  const double sp[] = { 0.0,
+                        -0.0,
+                        EXPK_MIN,
+                        nextafter(EXPK_MIN, 0.0),
+                        nextafter(EXPK_MIN, -INFINITY),
+                        -INFINITY,
+                        NAN,
+                        -1e300,
+                        -0x1p-1074,
+                        -0.5 * 0.04332169878499658 };
+  (void)state;
+  if (!has4)
+    skip();
+  for (int rep = 0; rep < 200000; rep++) {
+    double t[8], y[8], in[8];
+    int all_in = 1;
+    for (int l = 0; l < 8; l++) {
+      uint64_t r = next();
+      t[l] = r % 16 == 0 ? sp[(r >> 8) % (sizeof sp / sizeof sp[0])]
+                         : -720.0 * (double)(r >> 11) * 0x1p-53;
+      if (rep % 4 == 0)
+        t[l] = -(double)(r >> 11) * 0x1p-53; /* (-1, 0] */
+      in[l] = expk(t[l]);
+      all_in &= t[l] >= EXPK_MIN && t[l] <= 0.0;
+    }
+    expk4_of(t, y);
+    expk4_of(t + 4, y + 4);
+    assert_memory_equal(y, in, sizeof y);
+    if (has8) {
+      expk8_of(t, y, 0);
+      assert_memory_equal(y, in, sizeof y);
+      if (all_in) {
+        expk8_of(t, y, 1);
+        assert_memory_equal(y, in, sizeof y);
+      }
+    }
+  }
+#else
+  (void)state;
+  skip();
+#endif
 }
 
 #define NB 24 /* blocks */
@@ -235,8 +346,10 @@ static void test_lse_rec_helper(void **state)
  * m = -inf (every row's start) or a finite m, uniform data (new maxima
  * early and rare), rising data (every block), zeros of both signs, -inf,
  * one maximum far above the blocks after it (which must then be measured
- * from it, not from the m before it), and a NaN or +inf at every 5th
- * position (where it must stop). */
+ * from it, not from the m before it), elements 700 to 749 below the
+ * maximum (expk's argument on both sides of -708: its 0 past the end,
+ * which the common blocks must not compute unmasked), and a NaN or +inf
+ * at every 5th position (where it must stop). */
 static void check_lse_run(const float *x, size_t nblocks, double m)
 {
   double s0[L], s1[L], m0 = m, m1 = m;
@@ -260,8 +373,11 @@ static void test_lse_run_helper(void **state)
   int was = rd__opk_avx512_select(1);
   for (int rep = 0; rep < 50; rep++) {
     for (size_t i = 0; i < NB * L; i++) {
-      switch (rep % 5) {
+      switch (rep % 6) {
       case 0: x[i] = gen(10.0, 0); break;
+      case 5: /* 700 to 749 below the maximum: straddles expk's -708 */
+        x[i] = i % 5 == 0 ? 0.0f : -700.0f - (float)(next() % 50);
+        break;
       case 4: /* one new maximum, then blocks below the m it replaced */
         x[i] = i == 3 ? 20.0f : gen(6.0, 0) - 4.0f;
         break;
@@ -1258,6 +1374,8 @@ static void test_prod_cols4(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_expk_accuracy),
+    cmocka_unit_test(test_expk_forms),
     cmocka_unit_test(test_lse_f32_helper),
     cmocka_unit_test(test_lse_rec_helper),
     cmocka_unit_test(test_lse_run_helper),
