@@ -132,18 +132,13 @@ rd__expk_tab_load(struct rd__expk_tab *tb)
   tb->hi = _mm512_loadu_si512(expk_tb + 8);
 }
 
-/* expk() on eight lanes, those outside `ok` cleared by the final fma's
- * mask: a lane outside [-708, 0] (-inf, NaN) computes garbage, but any
- * table index is in bounds (z's low four bits pick one of the two
- * registers' 16 entries).  With ok = 0xff (no compare), for callers that
- * have checked the range of every lane themselves. */
+/* expk()'s steps after the reduction, on eight lanes: the polynomial at
+ * r, the table entry that z's low four bits pick (any index is in
+ * bounds: one of the two registers' 16 entries) scaled by z's k >> 4,
+ * and the final fma, whose mask clears the lanes outside `ok`. */
 EXPK_TGT5 static inline __attribute__((always_inline)) __m512d
-rd__expk8_mask(const struct rd__expk_tab *tb, __m512d t, __mmask8 ok)
+rd__expk8_tail(const struct rd__expk_tab *tb, __m512d z, __m512d r, __mmask8 ok)
 {
-  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
-  __m512d z = _mm512_fmadd_pd(t, _mm512_set1_pd(EXPK_INV), shift);
-  __m512d kd = _mm512_sub_pd(z, shift);
-  __m512d r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(EXPK_LN2), t);
   __m512d p = _mm512_set1_pd(expk_c[5]), s;
   __m512i zb = _mm512_castpd_si512(z);
   for (int i = 4; i >= 0; i--)
@@ -153,6 +148,33 @@ rd__expk8_mask(const struct rd__expk_tab *tb, __m512d t, __mmask8 ok)
     _mm512_add_epi64(_mm512_permutex2var_epi64(tb->lo, zb, tb->hi),
                      _mm512_slli_epi64(zb, 48)));
   return _mm512_maskz_fmadd_pd(ok, s, p, s);
+}
+
+/* expk() on eight lanes, those outside `ok` cleared (a lane outside
+ * [-708, 0], -inf or NaN computes garbage first). */
+EXPK_TGT5 static inline __attribute__((always_inline)) __m512d
+rd__expk8_mask(const struct rd__expk_tab *tb, __m512d t, __mmask8 ok)
+{
+  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
+  __m512d z = _mm512_fmadd_pd(t, _mm512_set1_pd(EXPK_INV), shift);
+  __m512d kd = _mm512_sub_pd(z, shift);
+  return rd__expk8_tail(tb, z,
+                        _mm512_fnmadd_pd(kd, _mm512_set1_pd(EXPK_LN2), t), ok);
+}
+
+/* expk(-u) on eight lanes, every u in [+0, 708] (the caller has checked
+ * them all): the sign folded into the reduction's fmas (z = -u 16/ln2 +
+ * shift, r = -(k ln2/16) - u), each the same single rounding as
+ * expk()'s with t = -u, so the same bits. */
+EXPK_TGT5 static inline __attribute__((always_inline)) __m512d
+rd__expk8_neg(const struct rd__expk_tab *tb, __m512d u)
+{
+  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
+  __m512d z = _mm512_fnmadd_pd(u, _mm512_set1_pd(EXPK_INV), shift);
+  __m512d kd = _mm512_sub_pd(z, shift);
+  return rd__expk8_tail(tb, z,
+                        _mm512_fnmsub_pd(kd, _mm512_set1_pd(EXPK_LN2), u),
+                        0xff);
 }
 
 /* expk() on eight lanes. */

@@ -177,24 +177,22 @@ TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
 }
 
 /* rd__opk_lse_run_f32: blocks without new maxima and lse_rec_avx512()'s
- * in one loop.  The common block has every t = x - m (the expk arguments)
- * in [-708, 0]: x <= m, and not so far below it that expk gives 0.  One
- * compare of the lanes' maximum and one of their minimum check it (the
- * compares share the multiply units with the expk's fmas, so two are
- * cheaper than four), and the expks then need no mask of their own.  NaN
- * fails one of the two: _mm512_max_pd(a, b) gives b and _mm512_min_pd(a,
- * b) gives b when either is NaN, so with the operands swapped a NaN in
- * either vector reaches a compare.  Every other block (a new maximum, an
- * element 708 or more below m, -inf, NaN, +inf) takes the rare path.  The
- * lanes, the maximum and the table stay in registers in the common path:
- * the rare one passes them through s and m (with their addresses taken in
- * the loop, the lanes went through memory on every block, a store-to-load
- * forwarding on each add's chain). */
+ * in one loop.  The common block has every u = m - x in [+0, 708]: x <=
+ * m, and not so far below it that expk(-u) gives 0.  As 64-bit integers
+ * those u are exactly the bit patterns up to 708's (a negative u, -0, NaN
+ * and the infinities lie above), so one unsigned maximum of the two
+ * vectors' bits and one unsigned compare check 16 elements, and the expks
+ * need no mask (expk8_neg takes -t, the same bits).  Every other block (a
+ * new maximum, an element 708 or more below m, -inf, NaN, +inf; x = +0
+ * at m = -0) takes the rare path.  The lanes, the maximum and the table
+ * stay in registers in the common path: the rare one passes them through
+ * s and m (with their addresses taken in the loop, the lanes went through
+ * memory on every block, a store-to-load forwarding on each add's
+ * chain). */
 TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
                                   size_t nblocks)
 {
-  const __m512d zero = _mm512_setzero_pd();
-  const __m512d tmin = _mm512_set1_pd(EXPK_MIN);
+  const __m512i umax = _mm512_castpd_si512(_mm512_set1_pd(-EXPK_MIN));
   __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
   __m512d mv = _mm512_set1_pd(*m);
   struct rd__expk_tab tb;
@@ -207,15 +205,15 @@ TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
      * every block: 1.3x the time) */
     for (; b < nblocks; b++, x += 64) {
       const float *f = (const float *)(const void *)x;
-      __m512d t0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(f)), mv);
-      __m512d t1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(f + 8)), mv);
-      __mmask8 g = _mm512_cmp_pd_mask(_mm512_max_pd(t0, t1), zero, _CMP_LE_OQ) &
-                   _mm512_cmp_pd_mask(_mm512_min_pd(t1, t0), tmin, _CMP_GE_OQ);
-      if (g != 0xff)
+      __m512d u0 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f)));
+      __m512d u1 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f + 8)));
+      __m512i w = _mm512_max_epu64(_mm512_castpd_si512(u0),
+                                   _mm512_castpd_si512(u1));
+      if (_mm512_cmp_epu64_mask(w, umax, _MM_CMPINT_LE) != 0xff)
         break;
       OPK_PF(x);
-      s0 = _mm512_add_pd(s0, rd__expk8_mask(&tb, t0, 0xff));
-      s1 = _mm512_add_pd(s1, rd__expk8_mask(&tb, t1, 0xff));
+      s0 = _mm512_add_pd(s0, rd__expk8_neg(&tb, u0));
+      s1 = _mm512_add_pd(s1, rd__expk8_neg(&tb, u1));
     }
     if (b == nblocks)
       break;
