@@ -182,12 +182,12 @@ TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
  * those u are exactly the bit patterns up to 708's (a negative u, -0, NaN
  * and the infinities lie above), so one unsigned maximum of the two
  * vectors' bits and one unsigned compare check 16 elements, and the expks
- * need no mask (expk8_neg takes -t, the same bits).  Every other block (a
- * new maximum, an element 708 or more below m, -inf, NaN, +inf; x = +0
- * at m = -0) takes the rare path.  The lanes, the maximum and the table
- * stay in registers in the common path: the rare one passes them through
- * s and m (with their addresses taken in the loop, the lanes went through
- * memory on every block, a store-to-load forwarding on each add's
+ * need no mask (rd__expk8_neg(u) gives expk(-u)'s bits).  Every other
+ * block (a new maximum, an element 708 or more below m, -inf, NaN, +inf;
+ * x = +0 at m = -0) takes the rare path.  The lanes, the maximum and the
+ * table stay in registers in the common path: the rare one passes them
+ * through s and m (with their addresses taken in the loop, the lanes went
+ * through memory on every block, a store-to-load forwarding on each add's
  * chain). */
 TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
                                   size_t nblocks)
