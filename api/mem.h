@@ -32,8 +32,9 @@
  * resident and moves *ready there; a buffer of fewer than API_MEM_MIN
  * bytes is never advised (*ready moves to `cap` at once).  Never fails:
  * a kernel without the advice (before Linux 5.14: then it is never asked
- * again) or a refusal (ENOMEM) leaves the faults to happen as before.  A buffer that moved
- * (realloc) must set *ready back to the bytes it had written. */
+ * again) or a refusal (ENOMEM) leaves the faults to happen as before.  A
+ * buffer that moved (realloc) must set *ready back to the bytes it had
+ * written. */
 void api_mem_ahead(void *base, size_t cap, size_t *ready, size_t at, size_t n);
 
 #endif /* API_MEM_H */

@@ -26,6 +26,10 @@
 /* The prefetch distance of kernels_avx2.c (see there). */
 #define PF_DIST 2048
 #define PF(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T0)
+/* Columns (several rows read side by side): into L2 only, as
+ * kernels_avx2.c's PF_COLS (into L1 they evicted lines still to be
+ * read). */
+#define PF_COLS(p) _mm_prefetch((const char *)(p) + PF_DIST, _MM_HINT_T1)
 
 /* The AVX2 rows() of each kernel id, for rows of n <= L (set by fill). */
 static void (*avx2_rows[RD__K_COUNT])(void *acc, const unsigned char *x,
@@ -190,7 +194,7 @@ TGT ALWAYS_INLINE void z_cols_rest(double *o, const unsigned char *x, size_t rs,
     __m512d s0 = _mm512_loadu_pd(o + j), s1 = _mm512_loadu_pd(o + j + 8);
     for (size_t q = 0; q < nr; q++) {
       __m512d v0, v1;
-      _mm_prefetch((const char *)(x + q * rs + j * esz) + PF_DIST, _MM_HINT_T1);
+      PF_COLS(x + q * rs + j * esz);
       w16(dt, x + q * rs + j * esz, &v0, &v1);
       s0 = term_add(s0, v0, mode);
       s1 = term_add(s1, v1, mode);
