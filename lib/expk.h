@@ -1,4 +1,4 @@
-/* expk.h - exp(t) for t in [-708, 0] with the same bits in C (expk), on
+/* expk.h - exp(t) for t in [-708, 16] with the same bits in C (expk), on
  * four AVX2 lanes (rd__expk4) and on eight AVX-512 lanes (rd__expk8);
  * private to the library's kernels.  The float32/float16/bfloat16
  * ReduceLogSumExp lanes, columns and short rows take every term and every
@@ -13,7 +13,9 @@
  * scaled entry.  The constants come from scripts/gen-expk.py.
  *
  * Error: within 2.5e-16 + 3.4e-17 |t| of e^t, relative (test_opkernels
- * checks it against expl).  The second term is the one-step reduction's:
+ * checks it against expl).  Terms are e^t for t <= 0 (t = x - m, m the
+ * maximum) except in the columns, whose shift is lazy (kernels_impl.h,
+ * RD__LSEC_K): t <= 16 there, within 8e-16.  The second term is the one-step reduction's:
  * EXPK_LN2 is 1.45e-18 below ln2/16, and |k| reaches 16342.  LogSumExp adds
  * each term to a sum of at least 1 (the maximum's own term), and e^t |t|
  * <= 1/e, so relative to that sum the term's error stays below 2.5e-16

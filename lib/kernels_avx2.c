@@ -1570,52 +1570,41 @@ TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
 
 /* Columns of float32 LogSumExp (ops.c's colsks_lse_f32): one row segment
  * of nvec groups of 4 columns, column state (m, hi, lo) in arrays.  For a
- * finite x, ops.c's lsek_add is: if x > m, (hi, lo) times expk(m - x) by
- * the double-double multiply (an empty column, m = -inf, gives expk 0 and
- * so the zeros it had) and m = x, f = 1; else f = expk(x - m) (1 for
- * x = m); then two_sum(hi, f) with its error added to lo, and lo += +0.
- * The same operations here, both cases computed and blended per lane.
- * Stops before the first group holding a NaN or an infinity; returns the
- * groups done. */
+ * finite x, ops.c's lsec_add is: if x > m + RD__LSEC_K, hi = hi e + 1 and
+ * lo = lo e with e = expk(m - x) (an empty column, m = -inf: e = 0), and
+ * m = x; else hi += expk(x - m).  The same operations here, both cases
+ * computed and blended per lane.  Stops before the first group holding a
+ * NaN or an infinity; returns the groups done. */
 TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
                                  const unsigned char *x, size_t nvec)
 {
   const __m256d ninf = _mm256_set1_pd(-INFINITY);
   const __m256d pinf = _mm256_set1_pd(INFINITY);
-  const __m256d zero = _mm256_setzero_pd();
   const __m256d onev = _mm256_set1_pd(1.0);
+  const __m256d kv = _mm256_set1_pd(RD__LSEC_K);
   size_t g = 0;
   for (; g < nvec; g++) {
     __m256d v = _mm256_cvtps_pd(
       _mm_loadu_ps((const float *)(const void *)(x + g * 16)));
-    __m256d mv = _mm256_loadu_pd(m + 4 * g);
+    __m256d mv = _mm256_loadu_pd(m + 4 * g), h = _mm256_loadu_pd(hi + 4 * g);
     __m256d ok = _mm256_and_pd(_mm256_cmp_pd(v, ninf, _CMP_GT_OQ),
                                _mm256_cmp_pd(v, pinf, _CMP_LT_OQ));
-    __m256d up, ef, h, l, p, e, t, f, sm, bb, er;
+    __m256d up, e;
     if (_mm256_movemask_pd(ok) != 0xf)
       break;
-    up = _mm256_cmp_pd(v, mv, _CMP_GT_OQ);
-    ef = rd__expk4(
+    up = _mm256_cmp_pd(v, _mm256_add_pd(mv, kv), _CMP_GT_OQ);
+    e = rd__expk4(
       _mm256_blendv_pd(_mm256_sub_pd(v, mv), _mm256_sub_pd(mv, v), up));
-    h = _mm256_loadu_pd(hi + 4 * g);
-    l = _mm256_loadu_pd(lo + 4 * g);
-    if (_mm256_movemask_pd(up)) { /* rescale the lanes with a new maximum */
-      p = _mm256_mul_pd(h, ef);
-      e = _mm256_fmsub_pd(h, ef, p);
-      e = _mm256_add_pd(e, _mm256_mul_pd(l, ef));
-      t = _mm256_add_pd(p, e);
-      h = _mm256_blendv_pd(h, t, up);
-      l = _mm256_blendv_pd(l, _mm256_sub_pd(e, _mm256_sub_pd(t, p)), up);
+    if (_mm256_movemask_pd(up)) { /* the lanes whose shift moves */
+      __m256d l = _mm256_loadu_pd(lo + 4 * g);
+      _mm256_storeu_pd(lo + 4 * g,
+                       _mm256_blendv_pd(l, _mm256_mul_pd(l, e), up));
       _mm256_storeu_pd(m + 4 * g, _mm256_blendv_pd(mv, v, up));
     }
-    f = _mm256_blendv_pd(ef, onev, up);
-    sm = _mm256_add_pd(h, f);
-    bb = _mm256_sub_pd(sm, h);
-    er = _mm256_add_pd(_mm256_sub_pd(h, _mm256_sub_pd(sm, bb)),
-                       _mm256_sub_pd(f, bb));
-    l = _mm256_add_pd(_mm256_add_pd(l, er), zero);
-    _mm256_storeu_pd(hi + 4 * g, sm);
-    _mm256_storeu_pd(lo + 4 * g, l);
+    _mm256_storeu_pd(hi + 4 * g,
+                     _mm256_blendv_pd(_mm256_add_pd(h, e),
+                                      _mm256_add_pd(_mm256_mul_pd(h, e), onev),
+                                      up));
   }
   return g;
 }

@@ -385,6 +385,16 @@ size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
  * holding a zero, inf or NaN.  Returns the groups done. */
 size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
                               const unsigned char *x, size_t nvec);
+/* The columns of float32/float16/bfloat16 LogSumExp (ops.c's lsec_add)
+ * sum e^(x - m) in double, as one lane of run() does, and keep their shift
+ * lazily: a column's m is its first finite element and moves (rescaling
+ * the sum) only to an x > m + RD__LSEC_K, so every term is at most e^16.
+ * With m the exact running maximum and a double-double sum (before
+ * 2026-12-07), every new maximum rescaled: a part's columns start empty,
+ * and a vector of 8 columns met one in about a quarter of its first 128
+ * rows; case C of the bench took 2.4 times as long. */
+#define RD__LSEC_K 16.0
+
 /* float32 LogSumExp columns (ops.c's colsks_lse_f32): one row segment of
  * nvec groups of 4 columns into the column state arrays; stops before a
  * group holding a NaN or an infinity.  Returns the groups done. */

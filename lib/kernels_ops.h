@@ -65,6 +65,14 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
                             const unsigned char *x, size_t nvec);
 
+/* rd__opk_lse_cols_f32 on four rows at x, x + rs, x + 2 rs, x + 3 rs: each
+ * of the nvec groups of 4 columns takes its four rows in order (AVX-512
+ * form, 8 columns per step), stopping before a group whose four rows hold
+ * a NaN or an infinity, or the last when nvec is odd; returns the groups
+ * done (0 without the AVX-512 form). */
+size_t rd__opk_lse_cols4_f32(double *m, double *hi, double *lo,
+                             const unsigned char *x, size_t rs, size_t nvec);
+
 /* ops.c's Prod lane tree (prodl_flush): lanes l (mantissa m[l], lo 0,
  * exponent e[l]) merged with prod_merge as (k, k + 8), (k, k + 4),
  * (k, k + 2), (k, k + 1); the result in *hi, *lo, *eo.  Returns 0, or -1

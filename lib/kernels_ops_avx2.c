@@ -32,6 +32,8 @@
 /* Prefetch distance in bytes (as kernels_avx2.c: the loops are short, so
  * without it the reorder window limits the lines in flight). */
 #define OPK_PF(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
+/* lse_cols4_avx512: the same columns four rows on (the next pass) */
+#define LSEC_PF(p, rs) _mm_prefetch((const char *)(p) + 4 * (rs), _MM_HINT_T0)
 
 /* -1: follow the library's kernel path (AVX-512 forms while
  * rd__kernels_active() is RD__IMPL_AVX512); 0/1: forced by the tests. */
@@ -517,17 +519,28 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 /* float32 LogSumExp columns                                           */
 /* ------------------------------------------------------------------ */
 
+/* One row of 8 columns (every x finite): ops.c's lsec_add lane by lane.
+ * Where x > m + RD__LSEC_K, hi = hi e + 1 and lo = lo e with
+ * e = expk(m - x) (an empty column, m = -inf: e = 0), and m = x; elsewhere
+ * hi += expk(x - m). */
+TGT5 ALWAYS_INLINE void lsec_step8(const struct rd__expk_tab *tb, __m512d v,
+                                   __m512d *mv, __m512d *h, __m512d *l)
+{
+  __mmask8 up = _mm512_cmp_pd_mask(
+    v, _mm512_add_pd(*mv, _mm512_set1_pd(RD__LSEC_K)), _CMP_GT_OQ);
+  __m512d e = rd__expk8(tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, *mv),
+                                                 _mm512_sub_pd(*mv, v)));
+  *h = _mm512_mask_add_pd(_mm512_add_pd(*h, e), up, _mm512_mul_pd(*h, e),
+                          _mm512_set1_pd(1.0));
+  *l = _mm512_mask_mul_pd(*l, up, *l, e);
+  *mv = _mm512_mask_mov_pd(*mv, up, v);
+}
+
 /* kernels_avx2.c's rd__avx2_lse_cols_f32 on 8 columns at a time, the same
- * operations lane by lane (ops.c's lsek_add for a finite x: rescale when
- * x > m, then the two-sum of f into (hi, lo)); the rescaled values are
- * blended in only where x > m, as there. */
+ * operations lane by lane (lsec_step8). */
 TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
                                    const unsigned char *x, size_t nvec)
 {
-  const __m512d ninf = _mm512_set1_pd(-INFINITY);
-  const __m512d pinf = _mm512_set1_pd(INFINITY);
-  const __m512d zero = _mm512_setzero_pd();
-  const __m512d onev = _mm512_set1_pd(1.0);
   struct rd__expk_tab tb;
   size_t g = 0;
   rd__expk_tab_load(&tb);
@@ -535,34 +548,13 @@ TGT5 static size_t lse_cols_avx512(double *m, double *hi, double *lo,
     const size_t j = 4 * g;
     __m512d v = _mm512_cvtps_pd(
       _mm256_loadu_ps((const float *)(const void *)(x + j * 4)));
-    __m512d mv = _mm512_loadu_pd(m + j);
-    __mmask8 ok = _mm512_cmp_pd_mask(v, ninf, _CMP_GT_OQ) &
-                  _mm512_cmp_pd_mask(v, pinf, _CMP_LT_OQ);
-    __mmask8 up;
-    __m512d ef, h, l, p, e, t, f, sm, bb, er;
-    if (ok != 0xff)
+    __m512d mv = _mm512_loadu_pd(m + j), h = _mm512_loadu_pd(hi + j),
+            l = _mm512_loadu_pd(lo + j);
+    if (_mm512_fpclass_pd_mask(v, 0x99) != 0)
       break;
-    up = _mm512_cmp_pd_mask(v, mv, _CMP_GT_OQ);
-    ef = rd__expk8(&tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, mv),
-                                             _mm512_sub_pd(mv, v)));
-    h = _mm512_loadu_pd(hi + j);
-    l = _mm512_loadu_pd(lo + j);
-    if (up) { /* rescale the lanes with a new maximum */
-      p = _mm512_mul_pd(h, ef);
-      e = _mm512_fmsub_pd(h, ef, p);
-      e = _mm512_add_pd(e, _mm512_mul_pd(l, ef));
-      t = _mm512_add_pd(p, e);
-      h = _mm512_mask_blend_pd(up, h, t);
-      l = _mm512_mask_blend_pd(up, l, _mm512_sub_pd(e, _mm512_sub_pd(t, p)));
-      _mm512_storeu_pd(m + j, _mm512_mask_blend_pd(up, mv, v));
-    }
-    f = _mm512_mask_blend_pd(up, ef, onev);
-    sm = _mm512_add_pd(h, f);
-    bb = _mm512_sub_pd(sm, h);
-    er = _mm512_add_pd(_mm512_sub_pd(h, _mm512_sub_pd(sm, bb)),
-                       _mm512_sub_pd(f, bb));
-    l = _mm512_add_pd(_mm512_add_pd(l, er), zero);
-    _mm512_storeu_pd(hi + j, sm);
+    lsec_step8(&tb, v, &mv, &h, &l);
+    _mm512_storeu_pd(m + j, mv);
+    _mm512_storeu_pd(hi + j, h);
     _mm512_storeu_pd(lo + j, l);
   }
   /* the last group, or the pair holding a NaN or infinity: 4 at a time */
@@ -576,6 +568,94 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
   if (rd__opk_avx512())
     return lse_cols_avx512(m, hi, lo, x, nvec);
   return rd__avx2_lse_cols_f32(m, hi, lo, x, nvec);
+}
+
+/* The terms of four rows of 8 columns (stride rs) at p against the shifts
+ * mv: f[q] = expk(x - m) without a mask, and in *ok the lanes where every
+ * row's shift stays and the terms need none: t = x - m in [-708,
+ * RD__LSEC_K), with room for t's rounding (|t| <= 16: within 2^-49), so
+ * that x <= m + RD__LSEC_K as lsec_add computes it.  In any other lane f is
+ * unused. */
+TGT5 ALWAYS_INLINE void lsec4_terms(const struct rd__expk_tab *tb,
+                                    const unsigned char *p, size_t rs,
+                                    __m512d mv, __m512d *f, __mmask8 *ok)
+{
+  const __m512d tmax = _mm512_set1_pd(RD__LSEC_K - 0x1p-30);
+  const __m512d tmin = _mm512_set1_pd(EXPK_MIN);
+  __mmask8 k = 0xff;
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; q++) {
+    __m512d t = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(
+                                (const float *)(const void *)(p + q * rs))),
+                              mv);
+    LSEC_PF(p + q * rs, rs);
+    k &= _mm512_cmp_pd_mask(t, tmax, _CMP_LE_OQ) &
+         _mm512_cmp_pd_mask(t, tmin, _CMP_GE_OQ);
+    f[q] = rd__expk8_mask(tb, t, 0xff);
+  }
+  *ok = k;
+}
+
+/* lse_cols_avx512 over four rows (stride rs) at once, 8 columns per step:
+ * each column takes its four rows in order with (m, hi, lo) in registers.
+ * Where every shift stays (lsec4_terms' ok), that is hi += f[q], row by
+ * row.  The next step's terms are computed before this step's sums
+ * (software pipelining), so that the sums find them ready: one row at a
+ * time, each step waited on its own exp. */
+TGT5 static size_t lse_cols4_avx512(double *m, double *hi, double *lo,
+                                    const unsigned char *x, size_t rs,
+                                    size_t nvec)
+{
+  struct rd__expk_tab tb;
+  __m512d f[4], mv;
+  __mmask8 ok;
+  size_t g = 0;
+  if (nvec < 2)
+    return 0;
+  rd__expk_tab_load(&tb);
+  mv = _mm512_loadu_pd(m);
+  lsec4_terms(&tb, x, rs, mv, f, &ok);
+  for (; g + 2 <= nvec; g += 2) {
+    const size_t j = 4 * g;
+    __m512d fn[4], mn = mv, h = _mm512_loadu_pd(hi + j);
+    __mmask8 okn = 0;
+    if (g + 4 <= nvec) { /* the next step's terms */
+      mn = _mm512_loadu_pd(m + j + 8);
+      lsec4_terms(&tb, x + (j + 8) * 4, rs, mn, fn, &okn);
+    }
+    if (ok == 0xff) {
+      h = _mm512_add_pd(_mm512_add_pd(h, f[0]), f[1]);
+      h = _mm512_add_pd(_mm512_add_pd(h, f[2]), f[3]);
+    } else {
+      const unsigned char *p = x + j * 4;
+      __m512d v[4], l = _mm512_loadu_pd(lo + j);
+      __mmask8 sp = 0;
+      for (int q = 0; q < 4; q++) {
+        v[q] = _mm512_cvtps_pd(
+          _mm256_loadu_ps((const float *)(const void *)(p + q * rs)));
+        sp |= _mm512_fpclass_pd_mask(v[q], 0x99);
+      }
+      if (sp)
+        break; /* a NaN or an infinity: the caller's */
+      for (int q = 0; q < 4; q++)
+        lsec_step8(&tb, v[q], &mv, &h, &l);
+      _mm512_storeu_pd(m + j, mv);
+      _mm512_storeu_pd(lo + j, l);
+    }
+    _mm512_storeu_pd(hi + j, h);
+    mv = mn;
+    ok = okn;
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++)
+      f[q] = fn[q];
+  }
+  return g;
+}
+
+size_t rd__opk_lse_cols4_f32(double *m, double *hi, double *lo,
+                             const unsigned char *x, size_t rs, size_t nvec)
+{
+  return rd__opk_avx512() ? lse_cols4_avx512(m, hi, lo, x, rs, nvec) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1685,6 +1765,18 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
   (void)e;
   (void)neg;
   (void)x;
+  (void)nvec;
+  return 0;
+}
+
+size_t rd__opk_lse_cols4_f32(double *m, double *hi, double *lo,
+                             const unsigned char *x, size_t rs, size_t nvec)
+{
+  (void)m;
+  (void)hi;
+  (void)lo;
+  (void)x;
+  (void)rs;
   (void)nvec;
   return 0;
 }

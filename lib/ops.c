@@ -398,20 +398,32 @@ static inline void lse_add(void *acc, const unsigned char *p, int dt)
     lse_fold(a, v, 1.0, 0.0);
 }
 
-/* lse_add() with expk() (kernels_impl.h) for exp: the element add of the
- * float32/float16/bfloat16 LogSumExp cols(), which must equal run() of one
- * element and flush() (lsel_flush folds with expk() too); the float32
- * vector form is in kernels_avx2.c. */
-static inline void lsek_add(struct rd__acc_lse *a, const unsigned char *p,
+/* The element step of the float32/float16/bfloat16 LogSumExp cols(): a
+ * column sums e^(x - m) in double (hi; lo only scaled), and its shift m is
+ * lazy (kernels_impl.h, RD__LSEC_K): it moves only to an x > m +
+ * RD__LSEC_K, which rescales the sum, so every term is at most e^16.  A
+ * column sums as one lane of run() does; from the empty state one element
+ * gives what run() of it and flush() give (m = x, sum 1).  expk()
+ * (expk.h) for exp, as everywhere in these types; the vector forms are in
+ * kernels_avx2.c and kernels_ops_avx2.c. */
+static inline void lsec_add(struct rd__acc_lse *a, const unsigned char *p,
                             int dt)
 {
   double v = ldd(dt, p);
-  if (isnan(v))
+  if (isnan(v)) {
     a->nan = 1;
-  else if (v == INFINITY)
+  } else if (v == INFINITY) {
     a->posinf = 1;
-  else if (v != -INFINITY)
-    lse_fold_e(a, v, 1.0, 0.0, expk);
+  } else if (v == -INFINITY) {
+    /* e^-inf: nothing */
+  } else if (v > a->m + RD__LSEC_K) { /* also from empty: expk(-inf) = 0 */
+    double e = expk(a->m - v);
+    a->hi = a->hi * e + 1.0;
+    a->lo *= e;
+    a->m = v;
+  } else {
+    a->hi += expk(v - a->m);
+  }
 }
 
 static void lse_merge(void *dst, const void *src)
@@ -1639,7 +1651,7 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
   }
 }
 
-/* cols() of float32 LogSumExp: lsek_add() element by element, rows in
+/* cols() of float32 LogSumExp: lsec_add() element by element, rows in
  * order (portable); with the SIMD implementation, tiles of columns whose
  * (m, hi, lo) sit in arrays while the rows pass, groups of 4 finite
  * elements in vectors (kernels_avx2.c, the same operations), any other
@@ -1653,7 +1665,7 @@ static inline void colsk_lse(void *acc, const unsigned char *x, size_t n,
   const size_t esz = dt_size(dt);
   for (size_t r = 0; r < nrows; r++, x += n * esz)
     for (size_t j = 0; j < n; j++)
-      lsek_add(&o[j], x + j * esz, dt);
+      lsec_add(&o[j], x + j * esz, dt);
 }
 
 static void colsk_lse_f32(void *acc, const unsigned char *x, size_t n,
@@ -1678,10 +1690,59 @@ static inline void lcols_elem(struct rd__acc_lse *a, double *m, double *hi,
   a->m = *m;
   a->hi = *hi;
   a->lo = *lo;
-  lsek_add(a, p, RD_FLOAT32);
+  lsec_add(a, p, RD_FLOAT32);
   *m = a->m;
   *hi = a->hi;
   *lo = a->lo;
+}
+
+/* Row `row` of group g (columns 4g..4g+3 of the tile): the vector form,
+ * or element by element for a group holding a NaN or an infinity. */
+static void lcols_group(struct rd__acc_lse *a, double *m, double *hi,
+                        double *lo, const unsigned char *row, size_t g)
+{
+  if (rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g, row + g * 16,
+                           1) == 0)
+    for (size_t j = 4 * g; j < 4 * g + 4; j++)
+      lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+}
+
+/* One row segment of the tile (nv groups of 4 columns, then the rest). */
+static void lcols_row(struct rd__acc_lse *a, double *m, double *hi, double *lo,
+                      const unsigned char *row, size_t nc, size_t nv)
+{
+  size_t g = 0;
+  while (g < nv) {
+    g += rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g, row + g * 16,
+                              nv - g);
+    if (g < nv) /* a group with a NaN or an infinity */
+      lcols_group(a, m, hi, lo, row, g++);
+  }
+  for (size_t j = 4 * nv; j < nc; j++)
+    lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+}
+
+/* Four row segments of the tile at row, row + rs, ...: each column takes
+ * the four in order, the vector form four rows at once; a group it leaves
+ * (a NaN or an infinity in its four rows, or an odd last group) and the
+ * columns after the groups take them one at a time. */
+static void lcols_rows4(struct rd__acc_lse *a, double *m, double *hi,
+                        double *lo, const unsigned char *row, size_t rs,
+                        size_t nc, size_t nv)
+{
+  size_t g = 0;
+  while (g < nv) {
+    g += rd__opk_lse_cols4_f32(m + 4 * g, hi + 4 * g, lo + 4 * g, row + g * 16,
+                               rs, nv - g);
+    if (g < nv) {
+      for (size_t q = 0; q < 4; q++)
+        lcols_group(a, m, hi, lo, row + q * rs, g);
+      g++;
+    }
+  }
+  for (size_t j = 4 * nv; j < nc; j++)
+    for (size_t q = 0; q < 4; q++)
+      lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + q * rs + j * 4);
 }
 
 static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
@@ -1689,29 +1750,20 @@ static void colsks_lse_f32(void *acc, const unsigned char *x, size_t n,
 {
   double m[LCOLS_TILE], hi[LCOLS_TILE], lo[LCOLS_TILE];
   struct rd__acc_lse *o = acc;
+  const size_t rs = n * 4;
   for (size_t j0 = 0; j0 < n; j0 += LCOLS_TILE) {
-    size_t nc = n - j0 < LCOLS_TILE ? n - j0 : LCOLS_TILE, nv = nc / 4;
+    size_t nc = n - j0 < LCOLS_TILE ? n - j0 : LCOLS_TILE, nv = nc / 4, r = 0;
     struct rd__acc_lse *a = o + j0;
     for (size_t j = 0; j < nc; j++) {
       m[j] = a[j].m;
       hi[j] = a[j].hi;
       lo[j] = a[j].lo;
     }
-    for (size_t r = 0; r < nrows; r++) {
-      const unsigned char *row = x + (r * n + j0) * 4;
-      size_t g = 0, j;
-      while (g < nv) {
-        g += rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g,
-                                  row + g * 16, nv - g);
-        if (g < nv) { /* a group with a NaN or an infinity */
-          for (j = 4 * g; j < 4 * g + 4; j++)
-            lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
-          g++;
-        }
-      }
-      for (j = 4 * nv; j < nc; j++)
-        lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
-    }
+    if (rd__opk_avx512())
+      for (; r + 4 <= nrows; r += 4)
+        lcols_rows4(a, m, hi, lo, x + r * rs + j0 * 4, rs, nc, nv);
+    for (; r < nrows; r++)
+      lcols_row(a, m, hi, lo, x + r * rs + j0 * 4, nc, nv);
     for (size_t j = 0; j < nc; j++) {
       a[j].m = m[j];
       a[j].hi = hi[j];

@@ -859,10 +859,55 @@ static void lanes_empty(const struct rd__kernel *k, union rd__lanes *ln)
     k->init(ln, 1);
 }
 
+/* Element i of a float32/float16/bfloat16 buffer as a double. */
+static double float_elem(int dt, const unsigned char *x, size_t i)
+{
+  uint16_t h;
+  float f;
+  if (dt == RD_FLOAT32) {
+    memcpy(&f, x + i * 4, 4);
+    return f;
+  }
+  memcpy(&h, x + i * 2, 2);
+  return dt == RD_FLOAT16 ? rd_f16_to_f64(h) : rd_bf16_to_f64(h);
+}
+
+/* The column step of float32/float16/bfloat16 LogSumExp as documented
+ * (ops.c's lsec_add, kernels_impl.h's RD__LSEC_K), written here from that
+ * description: the oracle for their cols().  The shift m moves only to an
+ * x > m + K (hi = hi e + 1, lo = lo e, e = expk(m - x)); otherwise
+ * hi += expk(x - m).  `k` is K (0 for the negative control: the exact
+ * running maximum). */
+static void lsec_model(struct rd__acc_lse *a, double v, double k)
+{
+  if (isnan(v)) {
+    a->nan = 1;
+  } else if (v == INFINITY) {
+    a->posinf = 1;
+  } else if (v != -INFINITY) {
+    if (v > a->m + k) {
+      double e = expk(a->m - v);
+      a->hi = a->hi * e + 1.0;
+      a->lo *= e;
+      a->m = v;
+    } else {
+      a->hi += expk(v - a->m);
+    }
+  }
+}
+
+/* 1 for the kernels whose cols() has its own element step (lsec_model)
+ * instead of run()+flush() of each element. */
+static int lazy_cols(int op, int dt)
+{
+  return op == RD_OP_LOG_SUM_EXP &&
+         (dt == RD_FLOAT32 || dt == RD_FLOAT16 || dt == RD_BFLOAT16);
+}
+
 /* Every family kernel (ops.c) of every op, dtype and variant: run() split
  * at every point equals run() whole, rows() equals run()+flush(), cols()
- * equals per-element run()+flush(); from an empty and from a non-empty
- * accumulator. */
+ * equals per-element run()+flush() (float LogSumExp: lsec_model(), its
+ * own element step); from an empty and from a non-empty accumulator. */
 static void test_ops_split_points(void **state)
 {
   static const size_t ol[] = { 0,  1,  2,  3,  5,  8,  15,  16,
@@ -968,6 +1013,11 @@ static void test_ops_split_points(void **state)
                 for (size_t j = 0; j < w; j++) {
                   acc_empty_k(k, b, 1);
                   for (size_t r = 0; r < nr; r++) {
+                    if (lazy_cols(op, dt)) {
+                      lsec_model((struct rd__acc_lse *)(void *)b,
+                                 float_elem(dt, x, r * w + j), RD__LSEC_K);
+                      continue;
+                    }
                     lanes_empty(k, &ln);
                     k->run(&ln, x + (r * w + j) * esz, 1, 0);
                     k->flush(&ln, b);
@@ -1672,6 +1722,101 @@ static void test_rows_out_log_midpoints(void **state)
   free(o);
 }
 
+/* float32 LogSumExp cols(), portable and SIMD, against lsec_model() on
+ * columns made for its cases: a later element within K above the first
+ * (no rescale; a rescale with the exact maximum), one more than K above
+ * (a rescale), an empty start with -inf first, a NaN, a +inf, spreads
+ * below -708, and rows in several calls.  Each column's finished value
+ * (m + log1p((hi - 1) + lo)) is within 4e-15 (1 + |LSE|) of the long
+ * double LogSumExp.  Some columns start from a state with lo not 0 (which
+ * a rescale scales).  Negative control: the model with K = 0 (the exact
+ * running maximum) differs in some column. */
+static void test_lse_cols_lazy(void **state)
+{
+  enum { W = 24, NR = 37 };
+  float x[NR * W];
+  struct rd__acc_lse a[W], b;
+  const int impl = simd_impl(state);
+  int id = rd__op_kernel_id(RD_OP_LOG_SUM_EXP, RD_FLOAT32, 0), control = 0;
+  const struct rd__kernel *ks[2];
+  skip_absent(impl);
+  ks[0] = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  ks[1] = rd__op_kernel_impl(id, impl);
+  assert_non_null(ks[0]);
+  if (!ks[1])
+    ks[1] = ks[0];
+  for (size_t r = 0; r < NR; r++)
+    for (size_t j = 0; j < W; j++) {
+      double u = (double)(next() >> 11) * 0x1p-53; /* [0, 1) */
+      float v = (float)(u * 20.0 - 10.0);
+      if (r == 0)
+        v = (float)(j % 4 == 1 ? -8.0 : -3.0 + 0.25 * (double)j);
+      if (r == 17 && j % 4 == 1)
+        v = 9.5f; /* > -8 + 16: the shift moves */
+      if (j == 5 && r < 3)
+        v = -INFINITY; /* starts empty */
+      if (j == 6 && r == 20)
+        v = NAN;
+      if (j == 7 && r == 30)
+        v = INFINITY;
+      if (j == 8 && r % 5 == 2)
+        v = -750.0f; /* below expk's range: a term of +0 */
+      if (j == 9 && r == 25)
+        v = 40.0f; /* the next rows are all far below it */
+      x[r * W + j] = v;
+    }
+  for (int im = 0; im < 2; im++) {
+    struct rd__acc_lse a0[W];
+    ks[im]->init(a0, W);
+    for (size_t j = 2; j < W; j++) { /* some start from a state, lo not 0 */
+      if (j % 3 != 2 && j != 9)      /* 9: then a rescale (row 25) */
+        continue;
+      a0[j].m = -2.0 + (double)j / 8;
+      a0[j].hi = 1.25;
+      a0[j].lo = (double)j * 0x1p-56;
+    }
+    memcpy(a, a0, sizeof a);
+    /* rows in three calls: 5, 1, then the rest */
+    ks[im]->cols(a, (const unsigned char *)x, W, 5);
+    ks[im]->cols(a, (const unsigned char *)(x + 5 * W), W, 1);
+    ks[im]->cols(a, (const unsigned char *)(x + 6 * W), W, NR - 6);
+    for (size_t j = 0; j < W; j++) {
+      long double sum = 0, mx = -INFINITY;
+      double got, want;
+      b = a0[j];
+      for (size_t r = 0; r < NR; r++)
+        lsec_model(&b, x[r * W + j], RD__LSEC_K);
+      if (memcmp(&a[j], &b, sizeof b) != 0)
+        fail_msg("impl %d: column %zu differs from lsec_model", im, j);
+      if (im == 0) {
+        struct rd__acc_lse c = a0[j];
+        for (size_t r = 0; r < NR; r++)
+          lsec_model(&c, x[r * W + j], 0.0);
+        control |= memcmp(&c, &b, sizeof b) != 0;
+      }
+      if (a[j].nan || a[j].posinf) {
+        assert_true(j == 6 || j == 7);
+        continue;
+      }
+      if (a0[j].m != -INFINITY)
+        mx = a0[j].m;
+      for (size_t r = 0; r < NR; r++)
+        if (x[r * W + j] > mx)
+          mx = x[r * W + j];
+      if (a0[j].m != -INFINITY)
+        sum = ((long double)a0[j].hi + a0[j].lo) * expl(a0[j].m - mx);
+      for (size_t r = 0; r < NR; r++)
+        sum += expl((long double)x[r * W + j] - mx);
+      want = (double)(mx + logl(sum));
+      got = a[j].m + log1p((a[j].hi - 1.0) + a[j].lo);
+      if (fabs(got - want) > 4e-15 * (1.0 + fabs(want)))
+        fail_msg("impl %d: column %zu: %.17g, LogSumExp %.17g", im, j, got,
+                 want);
+    }
+  }
+  assert_true(control); /* the K = 0 model would have told them apart */
+}
+
 int main(void)
 {
 #define BOTH(f)                                                                \
@@ -1691,6 +1836,7 @@ int main(void)
     cmocka_unit_test(test_short_rows_int_error),
     BOTH(test_short_rows_16bit_all),
     BOTH(test_ops_split_points),
+    BOTH(test_lse_cols_lazy),
     BOTH(test_ops_f32_specials),
     BOTH(test_ops_plans_both_impls),
     BOTH(test_rows_out_fin),

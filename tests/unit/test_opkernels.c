@@ -59,17 +59,19 @@ static int simd(void)
 }
 
 /* expk() against expl() (64-bit significand): relative error within
- * 2.5e-16 + 3.4e-17 |t| on [-708, 0] (the second term is the one-step
+ * 2.5e-16 + 3.4e-17 |t| on [-708, 16] (the second term is the one-step
  * range reduction's: kd times the 1.45e-18 by which EXPK_LN2 is below
- * ln2/16; expk.h), swept uniformly and densely near 0 where the
- * LogSumExp terms that matter lie; and the ends of its domain. */
+ * ln2/16; expk.h), swept uniformly, densely near 0 where the LogSumExp
+ * terms that matter lie, and on (0, 16] (the columns' terms above their
+ * lazy shift); and the ends of its domain. */
 static void test_expk_accuracy(void **state)
 {
   double worst = 0, worst_small = 0;
   (void)state;
   for (long i = 0; i <= 4000000; i++) {
-    double t = i % 2 ? -708.0 * (double)(next() >> 11) * 0x1p-53
-                     : -2.0 * (double)i / 4000000.0;
+    double t = i % 4 == 3   ? 16.0 * (double)(next() >> 11) * 0x1p-53 + 0x1p-60
+               : i % 2 == 1 ? -708.0 * (double)(next() >> 11) * 0x1p-53
+                            : -2.0 * (double)i / 4000000.0;
     long double e = expl((long double)t);
     double rel = (double)fabsl(((long double)expk(t) - e) / e);
     double lim = 2.5e-16 + 3.4e-17 * fabs(t);
@@ -78,7 +80,7 @@ static void test_expk_accuracy(void **state)
                lim);
     if (rel > worst)
       worst = rel;
-    if (t > -1.0 && rel > worst_small)
+    if (t > -1.0 && t <= 0.0 && rel > worst_small)
       worst_small = rel;
   }
   print_message("expk: max relative error %.3g, %.3g on (-1, 0]\n", worst,
@@ -94,6 +96,7 @@ static void test_expk_accuracy(void **state)
     assert_true(d == (double)exp2l((long double)j / 16.0L));
   }
   assert_true(expk(0.0) == 1.0 && expk(-0.0) == 1.0);
+  assert_true(fabs(expk(16.0) / exp(16.0) - 1.0) < 1e-15);
   assert_true(expk(EXPK_MIN) >= DBL_MIN);
   assert_true(expk(nextafter(EXPK_MIN, -INFINITY)) == 0.0);
   assert_true(expk(-INFINITY) == 0.0 && expk(NAN) == 0.0);
@@ -1311,15 +1314,57 @@ static void prod_cols_data(float *x, size_t count)
   }
 }
 
+/* cols() of op's float32 kernel under the SIMD implementation, both forms,
+ * against the portable one, over column counts 1..45 and 1100 and 1..13
+ * rows, taken twice (the second time from a started state): data from
+ * fill,
+ * a special value sp[nc % nsp] amid every third shape, and (start) the
+ * same accumulators changed before the rows in both. */
+static void cols_shapes(int op, size_t accsz, void (*fill)(float *, size_t),
+                        const float *sp, size_t nsp,
+                        void (*start)(unsigned char *, size_t))
+{
+  enum { BIG = 1100 };
+  static float x[13 * BIG];
+  static unsigned char a[BIG * 64], b[BIG * 64];
+  int id = rd__op_kernel_id(op, RD_FLOAT32, 0), was = rd__kernels_active();
+  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  assert_true(accsz <= 64 && kp && ks);
+  for (int form = 0; form < 2; form++) {
+    int w = rd__opk_avx512_select(form);
+    for (size_t nc = 1; nc <= BIG; nc += nc < 45 ? 1 : 1055)
+      for (size_t nr = 1; nr <= 13; nr += nc < 45 ? 1 : 4) {
+        fill(x, nr * nc);
+        if (nc % 3 == 0)
+          x[(nr * nc) / 2] = sp[nc % nsp];
+        memset(a, 0, nc * accsz);
+        memset(b, 0, nc * accsz);
+        kp->init(a, nc);
+        ks->init(b, nc);
+        if (start) {
+          start(a, nc);
+          start(b, nc);
+        }
+        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
+        kp->cols(a, (const unsigned char *)x, nc, nr);
+        kp->cols(a, (const unsigned char *)x, nc, nr);
+        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
+        ks->cols(b, (const unsigned char *)x, nc, nr);
+        ks->cols(b, (const unsigned char *)x, nc, nr);
+        assert_memory_equal(a, b, nc * accsz);
+      }
+    rd__opk_avx512_select(w);
+  }
+  assert_int_equal(rd__kernels_select(was), 0);
+}
+
 static void test_prod_cols4(void **state)
 {
-  enum { NV = 11, NC = 4 * NV, BIG = 1100 };
-  static float x[13 * BIG];
-  static unsigned char a[BIG * sizeof(struct rd__acc_prod)],
-    b[BIG * sizeof(struct rd__acc_prod)];
+  enum { NV = 11, NC = 4 * NV };
+  static float x[4 * NC];
   static const float sp[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN };
   int id = rd__op_kernel_id(RD_OP_PROD, RD_FLOAT32, 0), was;
-  const struct rd__kernel *kp = rd__op_kernel_impl(id, RD__IMPL_PORTABLE);
   const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
   (void)state;
   if (!ks)
@@ -1357,27 +1402,86 @@ static void test_prod_cols4(void **state)
     }
     rd__opk_avx512_select(was);
   }
-  was = rd__kernels_active();
-  for (int form = 0; form < 2; form++) {
-    int w = rd__opk_avx512_select(form);
-    for (size_t nc = 1; nc <= BIG; nc += nc < 45 ? 1 : 1055)
-      for (size_t nr = 1; nr <= 13; nr += nc < 45 ? 1 : 4) {
-        prod_cols_data(x, nr * nc);
-        if (nc % 3 == 0)
-          x[(nr * nc) / 2] = sp[nc % 5];
-        memset(a, 0, nc * sizeof(struct rd__acc_prod));
-        memset(b, 0, nc * sizeof(struct rd__acc_prod));
-        kp->init(a, nc);
-        ks->init(b, nc);
-        assert_int_equal(rd__kernels_select(RD__IMPL_PORTABLE), 0);
-        kp->cols(a, (const unsigned char *)x, nc, nr);
-        assert_int_equal(rd__kernels_select(RD__IMPL_AVX2), 0);
-        ks->cols(b, (const unsigned char *)x, nc, nr);
-        assert_memory_equal(a, b, nc * sizeof(struct rd__acc_prod));
-      }
-    rd__opk_avx512_select(w);
+  cols_shapes(RD_OP_PROD, sizeof(struct rd__acc_prod), prod_cols_data, sp, 5,
+              NULL);
+}
+
+/* float32 LogSumExp column data: mostly uniform in [-10, 10) (the shift
+ * stays), some elements 20 to 40 higher (the shift moves, also inside a
+ * block of four rows), some 750 lower (a term of +0). */
+static void lse_cols_data(float *x, size_t count)
+{
+  for (size_t i = 0; i < count; i++) {
+    uint64_t r = next();
+    double u = (double)(r >> 11) * 0x1p-53 * 20.0 - 10.0;
+    x[i] = (float)(r % 23 == 0 ? u + 30.0 : r % 29 == 0 ? u - 750.0 : u);
   }
-  assert_int_equal(rd__kernels_select(was), 0);
+}
+
+/* Every third column of n from a started state whose lo is not 0. */
+static void lse_cols_start(unsigned char *acc, size_t n)
+{
+  for (size_t j = 1; j < n; j += 3) {
+    struct rd__acc_lse st = { (double)(j % 11) - 5.0, 1.5, (double)j * 0x1p-60,
+                              0, 0 };
+    memcpy(acc + j * sizeof st, &st, sizeof st);
+  }
+}
+
+/* float32 LogSumExp columns four rows at a time (rd__opk_lse_cols4_f32)
+ * against the one-row form four times over the groups it did, with a NaN
+ * or an infinity at every position of four rows of 11 pairs of groups
+ * (it stops at the pair holding it), from states with empty columns,
+ * shifts far below and above the data, and lo not 0; then cols() of the
+ * SIMD implementation (tiles of four rows, the rest one at a time)
+ * against the portable one over column counts 1..45 and 1100 and 1..13
+ * rows, some columns starting from a state whose lo is not 0. */
+static void test_lse_cols4(void **state)
+{
+  enum { NV = 22, NC = 4 * NV };
+  static float x[4 * NC];
+  static const float sp[] = { INFINITY, -INFINITY, NAN };
+  int id = rd__op_kernel_id(RD_OP_LOG_SUM_EXP, RD_FLOAT32, 0), was;
+  const struct rd__kernel *ks = rd__op_kernel_impl(id, RD__IMPL_AVX2);
+  (void)state;
+  if (!ks)
+    skip();
+  was = rd__opk_avx512_select(1);
+  if (rd__opk_avx512()) {
+    for (size_t at = 0; at <= 4 * NC; at += 3) {
+      double m0[NC], h0[NC], l0[NC], m1[NC], h1[NC], l1[NC];
+      size_t stop = NV, g1;
+      lse_cols_data(x, 4 * NC);
+      if (at < 4 * NC)
+        x[at] = sp[at % 3];
+      for (size_t j = 0; j < NC; j++) {
+        m0[j] = m1[j] = j % 7 == 0   ? -INFINITY
+                        : j % 7 == 1 ? -30.0
+                        : j % 7 == 2 ? 25.0
+                                     : (double)j / 8 - 5;
+        h0[j] = h1[j] = m0[j] == -INFINITY ? 0.0 : 1.0 + (double)j / 16;
+        l0[j] = l1[j] = m0[j] == -INFINITY ? 0.0 : (double)j * 0x1p-60;
+      }
+      if (at < 4 * NC)
+        stop = (at % NC) / 8 * 2; /* the pair of groups holding it */
+      for (size_t k = 0; k < 4; k++)
+        assert_int_equal(
+          rd__opk_lse_cols_f32(m0, h0, l0, (const unsigned char *)(x + k * NC),
+                               stop),
+          stop);
+      g1 = rd__opk_lse_cols4_f32(m1, h1, l1, (const unsigned char *)x, NC * 4,
+                                 NV);
+      assert_int_equal(g1, stop);
+      assert_memory_equal(m0, m1, sizeof m0);
+      assert_memory_equal(h0, h1, sizeof h0);
+      assert_memory_equal(l0, l1, sizeof l0);
+    }
+  } else {
+    printf("test_opkernels: no AVX-512 form: the four-row columns skipped\n");
+  }
+  rd__opk_avx512_select(was);
+  cols_shapes(RD_OP_LOG_SUM_EXP, sizeof(struct rd__acc_lse), lse_cols_data, sp,
+              3, lse_cols_start);
 }
 
 int main(void)
@@ -1405,6 +1509,7 @@ int main(void)
     cmocka_unit_test(test_key_cols),
     cmocka_unit_test(test_prod_run),
     cmocka_unit_test(test_prod_cols4),
+    cmocka_unit_test(test_lse_cols4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
