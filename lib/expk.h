@@ -73,7 +73,11 @@ static const uint64_t expk_tb[16] = {
   UINT64_C(0x3fefa4afa2a490da), /* 2^(15/16) = 0x1.ea4afa2a490dap+0 */
 };
 
-static inline double expk(double t)
+#ifdef __GNUC__
+__attribute__((always_inline))
+#endif
+static inline double
+expk(double t)
 {
   double z, kd, r, p, s;
   uint64_t zb, sb;

@@ -182,8 +182,21 @@ static inline int64_t ldkey(int dt, const unsigned char *p, int *nan,
 /* Double-double helpers                                              */
 /* ------------------------------------------------------------------ */
 
+/* The merges and flushes of the float LogSumExp and Prod states call fma()
+ * (dd_mul, expk, prod_merge) once or more each; in this file, built for
+ * any x86-64, each is a libm call.  They get an FMA clone, chosen at load
+ * time: fma() is exact, so both clones give the same bits.  (Case C of the
+ * bench merges 64 x 8192 column states: LogSumExp 0.90-0.97x the time.)
+ * The helpers they use are always inlined, so that the clone has them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__FMA__)
+#define FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define FMA_CLONES
+#endif
+
 /* s + e = a + b exactly (Knuth). */
-static inline void two_sum(double a, double b, double *s, double *e)
+__attribute__((always_inline)) static inline void two_sum(double a, double b,
+                                                          double *s, double *e)
 {
   double t = a + b, bb = t - a;
   *e = (a - (t - bb)) + (b - bb);
@@ -191,7 +204,8 @@ static inline void two_sum(double a, double b, double *s, double *e)
 }
 
 /* s + e = a + b exactly when |a| >= |b| (Dekker). */
-static inline void fast_two_sum(double a, double b, double *s, double *e)
+__attribute__((always_inline)) static inline void
+fast_two_sum(double a, double b, double *s, double *e)
 {
   double t = a + b;
   *e = b - (t - a);
@@ -199,7 +213,8 @@ static inline void fast_two_sum(double a, double b, double *s, double *e)
 }
 
 /* (hi, lo) += v, v finite. */
-static inline void dd_add(double *hi, double *lo, double v)
+__attribute__((always_inline)) static inline void dd_add(double *hi, double *lo,
+                                                         double v)
 {
   double s, e;
   two_sum(*hi, v, &s, &e);
@@ -208,7 +223,8 @@ static inline void dd_add(double *hi, double *lo, double v)
 }
 
 /* (hi, lo) *= f, renormalised. */
-static inline void dd_mul(double *hi, double *lo, double f)
+__attribute__((always_inline)) static inline void dd_mul(double *hi, double *lo,
+                                                         double f)
 {
   double p = *hi * f, e = fma(*hi, f, -p);
   e += *lo * f;
@@ -355,9 +371,12 @@ static void lse_init(void *acc, size_t count)
   }
 }
 
-/* Adds exp(m2 - m) * (hi2 + lo2) (m2 finite) to the state. */
-static inline void lse_fold_e(struct rd__acc_lse *a, double m2, double hi2,
-                              double lo2, double (*ex)(double))
+/* Adds exp(m2 - m) * (hi2 + lo2) (m2 finite) to the state.  Always
+ * inlined: `ex` is then a direct call, and inside an FMA clone
+ * (FMA_CLONES) its fma()s are instructions. */
+__attribute__((always_inline)) static inline void
+lse_fold_e(struct rd__acc_lse *a, double m2, double hi2, double lo2,
+           double (*ex)(double))
 {
   if (m2 > a->m) {
     if (a->m == -INFINITY) {
@@ -380,8 +399,8 @@ static inline void lse_fold_e(struct rd__acc_lse *a, double m2, double hi2,
   }
 }
 
-static inline void lse_fold(struct rd__acc_lse *a, double m2, double hi2,
-                            double lo2)
+__attribute__((always_inline)) static inline void
+lse_fold(struct rd__acc_lse *a, double m2, double hi2, double lo2)
 {
   lse_fold_e(a, m2, hi2, lo2, exp);
 }
@@ -426,7 +445,7 @@ static inline void lsec_add(struct rd__acc_lse *a, const unsigned char *p,
   }
 }
 
-static void lse_merge(void *dst, const void *src)
+FMA_CLONES static void lse_merge(void *dst, const void *src)
 {
   struct rd__acc_lse *d = dst;
   const struct rd__acc_lse *s = src;
@@ -546,7 +565,7 @@ static inline void prod_add(void *acc, const unsigned char *p, int dt)
   }
 }
 
-static void prod_merge(void *dst, const void *src)
+FMA_CLONES static void prod_merge(void *dst, const void *src)
 {
   struct rd__acc_prod *d = dst;
   const struct rd__acc_prod *s = src;
@@ -1349,7 +1368,7 @@ static void lsel_reset(struct lse_lanes *st)
   st->h.m = -INFINITY;
 }
 
-static void lsel_flush(union rd__lanes *ln, void *acc)
+FMA_CLONES static void lsel_flush(union rd__lanes *ln, void *acc)
 {
   struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
   struct rd__acc_lse *a = acc;
