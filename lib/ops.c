@@ -184,15 +184,38 @@ static inline int64_t ldkey(int dt, const unsigned char *p, int *nan,
 
 /* The merges and flushes of the float LogSumExp and Prod states call fma()
  * (dd_mul, expk, prod_merge) once or more each; in this file, built for
- * any x86-64, each is a libm call.  They get an FMA clone, chosen at load
- * time: fma() is exact, so both clones give the same bits.  (Case C of the
+ * any x86-64, each is a libm call.  FMA_DISPATCH(name, T1, T2) makes
+ * name(T1, T2) out of the always-inlined name_body(): a copy built for FMA,
+ * taken where the kernels are AVX2 or wider (which implies FMA), and a
+ * plain one.  fma() is exact, so both give the same bits.  (Case C of the
  * bench merges 64 x 8192 column states: LogSumExp 0.90-0.97x the time.)
- * The helpers they use are always inlined, so that the clone has them. */
+ * Not target_clones: its ifunc resolver runs before ThreadSanitizer's
+ * runtime is up, and the programs crashed at start under TSan. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__FMA__)
-#define FMA_CLONES __attribute__((target_clones("fma", "default")))
+#define FMA_DISPATCH(name, T1, T2)                                             \
+  __attribute__((target("fma"))) static void name##_fma(T1 a, T2 b)            \
+  {                                                                            \
+    name##_body(a, b);                                                         \
+  }                                                                            \
+  static void name##_plain(T1 a, T2 b)                                         \
+  {                                                                            \
+    name##_body(a, b);                                                         \
+  }                                                                            \
+  static void name(T1 a, T2 b)                                                 \
+  {                                                                            \
+    if (rd__kernels_active() >= RD__IMPL_AVX2)                                 \
+      name##_fma(a, b);                                                        \
+    else                                                                       \
+      name##_plain(a, b);                                                      \
+  }
 #else
-#define FMA_CLONES
+#define FMA_DISPATCH(name, T1, T2)                                             \
+  static void name(T1 a, T2 b)                                                 \
+  {                                                                            \
+    name##_body(a, b);                                                         \
+  }
 #endif
+#define BODY __attribute__((always_inline)) static inline
 
 /* s + e = a + b exactly (Knuth). */
 __attribute__((always_inline)) static inline void two_sum(double a, double b,
@@ -372,8 +395,8 @@ static void lse_init(void *acc, size_t count)
 }
 
 /* Adds exp(m2 - m) * (hi2 + lo2) (m2 finite) to the state.  Always
- * inlined: `ex` is then a direct call, and inside an FMA clone
- * (FMA_CLONES) its fma()s are instructions. */
+ * inlined: `ex` is then a direct call, and inside the FMA copies of
+ * FMA_DISPATCH its fma()s are instructions. */
 __attribute__((always_inline)) static inline void
 lse_fold_e(struct rd__acc_lse *a, double m2, double hi2, double lo2,
            double (*ex)(double))
@@ -445,7 +468,7 @@ static inline void lsec_add(struct rd__acc_lse *a, const unsigned char *p,
   }
 }
 
-FMA_CLONES static void lse_merge(void *dst, const void *src)
+BODY void lse_merge_body(void *dst, const void *src)
 {
   struct rd__acc_lse *d = dst;
   const struct rd__acc_lse *s = src;
@@ -454,6 +477,7 @@ FMA_CLONES static void lse_merge(void *dst, const void *src)
   if (s->m != -INFINITY)
     lse_fold(d, s->m, s->hi, s->lo);
 }
+FMA_DISPATCH(lse_merge, void *, const void *)
 
 /* RD__F_ILSE: integer LogSumExp, exact counts. */
 static inline void ilse_shift(struct rd__acc_ilse *a, i128 m)
@@ -565,7 +589,7 @@ static inline void prod_add(void *acc, const unsigned char *p, int dt)
   }
 }
 
-FMA_CLONES static void prod_merge(void *dst, const void *src)
+BODY void prod_merge_body(void *dst, const void *src)
 {
   struct rd__acc_prod *d = dst;
   const struct rd__acc_prod *s = src;
@@ -581,6 +605,7 @@ FMA_CLONES static void prod_merge(void *dst, const void *src)
   fast_two_sum(p, e, &d->hi, &d->lo);
   prod_norm(d);
 }
+FMA_DISPATCH(prod_merge, void *, const void *)
 
 /* RD__F_IPROD: exact integer products. */
 static void iprod_init(void *acc, size_t count)
@@ -1368,7 +1393,7 @@ static void lsel_reset(struct lse_lanes *st)
   st->h.m = -INFINITY;
 }
 
-FMA_CLONES static void lsel_flush(union rd__lanes *ln, void *acc)
+BODY void lsel_flush_body(union rd__lanes *ln, void *acc)
 {
   struct lse_lanes *st = (struct lse_lanes *)(void *)ln;
   struct rd__acc_lse *a = acc;
@@ -1378,6 +1403,7 @@ FMA_CLONES static void lsel_flush(union rd__lanes *ln, void *acc)
     lse_fold_e(a, st->h.m, tree(st->s), 0.0, expk);
   lsel_reset(st);
 }
+FMA_DISPATCH(lsel_flush, union rd__lanes *, void *)
 
 static inline void lsel_rows(void *acc, const unsigned char *x, size_t n,
                              size_t nrows, int dt)
