@@ -392,7 +392,7 @@ size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
  * With m the exact running maximum and a double-double sum (before
  * 2026-12-07), every new maximum rescaled: a part's columns start empty,
  * and a vector of 8 columns met one in about a quarter of its first 128
- * rows; case C of the bench took 2.4 times as long. */
+ * rows; cases C and D of the bench took twice as long. */
 #define RD__LSEC_K 16.0
 
 /* float32 LogSumExp columns (ops.c's colsks_lse_f32): one row segment of
