@@ -1699,8 +1699,9 @@ static void cols32s_prod(void *acc, const unsigned char *x, size_t n,
 /* cols() of float32 LogSumExp: lsec_add() element by element, rows in
  * order (portable); with the SIMD implementation, tiles of columns whose
  * (m, hi, lo) sit in arrays while the rows pass, groups of 4 finite
- * elements in vectors (kernels_avx2.c, the same operations), any other
- * group element by element. */
+ * elements in vectors (the same operations: kernels_avx2.c one row at a
+ * time, kernels_ops_avx2.c four rows at a time in the AVX-512 form), any
+ * other group element by element. */
 #define LCOLS_TILE 512
 
 static inline void colsk_lse(void *acc, const unsigned char *x, size_t n,
