@@ -13,18 +13,18 @@
  * scaled entry.  The constants come from scripts/gen-expk.py.
  *
  * Error: within 2.5e-16 + 3.4e-17 |t| of e^t, relative (test_opkernels
- * checks it against expl).  Terms are e^t for t <= 0 (t = x - m, m the
- * maximum) except in the columns, whose shift is lazy (kernels_impl.h,
- * RD__LSEC_K): t <= 16 there, within 8e-16.  The second term is the one-step reduction's:
- * EXPK_LN2 is 1.45e-18 below ln2/16, and |k| reaches 16342.  LogSumExp adds
- * each term to a sum of at least 1 (the maximum's own term), and e^t |t|
- * <= 1/e, so relative to that sum the term's error stays below 2.5e-16
- * e^t + 1.3e-17; a rescale factor e^t multiplies a sum of at most n
- * terms, which then matters beside the new maximum's 1 only while
+ * checks it against expl).  The second term is the one-step reduction's:
+ * EXPK_LN2 is 1.45e-18 below ln2/16, and |k| reaches 16342.  LogSumExp's
+ * terms are e^t with t = x - m and a lazy shift m (kernels_impl.h,
+ * RD__LSE_K), so t <= 16, and each sum is at least 1 (the shift's own
+ * term) and at least each of its terms.  For t <= 0, e^t |t| <= 1/e, so
+ * relative to the sum a term's error stays below 2.5e-16 e^t + 1.3e-17;
+ * for 0 < t <= 16, below 8e-16.  A rescale factor e^t multiplies a sum of
+ * at most n terms, which then matters beside the new shift's 1 only while
  * n e^t is not small, for |t| up to about ln n: at most 3.4e-17 ln n
- * relative to the sum (1e-15 for n = 2^40).  A second fma
- * with the low part of ln2/16 would bring back 2.5e-16 flat at 1.07x the
- * time of case A.
+ * relative to the sum (1e-15 for n = 2^40).  A second fma with the low
+ * part of ln2/16 would bring back 2.5e-16 flat at 1.07x the time of case
+ * A.
  *
  * Every step is one IEEE operation (fma() in C, the fused intrinsics in
  * the vector forms; the library builds with -ffp-contract=off, so nothing

@@ -1570,7 +1570,7 @@ TGT size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e,
 
 /* Columns of float32 LogSumExp (ops.c's colsks_lse_f32): one row segment
  * of nvec groups of 4 columns, column state (m, hi, lo) in arrays.  For a
- * finite x, ops.c's lsec_add is: if x > m + RD__LSEC_K, hi = hi e + 1 and
+ * finite x, ops.c's lsec_add is: if x > m + RD__LSE_K, hi = hi e + 1 and
  * lo = lo e with e = expk(m - x) (an empty column, m = -inf: e = 0), and
  * m = x; else hi += expk(x - m).  The same operations here, both cases
  * computed and blended per lane.  Stops before the first group holding a
@@ -1581,7 +1581,7 @@ TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
   const __m256d ninf = _mm256_set1_pd(-INFINITY);
   const __m256d pinf = _mm256_set1_pd(INFINITY);
   const __m256d onev = _mm256_set1_pd(1.0);
-  const __m256d kv = _mm256_set1_pd(RD__LSEC_K);
+  const __m256d kv = _mm256_set1_pd(RD__LSE_K);
   size_t g = 0;
   for (; g < nvec; g++) {
     __m256d v = _mm256_cvtps_pd(
@@ -1612,6 +1612,7 @@ TGT size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
 TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
 {
   __m256d v[4], mv = _mm256_set1_pd(m), bad = _mm256_setzero_pd();
+  const __m256d mk = _mm256_set1_pd(m + RD__LSE_K);
   const __m256d ninf = _mm256_set1_pd(-INFINITY);
   if (dt == 1) {
     w8_f32(x, &v[0], &v[1]);
@@ -1625,8 +1626,8 @@ TGT int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m)
     w8_bf16(x + 16, &v[2], &v[3]);
   }
   for (int q = 0; q < 4; q++) {
-    /* not (v <= m) and not -inf: NaN, +inf or a new maximum */
-    __m256d le = _mm256_cmp_pd(v[q], mv, _CMP_LE_OQ);
+    /* not (v <= m + K) and not -inf: NaN, +inf or the shift moves */
+    __m256d le = _mm256_cmp_pd(v[q], mk, _CMP_LE_OQ);
     __m256d mi = _mm256_cmp_pd(v[q], ninf, _CMP_EQ_OQ);
     bad = _mm256_or_pd(bad, _mm256_andnot_pd(_mm256_or_pd(le, mi),
                                              _mm256_castsi256_pd(

@@ -385,15 +385,16 @@ size_t rd__avx2_prod_f32(double *m, int64_t *e, const unsigned char *x,
  * holding a zero, inf or NaN.  Returns the groups done. */
 size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
                               const unsigned char *x, size_t nvec);
-/* The columns of float32/float16/bfloat16 LogSumExp (ops.c's lsec_add)
- * sum e^(x - m) in double, as one lane of run() does, and keep their shift
- * lazily: a column's m is its first finite element and moves (rescaling
- * the sum) only to an x > m + RD__LSEC_K, so every term is at most e^16.
- * With m the exact running maximum and a double-double sum (before
- * 2026-12-07), every new maximum rescaled: a part's columns start empty,
- * and a vector of 8 columns met one in about a quarter of its first 128
- * rows; cases C and D of the bench took twice as long. */
-#define RD__LSEC_K 16.0
+/* float32/float16/bfloat16 LogSumExp keeps its shift lazily: the lanes of
+ * a run (ops.c's lsel_elem, one shift for the 16) and each column (ops.c's
+ * lsec_add) take their first finite element as the shift m, and move it
+ * (rescaling the sums) only to an x > m + RD__LSE_K, so every term is
+ * e^(x - m) <= e^16.  With m the exact running maximum, every new maximum
+ * rescaled: a part's columns start empty, and a vector of 8 columns met
+ * one in about a quarter of its first 128 rows (cases C and D of the
+ * bench took twice as long); a row of 256 (case E) replayed about 3 of
+ * its 16 blocks in order, a row of 16 (case F) up to 120 rescales. */
+#define RD__LSE_K 16.0
 
 /* float32 LogSumExp columns (ops.c's colsks_lse_f32): one row segment of
  * nvec groups of 4 columns into the column state arrays; stops before a
@@ -401,8 +402,8 @@ size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 size_t rd__avx2_lse_cols_f32(double *m, double *hi, double *lo,
                              const unsigned char *x, size_t nvec);
 /* s[l] += expk(x[l] - m) for the 16 float32/float16/bfloat16 (dt 1, 2, 3)
- * elements at x, when none is NaN or +inf or above m; returns 0, else 1
- * with s untouched (the caller then goes element by element). */
+ * elements at x, when none is NaN or +inf or above m + RD__LSE_K; returns
+ * 0, else 1 with s untouched (the caller then goes element by element). */
 int rd__avx2_lse16(double *s, const unsigned char *x, int dt, double m);
 
 #endif /* KERNELS_IMPL_H */

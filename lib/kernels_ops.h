@@ -17,8 +17,8 @@
 
 /* float32 LogSumExp lanes (ops.c's lsel_run and lsel_block): for up to
  * nblocks blocks of 16 float32 elements at x, s[l] += expk(x[l] - m) for
- * lane l, while no element of the block is NaN, +inf or above m (-inf adds
- * expk(-inf) = +0, which changes no lane sum).  Stops before the first
+ * lane l, while no element of the block is NaN, +inf or above
+ * m + RD__LSE_K (-inf adds expk(-inf) = +0, which changes no lane sum).  Stops before the first
  * other block; returns the blocks done.  256-bit form only: the AVX-512
  * path takes rd__opk_lse_run_f32. */
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
@@ -26,8 +26,8 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
 
 /* float32 LogSumExp lanes, one block of 16 float32 elements at x that
  * rd__opk_lse_f32 stopped before: what ops.c's lsel_elem() does to the
- * lanes s and the running maximum *m for each element in order (NaN and
- * +inf aside): -inf adds nothing; x > *m multiplies every lane by
+ * lanes s and the shift *m for each element in order (NaN and +inf
+ * aside): -inf adds nothing; x > *m + RD__LSE_K multiplies every lane by
  * expk(*m - x) and makes *m = x; then lane l adds expk(x - *m).  Returns
  * 0; or 1, with nothing changed, when an element is NaN or +inf (the
  * flags are lsel_elem()'s to set) or without the AVX-512 form.  The
@@ -35,10 +35,10 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
  * tests. */
 int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x);
 
-/* float32 LogSumExp lanes, blocks with new maxima included: up to nblocks
- * blocks of 16 float32 elements at x, each what rd__opk_lse_f32 or (for a
- * block holding an element above *m) rd__opk_lse_rec_f32 does to s and
- * *m.  Stops before the first block holding a NaN or +inf; returns the
+/* float32 LogSumExp lanes, blocks that move the shift included: up to
+ * nblocks blocks of 16 float32 elements at x, each what rd__opk_lse_f32 or
+ * (for a block holding an element above *m + RD__LSE_K)
+ * rd__opk_lse_rec_f32 does to s and *m.  Stops before the first block holding a NaN or +inf; returns the
  * blocks done: 0 without the AVX-512 form. */
 size_t rd__opk_lse_run_f32(double *s, double *m, const unsigned char *x,
                            size_t nblocks);

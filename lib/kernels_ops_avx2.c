@@ -32,6 +32,10 @@
 /* Prefetch distance in bytes (as kernels_avx2.c: the loops are short, so
  * without it the reorder window limits the lines in flight). */
 #define OPK_PF(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
+/* RD__LSE_K less a margin for the rounding of t = x - m (|t| <= 16: within
+ * 2^-49): a vector check t <= LSE_KP leaves x <= m + RD__LSE_K as ops.c
+ * computes it, so that it too keeps the shift. */
+#define LSE_KP (RD__LSE_K - 0x1p-30)
 /* lse_cols4_avx512: the same columns four rows on (the next pass) */
 #define LSEC_PF(p, rs) _mm_prefetch((const char *)(p) + 4 * (rs), _MM_HINT_T0)
 
@@ -47,6 +51,7 @@ TGT2 static size_t lse_f32_avx2(double *s, const unsigned char *x,
                                 size_t nblocks, double m)
 {
   const __m256d mv = _mm256_set1_pd(m), ninf = _mm256_set1_pd(-INFINITY);
+  const __m256d mk = _mm256_set1_pd(m + RD__LSE_K);
   __m256d s0 = _mm256_loadu_pd(s), s1 = _mm256_loadu_pd(s + 4);
   __m256d s2 = _mm256_loadu_pd(s + 8), s3 = _mm256_loadu_pd(s + 12);
   size_t b = 0;
@@ -57,9 +62,9 @@ TGT2 static size_t lse_f32_avx2(double *s, const unsigned char *x,
     __m256d v1 = _mm256_cvtps_pd(_mm256_extractf128_ps(f0, 1));
     __m256d v2 = _mm256_cvtps_pd(_mm256_castps256_ps128(f1));
     __m256d v3 = _mm256_cvtps_pd(_mm256_extractf128_ps(f1, 1));
-    /* good: v <= m or v == -inf (else NaN, +inf or a new maximum) */
+    /* good: v <= m + K or v == -inf (else NaN, +inf or the shift moves) */
 #define OPK_GOOD(v)                                                            \
-  _mm256_or_pd(_mm256_cmp_pd(v, mv, _CMP_LE_OQ),                               \
+  _mm256_or_pd(_mm256_cmp_pd(v, mk, _CMP_LE_OQ),                               \
                _mm256_cmp_pd(v, ninf, _CMP_EQ_OQ))
     __m256d g = _mm256_and_pd(_mm256_and_pd(OPK_GOOD(v0), OPK_GOOD(v1)),
                               _mm256_and_pd(OPK_GOOD(v2), OPK_GOOD(v3)));
@@ -85,52 +90,39 @@ size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
   return lse_f32_avx2(s, x, nblocks, m);
 }
 
-/* c[l] = the first greatest of c[0..l] (no NaN): _mm512_max_pd(a, b) is
- * a > b ? a : b, so with the later window as a a tie keeps the earlier
- * element, as lsel_elem()'s x > m does (-0 and +0 tie); -inf fills. */
-TGT5 ALWAYS_INLINE __m512d lse_scan8(__m512d c)
-{
-  const __m512i ninf = _mm512_castpd_si512(_mm512_set1_pd(-INFINITY));
-  c = _mm512_max_pd(c, _mm512_castsi512_pd(
-                         _mm512_alignr_epi64(_mm512_castpd_si512(c), ninf, 7)));
-  c = _mm512_max_pd(c, _mm512_castsi512_pd(
-                         _mm512_alignr_epi64(_mm512_castpd_si512(c), ninf, 6)));
-  return _mm512_max_pd(c,
-                       _mm512_castsi512_pd(
-                         _mm512_alignr_epi64(_mm512_castpd_si512(c), ninf, 4)));
-}
-
-/* A block of 16 elements v0, v1 (none NaN or +inf) holding new maxima:
- * the running maximum before and after each element (cur before the
- * block; a prefix scan, no branch per element); every term expk(x - m
+/* A block of 16 elements v0, v1 (none NaN or +inf) where the shift
+ * moves: the shift before and after each element, in order (lsel_elem:
+ * -inf is skipped, x > m + RD__LSE_K moves m to x); every term expk(x - m
  * after x) and every rescale factor expk(m before x - x) is one vector
- * expk; then the lanes take their terms and the factors in ops.c's
- * order: the terms of the elements before the first new maximum, that
- * maximum's rescale of all 16 lanes, the terms up to the next one, and so
- * on.  Leaves the new maximum in *cur. */
+ * expk; then the lanes take their terms and the factors in ops.c's order:
+ * the terms of the elements before the first move, that move's rescale of
+ * all 16 lanes, the terms up to the next one, and so on.  Leaves the
+ * shift in *cur. */
 TGT5 ALWAYS_INLINE void lse_rec16(const struct rd__expk_tab *tb, __m512d *s0,
                                   __m512d *s1, double *cur, __m512d v0,
                                   __m512d v1)
 {
-  const __m512d ninf = _mm512_set1_pd(-INFINITY);
-  const __m512d cv = _mm512_set1_pd(*cur);
-  __m512d a0 = _mm512_max_pd(lse_scan8(v0), cv), a1, b0, b1, t0, t1, fv;
-  double fac[L];
-  unsigned rec, fin, done = 0, seg;
-  a1 = _mm512_max_pd(lse_scan8(v1),
-                     _mm512_permutexvar_pd(_mm512_set1_epi64(7), a0));
-  b0 = _mm512_castsi512_pd(
-    _mm512_alignr_epi64(_mm512_castpd_si512(a0), _mm512_castpd_si512(cv), 7));
-  b1 = _mm512_castsi512_pd(
-    _mm512_alignr_epi64(_mm512_castpd_si512(a1), _mm512_castpd_si512(a0), 7));
-  rec = (unsigned)_mm512_cmp_pd_mask(v0, b0, _CMP_GT_OQ) |
-        (unsigned)_mm512_cmp_pd_mask(v1, b1, _CMP_GT_OQ) << 8;
-  fin = (unsigned)_mm512_cmp_pd_mask(v0, ninf, _CMP_NEQ_OQ) |
-        (unsigned)_mm512_cmp_pd_mask(v1, ninf, _CMP_NEQ_OQ) << 8;
-  t0 = rd__expk8(tb, _mm512_sub_pd(v0, a0));
-  t1 = rd__expk8(tb, _mm512_sub_pd(v1, a1));
-  _mm512_storeu_pd(fac, rd__expk8(tb, _mm512_sub_pd(b0, v0)));
-  _mm512_storeu_pd(fac + 8, rd__expk8(tb, _mm512_sub_pd(b1, v1)));
+  double v[L], a[L], b[L], fac[L], c = *cur;
+  __m512d t0, t1, fv;
+  unsigned rec = 0, fin = 0, done = 0, seg;
+  _mm512_storeu_pd(v, v0);
+  _mm512_storeu_pd(v + 8, v1);
+  for (int i = 0; i < L; i++) {
+    b[i] = c;
+    if (v[i] != -INFINITY) {
+      fin |= 1u << i;
+      if (v[i] > c + RD__LSE_K) {
+        rec |= 1u << i;
+        c = v[i];
+      }
+    }
+    a[i] = c;
+  }
+  t0 = rd__expk8(tb, _mm512_sub_pd(v0, _mm512_loadu_pd(a)));
+  t1 = rd__expk8(tb, _mm512_sub_pd(v1, _mm512_loadu_pd(a + 8)));
+  _mm512_storeu_pd(fac, rd__expk8(tb, _mm512_sub_pd(_mm512_loadu_pd(b), v0)));
+  _mm512_storeu_pd(fac + 8,
+                   rd__expk8(tb, _mm512_sub_pd(_mm512_loadu_pd(b + 8), v1)));
   while (rec != 0) {
     unsigned p = (unsigned)__builtin_ctz(rec);
     rec &= rec - 1;
@@ -145,8 +137,7 @@ TGT5 ALWAYS_INLINE void lse_rec16(const struct rd__expk_tab *tb, __m512d *s0,
   seg = ~done & fin;
   *s0 = _mm512_mask_add_pd(*s0, (__mmask8)(seg & 0xff), *s0, t0);
   *s1 = _mm512_mask_add_pd(*s1, (__mmask8)((seg >> 8) & 0xff), *s1, t1);
-  _mm_store_sd(cur, _mm512_castpd512_pd128(
-                      _mm512_permutexvar_pd(_mm512_set1_epi64(7), a1)));
+  *cur = c;
 }
 
 /* A NaN or +inf among v0, v1. */
@@ -178,23 +169,25 @@ TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
   return 0;
 }
 
-/* rd__opk_lse_run_f32: blocks without new maxima and lse_rec_avx512()'s
- * in one loop.  The common block has every u = m - x in [+0, 708]: x <=
- * m, and not so far below it that expk(-u) gives 0.  As 64-bit integers
- * those u are exactly the bit patterns up to 708's (a negative u, -0, NaN
- * and the infinities lie above), so one unsigned maximum of the two
- * vectors' bits and one unsigned compare check 16 elements, and the expks
- * need no mask (rd__expk8_neg(u) gives expk(-u)'s bits).  Every other
- * block (a new maximum, an element 708 or more below m, -inf, NaN, +inf;
- * x = +0 at m = -0) takes the rare path.  The lanes, the maximum and the
- * table stay in registers in the common path: the rare one passes them
- * through s and m (with their addresses taken in the loop, the lanes went
- * through memory on every block, a store-to-load forwarding on each add's
- * chain). */
+/* rd__opk_lse_run_f32: blocks where the shift stays and lse_rec_avx512()'s
+ * in one loop.  The common block has every u = m - x in [-K', 707] (K' =
+ * LSE_KP, just below RD__LSE_K): x <= m + K however u rounds, and not so
+ * far below m that expk(-u) gives 0.  As 64-bit integers the u + K' of
+ * that range are exactly the bit patterns up to (707 + K')'s (a negative
+ * sum, -0, NaN and the infinities lie above), so two adds, one unsigned
+ * maximum of the two vectors' bits and one unsigned compare check 16
+ * elements, and the expks need no mask (rd__expk8_neg(u) gives
+ * expk(-u)'s bits for either sign of u).  Every other block (the shift
+ * moves, an element 707 or more below m, -inf, NaN, +inf) takes the rare
+ * path.  The lanes, the shift and the table stay in registers in the
+ * common path: the rare one passes them through s and m (with their
+ * addresses taken in the loop, the lanes went through memory on every
+ * block, a store-to-load forwarding on each add's chain). */
 TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
                                   size_t nblocks)
 {
-  const __m512i umax = _mm512_castpd_si512(_mm512_set1_pd(-EXPK_MIN));
+  const __m512d kp = _mm512_set1_pd(LSE_KP);
+  const __m512i umax = _mm512_castpd_si512(_mm512_set1_pd(707.0 + LSE_KP));
   __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
   __m512d mv = _mm512_set1_pd(*m);
   struct rd__expk_tab tb;
@@ -209,8 +202,8 @@ TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
       const float *f = (const float *)(const void *)x;
       __m512d u0 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f)));
       __m512d u1 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f + 8)));
-      __m512i w = _mm512_max_epu64(_mm512_castpd_si512(u0),
-                                   _mm512_castpd_si512(u1));
+      __m512i w = _mm512_max_epu64(_mm512_castpd_si512(_mm512_add_pd(u0, kp)),
+                                   _mm512_castpd_si512(_mm512_add_pd(u1, kp)));
       if (_mm512_cmp_epu64_mask(w, umax, _MM_CMPINT_LE) != 0xff)
         break;
       OPK_PF(x);
@@ -520,14 +513,14 @@ size_t rd__opk_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 /* ------------------------------------------------------------------ */
 
 /* One row of 8 columns (every x finite): ops.c's lsec_add lane by lane.
- * Where x > m + RD__LSEC_K, hi = hi e + 1 and lo = lo e with
+ * Where x > m + RD__LSE_K, hi = hi e + 1 and lo = lo e with
  * e = expk(m - x) (an empty column, m = -inf: e = 0), and m = x; elsewhere
  * hi += expk(x - m). */
 TGT5 ALWAYS_INLINE void lsec_step8(const struct rd__expk_tab *tb, __m512d v,
                                    __m512d *mv, __m512d *h, __m512d *l)
 {
   __mmask8 up = _mm512_cmp_pd_mask(
-    v, _mm512_add_pd(*mv, _mm512_set1_pd(RD__LSEC_K)), _CMP_GT_OQ);
+    v, _mm512_add_pd(*mv, _mm512_set1_pd(RD__LSE_K)), _CMP_GT_OQ);
   __m512d e = rd__expk8(tb, _mm512_mask_blend_pd(up, _mm512_sub_pd(v, *mv),
                                                  _mm512_sub_pd(*mv, v)));
   *h = _mm512_mask_add_pd(_mm512_add_pd(*h, e), up, _mm512_mul_pd(*h, e),
@@ -573,14 +566,14 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
 /* The terms of four rows of 8 columns (stride rs) at p against the shifts
  * mv: f[q] = expk(x - m) without a mask, and in *ok the lanes where every
  * row's shift stays and the terms need none: t = x - m in [-708,
- * RD__LSEC_K), with room for t's rounding (|t| <= 16: within 2^-49), so
- * that x <= m + RD__LSEC_K as lsec_add computes it.  In any other lane f is
+ * RD__LSE_K), with room for t's rounding (|t| <= 16: within 2^-49), so
+ * that x <= m + RD__LSE_K as lsec_add computes it.  In any other lane f is
  * unused. */
 TGT5 ALWAYS_INLINE void lsec4_terms(const struct rd__expk_tab *tb,
                                     const unsigned char *p, size_t rs,
                                     __m512d mv, __m512d *f, __mmask8 *ok)
 {
-  const __m512d tmax = _mm512_set1_pd(RD__LSEC_K - 0x1p-30);
+  const __m512d tmax = _mm512_set1_pd(LSE_KP);
   const __m512d tmin = _mm512_set1_pd(EXPK_MIN);
   __mmask8 k = 0xff;
 #pragma GCC unroll 4
@@ -1176,12 +1169,14 @@ TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
     s[0] = e0;
 #pragma GCC unroll 16
     for (int j = 1; j < L; j++) {
-      __mmask8 up = _mm512_cmp_pd_mask(c[j], m, _CMP_GT_OQ);
+      __mmask8 up = _mm512_cmp_pd_mask(
+        c[j], _mm512_add_pd(m, _mm512_set1_pd(RD__LSE_K)), _CMP_GT_OQ);
       __m512d ef = rd__expk8(&tb, _mm512_mask_sub_pd(_mm512_sub_pd(c[j], m), up,
                                                      m, c[j]));
+      if (up) /* rows whose shift moves: rescale their lanes so far */
 #pragma GCC unroll 16
-      for (int l = 0; l < j; l++)
-        s[l] = _mm512_mask_mul_pd(s[l], up, s[l], ef);
+        for (int l = 0; l < j; l++)
+          s[l] = _mm512_mask_mul_pd(s[l], up, s[l], ef);
       s[j] = _mm512_mask_mov_pd(ef, up, e0);
       m = _mm512_mask_mov_pd(m, up, c[j]);
     }
@@ -1297,12 +1292,15 @@ TGT2 static void lse_rows_avx2(unsigned char *out, unsigned char *redo,
     s[0] = e0;
 #pragma GCC unroll 16
     for (int j = 1; j < L; j++) {
-      __m256d up = _mm256_cmp_pd(c[j], m, _CMP_GT_OQ);
+      __m256d up = _mm256_cmp_pd(c[j],
+                                 _mm256_add_pd(m, _mm256_set1_pd(RD__LSE_K)),
+                                 _CMP_GT_OQ);
       __m256d ef = rd__expk4(
         _mm256_blendv_pd(_mm256_sub_pd(c[j], m), _mm256_sub_pd(m, c[j]), up));
+      if (_mm256_movemask_pd(up)) /* rows whose shift moves */
 #pragma GCC unroll 16
-      for (int l = 0; l < j; l++)
-        s[l] = _mm256_blendv_pd(s[l], _mm256_mul_pd(s[l], ef), up);
+        for (int l = 0; l < j; l++)
+          s[l] = _mm256_blendv_pd(s[l], _mm256_mul_pd(s[l], ef), up);
       s[j] = _mm256_blendv_pd(ef, e0, up);
       m = _mm256_blendv_pd(m, c[j], up);
     }

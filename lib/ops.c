@@ -442,8 +442,8 @@ static inline void lse_add(void *acc, const unsigned char *p, int dt)
 
 /* The element step of the float32/float16/bfloat16 LogSumExp cols(): a
  * column sums e^(x - m) in double (hi; lo only scaled), and its shift m is
- * lazy (kernels_impl.h, RD__LSEC_K): it moves only to an x > m +
- * RD__LSEC_K, which rescales the sum, so every term is at most e^16.  A
+ * lazy (kernels_impl.h, RD__LSE_K): it moves only to an x > m +
+ * RD__LSE_K, which rescales the sum, so every term is at most e^16.  A
  * column sums as one lane of run() does; from the empty state one element
  * gives what run() of it and flush() give (m = x, sum 1).  expk()
  * (expk.h) for exp, as everywhere in these types; the vector forms are in
@@ -458,7 +458,7 @@ static inline void lsec_add(struct rd__acc_lse *a, const unsigned char *p,
     a->posinf = 1;
   } else if (v == -INFINITY) {
     /* e^-inf: nothing */
-  } else if (v > a->m + RD__LSEC_K) { /* also from empty: expk(-inf) = 0 */
+  } else if (v > a->m + RD__LSE_K) { /* also from empty: expk(-inf) = 0 */
     double e = expk(a->m - v);
     a->hi = a->hi * e + 1.0;
     a->lo *= e;
@@ -1299,15 +1299,16 @@ ROWS32S(argminl, 0, 1, 1)
 /* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared max  */
 /* ------------------------------------------------------------------ */
 
-/* The lane state: the accumulator's fields (m: the shared running maximum
- * of the finite elements; nan, posinf flags; hi, lo unused) and 16 lane
- * sums.  Element x at offset j of a run segment: NaN and +inf set flags,
- * -inf adds nothing; if x > m every lane is scaled by exp(m - x) and m
- * becomes x; then lane j % 16 adds expk(x - m).  That is a function of the
- * element sequence alone, so it is split-invariant; a block of 16 where no
- * element is NaN, +inf or above m is the same as 16 lane additions, which
- * is the vector path (float32: rd__opk_lse_run_f32 of kernels_ops_avx2.c,
- * blocks with new maxima included, or in the AVX2 form rd__opk_lse_f32
+/* The lane state: the accumulator's fields (m: the shared shift, lazy as
+ * kernels_impl.h's RD__LSE_K says; nan, posinf flags; hi, lo unused) and
+ * 16 lane sums.  Element x at offset j of a run segment: NaN and +inf set
+ * flags, -inf adds nothing; if x > m + RD__LSE_K every lane is scaled by
+ * expk(m - x) and m becomes x; then lane j % 16 adds expk(x - m).  That is
+ * a function of the element sequence alone, so it is split-invariant; a
+ * block of 16 where no element is NaN, +inf or above m + RD__LSE_K is the
+ * same as 16 lane additions, which is the vector path (float32:
+ * rd__opk_lse_run_f32 of kernels_ops_avx2.c, blocks that move the shift
+ * included, or in the AVX2 form rd__opk_lse_f32
  * over whole stretches of such blocks; float16/bfloat16: rd__avx2_lse16
  * per block).  At the end of the
  * segment the lanes combine in the fixed tree and fold into the output's
@@ -1327,7 +1328,7 @@ static inline void lsel_elem(struct lse_lanes *st, size_t k, double v)
   } else if (v == INFINITY) {
     st->h.posinf = 1;
   } else if (v != -INFINITY) {
-    if (v > st->h.m) {
+    if (v > st->h.m + RD__LSE_K) { /* the shift moves (kernels_impl.h) */
       double f = expk(st->h.m - v);
       for (size_t l = 0; l < L; l++)
         st->s[l] *= f;
@@ -1337,7 +1338,8 @@ static inline void lsel_elem(struct lse_lanes *st, size_t k, double v)
   }
 }
 
-/* 16 elements at lane 0 when none is NaN, +inf or above m; else 1. */
+/* 16 elements at lane 0 when none is NaN, +inf or above m + RD__LSE_K;
+ * else 1. */
 static inline int lsel_block(struct lse_lanes *st, const unsigned char *x,
                              int dt)
 {
@@ -1345,8 +1347,8 @@ static inline int lsel_block(struct lse_lanes *st, const unsigned char *x,
   const size_t esz = dt_size(dt);
   for (size_t l = 0; l < L; l++) {
     v[l] = ldd(dt, x + l * esz);
-    if (!(v[l] <= st->h.m) && v[l] != -INFINITY)
-      return 1; /* NaN, +inf or a new maximum: element by element */
+    if (!(v[l] <= st->h.m + RD__LSE_K) && v[l] != -INFINITY)
+      return 1; /* NaN, +inf or the shift moves: element by element */
   }
   for (size_t l = 0; l < L; l++)
     st->s[l] += expk(v[l] - st->h.m);
@@ -1367,7 +1369,7 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
     int slow;
     if (avx && dt == RD_FLOAT32) {
       /* whole blocks in registers; the block it stopped before (a NaN or
-       * +inf, or in the AVX2 form a new maximum) element by element */
+       * +inf, or in the AVX2 form a move of the shift) element by element */
       const unsigned char *p = x + i * esz;
       i += L * (rd__opk_avx512()
                   ? rd__opk_lse_run_f32(st->s, &st->h.m, p, (n - i) / L)

@@ -17,10 +17,11 @@
  *    double-double sum (TwoSum, error terms summed in `lo`) of the finite
  *    terms, in element order, plus a plain sum of the non-finite ones.
  *  - RD__F_ISUM: integer Sum, Mean, L1, LogSum: exact signed 128-bit sum.
- *  - RD__F_LSE: float LogSumExp: running maximum m and a double-double sum
- *    of exp(x - m), rescaled when m grows; NaN and +inf flags.  The
- *    columns of float32/float16/bfloat16 (cols()) sum in double, their m
- *    lazy: it moves only past m + RD__LSEC_K (kernels_impl.h).
+ *  - RD__F_LSE: float LogSumExp: a shift m and a double-double sum of
+ *    exp(x - m), rescaled when m moves; NaN and +inf flags.  float64: m is
+ *    the running maximum.  float32/float16/bfloat16: m moves only past
+ *    m + RD__LSE_K (kernels_impl.h); the lanes of a run and each column
+ *    (cols()) sum in double.
  *  - RD__F_ILSE: integer LogSumExp: exact state, the maximum m and, for
  *    d = 0..RD__LSE_D, the number of elements equal to m - d (elements
  *    further below m change the result by less than 2^-54 relative).
@@ -127,8 +128,8 @@ struct rd__acc_dd { /* RD__F_SUMDD */
 
 struct rd__acc_lse { /* RD__F_LSE */
   double m;          /* the shift: the running maximum of the finite terms
-                        (columns of float32/16/bfloat16: within
-                        RD__LSEC_K below it, kernels_impl.h) */
+                        (float32/16/bfloat16: lazy, within RD__LSE_K
+                        below it, kernels_impl.h) */
   double hi, lo;     /* sum of exp(x - m), >= 1 once m is finite */
   uint32_t nan, posinf;
 };

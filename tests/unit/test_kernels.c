@@ -873,7 +873,7 @@ static double float_elem(int dt, const unsigned char *x, size_t i)
 }
 
 /* The column step of float32/float16/bfloat16 LogSumExp as documented
- * (ops.c's lsec_add, kernels_impl.h's RD__LSEC_K), written here from that
+ * (ops.c's lsec_add, kernels_impl.h's RD__LSE_K), written here from that
  * description: the oracle for their cols().  The shift m moves only to an
  * x > m + K (hi = hi e + 1, lo = lo e, e = expk(m - x)); otherwise
  * hi += expk(x - m).  `k` is K (0 for the negative control: the exact
@@ -1015,7 +1015,7 @@ static void test_ops_split_points(void **state)
                   for (size_t r = 0; r < nr; r++) {
                     if (lazy_cols(op, dt)) {
                       lsec_model((struct rd__acc_lse *)(void *)b,
-                                 float_elem(dt, x, r * w + j), RD__LSEC_K);
+                                 float_elem(dt, x, r * w + j), RD__LSE_K);
                       continue;
                     }
                     lanes_empty(k, &ln);
@@ -1785,7 +1785,7 @@ static void test_lse_cols_lazy(void **state)
       double got, want;
       b = a0[j];
       for (size_t r = 0; r < NR; r++)
-        lsec_model(&b, x[r * W + j], RD__LSEC_K);
+        lsec_model(&b, x[r * W + j], RD__LSE_K);
       if (memcmp(&a[j], &b, sizeof b) != 0)
         fail_msg("impl %d: column %zu differs from lsec_model", im, j);
       if (im == 0) {

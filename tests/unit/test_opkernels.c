@@ -188,7 +188,7 @@ static size_t ref_lse(double *s, const float *x, size_t nblocks, double m)
   for (; b < nblocks; b++) {
     for (size_t l = 0; l < L; l++) {
       double v = x[b * L + l];
-      if (!(v <= m) && v != -INFINITY)
+      if (!(v <= m + RD__LSE_K) && v != -INFINITY)
         return b;
     }
     for (size_t l = 0; l < L; l++)
@@ -227,7 +227,8 @@ static void test_lse_f32_helper(void **state)
       check_lse(x, 0, scale);
       /* each stopping point: a NaN, +inf or new maximum at every index */
       for (size_t i = 0; i < NB * L; i += 7) {
-        const float bad[3] = { NAN, INFINITY, (float)scale * 2 };
+        const float bad[3] = { NAN, INFINITY,
+                               (float)(scale * 2 + 2 * RD__LSE_K) };
         float keep = x[i];
         x[i] = bad[i % 3];
         check_lse(x, NB, scale);
@@ -255,7 +256,7 @@ static int ref_lse_rec(double *s, double *m, const float *x)
     double v = x[l];
     if (v == -INFINITY)
       continue;
-    if (v > *m) {
+    if (v > *m + RD__LSE_K) { /* the shift moves */
       double f = expk(*m - v);
       for (size_t k = 0; k < L; k++)
         s[k] *= f;
@@ -310,21 +311,24 @@ static void test_lse_rec_helper(void **state)
       for (size_t l = 0; l < L; l++)
         x[l] = gen(rep % 2 ? 10.0 : 700.0, rep % 3 ? 60 : 0);
       switch (kind) {
-      case 0: /* one new maximum at lane rep % 16 */
-        x[rep % L] = (float)(m == -INFINITY ? 1.0 : m + 1.0 + rep % 3);
+      case 0: /* the shift moves once, at lane rep % 16 */
+        x[rep % L] = (float)(m == -INFINITY ? 1.0
+                                            : m + RD__LSE_K + 1.0 + rep % 3);
         break;
-      case 1: /* a rising run: every lane a new maximum */
+      case 1: /* a rising run: the shift moves at every lane */
         for (size_t l = 0; l < L; l++)
-          x[l] = (float)(6.0 + (double)l * 0.25);
+          x[l] = (float)(6.0 + (double)l * (RD__LSE_K + 0.25));
         break;
-      case 2: /* new maxima at random lanes, ties with them after */
+      case 2: /* moves at random lanes, ties with them after */
         for (size_t l = 0; l < L; l++)
           if (next() % 4 == 0)
-            x[l] = (float)(6.0 + (double)(next() % 5));
+            x[l] = (float)(6.0 + (RD__LSE_K + 1.0) * (double)(next() % 5));
         break;
-      case 3: /* ties with m only: no new maximum */
+      case 3: /* ties with m, and x = m + K exactly: the shift stays */
         for (size_t l = 0; l < L; l += 3)
-          x[l] = (float)(m == -INFINITY ? -INFINITY : m);
+          x[l] = (float)(m == -INFINITY ? -INFINITY
+                         : l % 2        ? m + RD__LSE_K
+                                        : m);
         break;
       case 4: /* a NaN or +inf somewhere: not taken */
         x[rep % L] = rep % 2 ? NAN : INFINITY;
@@ -381,10 +385,14 @@ static void test_lse_run_helper(void **state)
   if (!simd() || !rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512))
     skip();
   int was = rd__opk_avx512_select(1);
-  for (int rep = 0; rep < 50; rep++) {
+  for (int rep = 0; rep < 56; rep++) {
     for (size_t i = 0; i < NB * L; i++) {
-      switch (rep % 6) {
+      switch (rep % 7) {
       case 0: x[i] = gen(10.0, 0); break;
+      case 6: /* around 3 + RD__LSE_K, steps of 1/16: from m = 3 the shift
+               * moves exactly at the elements above 19 */
+        x[i] = (float)(3.0 + RD__LSE_K + (double)((int)(i % 5) - 2) * 0.0625);
+        break;
       case 5: /* one maximum, the rest 700 to 709 below it: the lanes
                * without it sum terms near e^-700, where the 0 of expk's
                * -708 end (not garbage) shows in the bits */
