@@ -1744,15 +1744,23 @@ static inline void lcols_elem(struct rd__acc_lse *a, double *m, double *hi,
   *lo = a->lo;
 }
 
-/* Row `row` of group g (columns 4g..4g+3 of the tile): the vector form,
- * or element by element for a group holding a NaN or an infinity. */
+/* Row `row` of group g (columns 4g..4g+3 of the tile), element by
+ * element. */
+static void lcols_elems(struct rd__acc_lse *a, double *m, double *hi,
+                        double *lo, const unsigned char *row, size_t g)
+{
+  for (size_t j = 4 * g; j < 4 * g + 4; j++)
+    lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+}
+
+/* Row `row` of group g: the vector form, or element by element for a
+ * group holding a NaN or an infinity. */
 static void lcols_group(struct rd__acc_lse *a, double *m, double *hi,
                         double *lo, const unsigned char *row, size_t g)
 {
   if (rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g, row + g * 16,
                            1) == 0)
-    for (size_t j = 4 * g; j < 4 * g + 4; j++)
-      lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);
+    lcols_elems(a, m, hi, lo, row, g);
 }
 
 /* One row segment of the tile (nv groups of 4 columns, then the rest). */
@@ -1764,7 +1772,7 @@ static void lcols_row(struct rd__acc_lse *a, double *m, double *hi, double *lo,
     g += rd__opk_lse_cols_f32(m + 4 * g, hi + 4 * g, lo + 4 * g, row + g * 16,
                               nv - g);
     if (g < nv) /* a group with a NaN or an infinity */
-      lcols_group(a, m, hi, lo, row, g++);
+      lcols_elems(a, m, hi, lo, row, g++);
   }
   for (size_t j = 4 * nv; j < nc; j++)
     lcols_elem(&a[j], &m[j], &hi[j], &lo[j], row + j * 4);

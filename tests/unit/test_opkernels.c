@@ -129,8 +129,10 @@ expk8_of(const double *t, double *y, int mode)
 #endif
 
 /* rd__expk4 and rd__expk8 (and, with every lane in range, rd__expk8_mask
- * unmasked and rd__expk8_neg of -t) give expk()'s bits lane by lane: random t on [-720, 0] (past the
- * domain's end too), the ends, -0, -inf and NaN, in every lane. */
+ * unmasked and rd__expk8_neg of -t) give expk()'s bits lane by lane:
+ * random t on [-720, 0] (past the domain's end too) and on (0, 16] (the
+ * terms above a lazy shift, RD__LSE_K), the ends, -0, -inf and NaN, in
+ * every lane. */
 static void test_expk_forms(void **state)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -158,8 +160,10 @@ static void test_expk_forms(void **state)
                          : -720.0 * (double)(r >> 11) * 0x1p-53;
       if (rep % 4 == 0)
         t[l] = -(double)(r >> 11) * 0x1p-53; /* (-1, 0] */
+      if (rep % 4 == 1 && l % 2 == 0)        /* (0, 16] */
+        t[l] = RD__LSE_K * ((double)(r >> 11) * 0x1p-53 + 0x1p-53);
       in[l] = expk(t[l]);
-      all_in &= t[l] >= EXPK_MIN && t[l] <= 0.0;
+      all_in &= t[l] >= EXPK_MIN && t[l] <= RD__LSE_K;
     }
     expk4_of(t, y);
     expk4_of(t + 4, y + 4);
