@@ -1051,13 +1051,17 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
 /* float32 LogSumExp of short rows                                     */
 /* ------------------------------------------------------------------ */
 
-/* A vector lane is a row.  Element j (one per lane sum, n <= 16) does what
- * lsel_elem() does: if x > m, every lane sum is multiplied by
- * expk(m - x), m becomes x and lane j adds expk(x - x) = expk(+0) = E0;
+/* Rows of n <= 16 elements, one lane sum per element.  In the AVX2 form
+ * (lse_rows_avx2) a vector lane is a row; the AVX-512 form
+ * (lse_rows_avx512) holds a row per vector instead, which needs no
+ * transpose and looks for moves of the shift a row at a time.  Both give
+ * the same lane sums.  Element j does what
+ * lsel_elem() does: if x > m + RD__LSE_K (a move of the shift), every
+ * lane sum is multiplied by expk(m - x), m becomes x and lane j adds expk(x - x) = expk(+0) = E0;
  * else lane j adds expk(x - m).  Lane j is +0 before element j, and +0
  * times a factor in [0, 1] is +0, so only lanes below j are rescaled and
  * lane j becomes E0 or expk(x - m); one expk per element serves both
- * cases (the argument m - x where x > m, else x - m).  Lanes at or beyond
+ * cases (the argument m - x where x moves the shift, else x - m).  Lanes at or beyond
  * n stay +0, which the tree adds exactly.  The first element starts every
  * row: m = x, lane 0 = E0 (lsel_elem from m = -inf scales +0 lanes by 0).
  *
@@ -1066,7 +1070,8 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
  * a relative error below 2^-44 (1 + y = uh + ul exactly, uh = 2^k f with f
  * in [sqrt(1/2), sqrt(2)), log f = 2 atanh(s), s = (f - 1)/(f + 1), by its
  * series to s^15, |s| < 0.1716, whose remainder is below 2^-44; the
- * roundings add a few 2^-53).  m + (L -+ d) with d = |L| 2^-40, far beyond
+ * roundings add a few 2^-53; the AVX-512 form takes its series by fmas).
+ * m + (L -+ d) with d = |L| 2^-40, far beyond
  * that error and libm's (a few ulp), bound m + log1p(y) in double, and
  * both rounding is monotonic: when the two ends give the same float32, so
  * does libm's result, and it is written; else the row is redone by the
@@ -1101,91 +1106,122 @@ TGT5 ALWAYS_INLINE __m512d lse_log1p8(__m512d y)
   s = _mm512_div_pd(_mm512_sub_pd(f, one), _mm512_add_pd(f, one));
   z = _mm512_mul_pd(s, s);
   p = _mm512_set1_pd(lse_c[7]);
+#pragma GCC unroll 8
   for (int i = 6; i >= 0; i--)
-    p = _mm512_add_pd(_mm512_mul_pd(p, z), _mm512_set1_pd(lse_c[i]));
+    p = _mm512_fmadd_pd(p, z, _mm512_set1_pd(lse_c[i]));
   return _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi64_pd(k),
                                      _mm512_set1_pd(LSE_LN2)),
                        _mm512_add_pd(_mm512_mul_pd(s, p),
                                      _mm512_div_pd(ul, uh)));
 }
 
-/* The 8 x 8 transpose: c[j] = (r[0][j], ..., r[7][j]). */
-TGT5 ALWAYS_INLINE void lse_tr8(const __m512d *r, __m512d *c)
+/* The fixed tree's last three levels (kernels_impl.h, tree()) for eight
+ * rows: c[i] holds row i's lanes k + (k + 8), k = 0..7 (the first level);
+ * the result is row i's sum in lane i.  Each level adds lane k to lane
+ * k + w of the same row, as tree() does, the rows regrouped by shuffles:
+ * (k, k + 4) for two rows per vector, (k, k + 2) for four, (k, k + 1) for
+ * all eight. */
+TGT5 ALWAYS_INLINE __m512d lse_tree8(const __m512d *c)
 {
-  const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-  const __m512i ib = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-  __m512d t[8], u[8];
-  for (int i = 0; i < 4; i++) {
-    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; h++) { /* rows 0-3, 4-7 */
-    u[4 * h] = _mm512_permutex2var_pd(t[4 * h], ia, t[4 * h + 2]);
-    u[4 * h + 1] = _mm512_permutex2var_pd(t[4 * h], ib, t[4 * h + 2]);
-    u[4 * h + 2] = _mm512_permutex2var_pd(t[4 * h + 1], ia, t[4 * h + 3]);
-    u[4 * h + 3] = _mm512_permutex2var_pd(t[4 * h + 1], ib, t[4 * h + 3]);
-  }
-  c[0] = _mm512_shuffle_f64x2(u[0], u[4], 0x44);
-  c[4] = _mm512_shuffle_f64x2(u[0], u[4], 0xee);
-  c[2] = _mm512_shuffle_f64x2(u[1], u[5], 0x44);
-  c[6] = _mm512_shuffle_f64x2(u[1], u[5], 0xee);
-  c[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x44);
-  c[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xee);
-  c[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x44);
-  c[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xee);
+  const __m512i lo2 = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+  const __m512i hi2 = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+  const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  __m512d d[4], e[2];
+  for (int i = 0; i < 4; i++) /* rows 2i, 2i + 1: lanes 0-3 each */
+    d[i] = _mm512_add_pd(_mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0x44),
+                         _mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0xee));
+  for (int i = 0; i < 2; i++) /* rows 4i .. 4i + 3: lanes 0-1 each */
+    e[i] = _mm512_add_pd(_mm512_permutex2var_pd(d[2 * i], lo2, d[2 * i + 1]),
+                         _mm512_permutex2var_pd(d[2 * i], hi2, d[2 * i + 1]));
+  return _mm512_add_pd(_mm512_permutex2var_pd(e[0], ev, e[1]),
+                       _mm512_permutex2var_pd(e[0], od, e[1]));
 }
 
-/* Rows are loaded padded with -inf to 16 elements: a -inf element is not
- * above m and adds expk(-inf) = +0 to a +0 lane, so it changes nothing
- * (lsel_elem skips it). */
+/* A row whose shift moves (some element above m + RD__LSE_K, m the shift
+ * so far): lane j's term is expk(x_j - m_j), m_j the shift in force after
+ * element j (so a lane that moves it adds expk(+0) = E0), and each move at
+ * lane p, in order, multiplies the lanes below p by expk(m - x_p), the old
+ * shift less the new: lsel_elem()'s steps, whose rescale of a lane not yet
+ * reached multiplies +0.  `mv` is the lanes above x_0 + RD__LSE_K; returns
+ * the final shift, the two halves' terms in *lo, *hi. */
+TGT5 static double lse_row_moves(const struct rd__expk_tab *tb, __m512d *lo,
+                                 __m512d *hi, unsigned mv)
+{
+  const __m512d kk = _mm512_set1_pd(RD__LSE_K);
+  double xs[L], f[L], m;
+  unsigned at[L], nm = 0;
+  __m512d ml, mh;
+  _mm512_storeu_pd(xs, *lo);
+  _mm512_storeu_pd(xs + 8, *hi);
+  m = xs[0];
+  ml = mh = _mm512_set1_pd(m);
+  while (mv) {
+    unsigned p = (unsigned)__builtin_ctz(mv), from = 0xffffu << p;
+    __m512d nb = _mm512_set1_pd(xs[p]), th;
+    f[nm] = expk(m - xs[p]);
+    at[nm++] = p;
+    m = xs[p];
+    ml = _mm512_mask_mov_pd(ml, (__mmask8)from, nb);
+    mh = _mm512_mask_mov_pd(mh, (__mmask8)(from >> 8), nb);
+    th = _mm512_add_pd(nb, kk);
+    mv = ((unsigned)_mm512_cmp_pd_mask(*lo, th, _CMP_GT_OQ) |
+          (unsigned)_mm512_cmp_pd_mask(*hi, th, _CMP_GT_OQ) << 8) &
+         (0xfffeu << p);
+  }
+  *lo = rd__expk8(tb, _mm512_sub_pd(*lo, ml));
+  *hi = rd__expk8(tb, _mm512_sub_pd(*hi, mh));
+  for (unsigned q = 0; q < nm; q++) { /* lanes below the move, in order */
+    unsigned below = (1u << at[q]) - 1;
+    __m512d fb = _mm512_set1_pd(f[q]);
+    *lo = _mm512_mask_mul_pd(*lo, (__mmask8)below, *lo, fb);
+    *hi = _mm512_mask_mul_pd(*hi, (__mmask8)(below >> 8), *hi, fb);
+  }
+  return m;
+}
+
+/* A row per vector: its up to 16 elements, padded with -inf (a -inf
+ * element is not above m and adds expk(-inf) = +0 to a +0 lane, which
+ * changes nothing: lsel_elem skips it), as two halves of eight doubles.
+ * The first element is the shift (lsel_elem from m = -inf scales +0
+ * lanes by 0) and lane j adds expk(x_j - x_0), lane 0 E0; a row with an
+ * element above x_0 + RD__LSE_K takes lse_row_moves().  Eight rows'
+ * sums then share one vector for the tree's last levels and the log. */
 TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
                                  const unsigned char *x, size_t n, size_t nrows)
 {
   const __mmask16 lm = (__mmask16)((1u << n) - 1);
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
-  const __m512d e0 = _mm512_set1_pd(expk(0.0));
+  const __m512d kk = _mm512_set1_pd(RD__LSE_K);
   struct rd__expk_tab tb;
   size_t r0 = 0;
   rd__expk_tab_load(&tb);
   for (; r0 + 8 <= nrows; r0 += 8) {
-    __m512d c[L], s[L], m, y, lg, d, lo, hi;
+    __m512d c[8], m = _mm512_setzero_pd(), y, lg, d, lo, hi;
     __m256 flo, fhi;
     __mmask8 bad = 0;
-    {
-      __m512d rl[8], rh[8];
-      for (int i = 0; i < 8; i++) {
-        const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
-        __m512 v = _mm512_mask_loadu_ps(ninf, lm, p);
-        OPK_PF(p);
-        bad |= (__mmask8)((_mm512_mask_fpclass_ps_mask(lm, v, 0x99) != 0)
-                          << i); /* NaN, +-inf */
-        rl[i] = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        rh[i] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+    for (int i = 0; i < 8; i++) {
+      const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
+      __m512 v = _mm512_mask_loadu_ps(ninf, lm, p);
+      __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+              b = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)),
+              m0 = _mm512_broadcastsd_pd(_mm512_castpd512_pd128(a)),
+              th = _mm512_add_pd(m0, kk);
+      unsigned mv = (unsigned)_mm512_cmp_pd_mask(a, th, _CMP_GT_OQ) |
+                    (unsigned)_mm512_cmp_pd_mask(b, th, _CMP_GT_OQ) << 8;
+      OPK_PF(p);
+      bad |= (__mmask8)((_mm512_mask_fpclass_ps_mask(lm, v, 0x99) != 0)
+                        << i); /* NaN, +-inf */
+      if (mv) {
+        m0 = _mm512_set1_pd(lse_row_moves(&tb, &a, &b, mv));
+      } else {
+        a = rd__expk8(&tb, _mm512_sub_pd(a, m0));
+        b = rd__expk8(&tb, _mm512_sub_pd(b, m0));
       }
-      lse_tr8(rl, c);
-      lse_tr8(rh, c + 8);
+      c[i] = _mm512_add_pd(a, b);
+      m = _mm512_mask_mov_pd(m, (__mmask8)(1u << i), m0);
     }
-    m = c[0];
-    s[0] = e0;
-#pragma GCC unroll 16
-    for (int j = 1; j < L; j++) {
-      __mmask8 up = _mm512_cmp_pd_mask(
-        c[j], _mm512_add_pd(m, _mm512_set1_pd(RD__LSE_K)), _CMP_GT_OQ);
-      __m512d ef = rd__expk8(&tb, _mm512_mask_sub_pd(_mm512_sub_pd(c[j], m), up,
-                                                     m, c[j]));
-      if (up) /* rows whose shift moves: rescale their lanes so far */
-#pragma GCC unroll 16
-        for (int l = 0; l < j; l++)
-          s[l] = _mm512_mask_mul_pd(s[l], up, s[l], ef);
-      s[j] = _mm512_mask_mov_pd(ef, up, e0);
-      m = _mm512_mask_mov_pd(m, up, c[j]);
-    }
-#pragma GCC unroll 8
-    for (int w = L / 2; w >= 1; w /= 2)
-#pragma GCC unroll 8
-      for (int k = 0; k < w; k++)
-        s[k] = _mm512_add_pd(s[k], s[k + w]);
-    y = _mm512_add_pd(_mm512_sub_pd(s[0], _mm512_set1_pd(1.0)),
+    y = _mm512_add_pd(_mm512_sub_pd(lse_tree8(c), _mm512_set1_pd(1.0)),
                       _mm512_setzero_pd());
     lg = lse_log1p8(y);
     d = _mm512_mul_pd(_mm512_abs_pd(lg), _mm512_set1_pd(LSE_D));

@@ -987,7 +987,10 @@ static void test_prod_rows_acc(void **state)
 /* LogSumExp data: mode 0 uniform in [-10, 10) (the benchmark's), 1 in
  * [-700, 700) with some elements 1000 below the rest (expk's argument
  * below -708), 2 the same as 0 with NaNs, infinities of both signs, -0,
- * subnormals and some rows all -inf. */
+ * subnormals and some rows all -inf, 3 as 0 with moves of the shift
+ * (elements 17 above the shift) at one position or at random ones, or at
+ * every element, and an element exactly RD__LSE_K above the shift (no
+ * move). */
 static void gen_lse(float *x, size_t n, size_t nrows, int mode)
 {
   static const float sp[] = { NAN, INFINITY, -INFINITY, -0.0f, 0x1p-149f };
@@ -1004,6 +1007,15 @@ static void gen_lse(float *x, size_t n, size_t nrows, int mode)
       if (allninf)
         x[r * n + i] = -INFINITY;
     }
+    if (mode == 3) { /* an integer x_0, so that m + 16 is exact */
+      uint64_t at = r % 3 ? next() : (uint64_t)1 << (r / 3 % n);
+      float m = x[r * n] = floorf(x[r * n]);
+      for (size_t i = 1; i < n; i++)
+        if (r % 7 == 6 || (at >> i & 1))
+          x[r * n + i] = m = m + 17.0f;
+        else if (i == r % 5 + 1)
+          x[r * n + i] = m + (float)RD__LSE_K;
+    }
   }
 }
 
@@ -1012,7 +1024,7 @@ static void test_lse_rows_out(void **state)
   enum { NR = 75 };
   float x[NR * 40];
   (void)state;
-  for (int mode = 0; mode < 3; mode++)
+  for (int mode = 0; mode < 4; mode++)
     for (int rep = 0; rep < 3; rep++)
       for (size_t n = 1; n <= 40; n += n < 18 ? 1 : 11) {
         gen_lse(x, n, NR, mode);
