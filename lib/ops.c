@@ -1365,6 +1365,16 @@ static inline void lsel_run(union rd__lanes *ln, const unsigned char *x,
   size_t k = (size_t)(pos % L), i = 0;
   for (; k != 0 && i < n; i++, k = (k + 1) % L)
     lsel_elem(st, k, ldd(dt, x + i * esz));
+  if (st->h.m == -INFINITY && i + L <= n) {
+    /* From the empty state (every lane +0) a finite first element only
+     * sets the shift: lsel_elem's rescale multiplies +0 lanes by
+     * expk(-inf) = +0, and its term expk(+0) is the block's lane 0. So
+     * the first block, the start of most rows, need not go element by
+     * element. */
+    double v = ldd(dt, x + i * esz);
+    if (v > -INFINITY && v < INFINITY)
+      st->h.m = v;
+  }
   for (; i + L <= n; i += L) {
     int slow;
     if (avx && dt == RD_FLOAT32) {
