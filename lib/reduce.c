@@ -883,11 +883,20 @@ static void *alloc_accs(uint64_t nsets, uint64_t count, size_t accsz)
   uint64_t bytes;
   if (__builtin_mul_overflow(nsets, count, &bytes) ||
       __builtin_mul_overflow(bytes, (uint64_t)accsz, &bytes) ||
-      bytes > SIZE_MAX)
+      bytes > SIZE_MAX - 63)
     return NULL;
-  /* calloc: all-zero bytes are the empty accumulator of the original
-   * classes; the callers run acc_empty() for the others. */
-  return calloc(bytes ? (size_t)bytes : 1, 1);
+  /* Zeroed: all-zero bytes are the empty accumulator of the original
+   * classes; the callers run acc_empty() for the others.  Aligned to a
+   * cache line, not calloc's 16 bytes: the kernels load and store 64-byte
+   * vectors of accumulators, and each one split across two lines cost
+   * case D (a column set of 512 doubles per outer index, kernels_avx512.c
+   * z_cols1) 1.3x the time; where calloc's block began depended on
+   * earlier allocations, so the case moved from run to run. */
+  bytes = bytes ? (bytes + 63) / 64 * 64 : 64;
+  void *p = aligned_alloc(64, (size_t)bytes);
+  if (p)
+    memset(p, 0, (size_t)bytes);
+  return p;
 }
 
 /* Large sets (tens of MiB of partials) cost more in page faults than in
