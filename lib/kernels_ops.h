@@ -43,6 +43,17 @@ int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x);
 size_t rd__opk_lse_run_f32(double *s, double *m, const unsigned char *x,
                            size_t nblocks);
 
+/* float32 LogSumExp of rows of n >= 16 elements (ops.c's lsel_rows), each
+ * from the empty lane state: what lsel_run() of the row does to the lanes
+ * (rd__opk_lse_run_f32 over its blocks, the last n % 16 elements as a
+ * block padded with -inf, which adds nothing and never moves the shift),
+ * then lsel_flush()'s tree of the 16 lanes: m[r] the row's shift (-inf if
+ * it holds no finite element) and t[r] the tree.  Stops before the first
+ * row holding a NaN or +inf; returns the rows done: 0 without the AVX-512
+ * form. */
+size_t rd__opk_lse_rowsums_f32(double *m, double *t, const unsigned char *x,
+                               size_t n, size_t nrows);
+
 /* float32 ArgMax (is_max) / ArgMin of the n (< 2^31) elements at x, -0
  * taken as +0 (ops.c's arg32_fold): *best, the best 32-bit total-order key
  * of the non-NaN elements (INT32_MIN for Max, INT32_MAX for Min if none);
@@ -93,7 +104,8 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
 
 /* float32 LogSumExp of short rows (ops.c's rd__ops_rows_out): for each row
  * of n (1..16) finite elements, the lane sums of lsel_run() (element j
- * rescales the lanes and m when above m, then adds expk(x - m) to lane j),
+ * rescales the lanes and m when above m + RD__LSE_K, then adds expk(x -
+ * m) to lane j),
  * the lane tree of lsel_flush(), and finalize.c's m + log1p(sum - 1) with
  * a vector log1p whose error is far below the bound used: out[r] is
  * written only when both ends of that bound round to the same float32

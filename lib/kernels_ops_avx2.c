@@ -239,6 +239,42 @@ int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x)
   return rd__opk_avx512() ? lse_rec_avx512(s, m, x) : 1;
 }
 
+/* Each row as lsel_run() from the empty state: a finite first element
+ * sets the shift (lsel_run's shortcut), the blocks by lse_run_avx512(),
+ * the tail by lse_rec_avx512() from a copy padded with -inf. */
+TGT5 static size_t lse_rowsums_avx512(double *m, double *t,
+                                      const unsigned char *x, size_t n,
+                                      size_t nrows)
+{
+  const size_t nb = n / L, rest = n % L;
+  for (size_t r = 0; r < nrows; r++, x += n * 4) {
+    double s[L] = { 0 }, mr = -INFINITY;
+    float x0;
+    memcpy(&x0, x, sizeof x0);
+    if (x0 > -INFINITY && x0 < INFINITY)
+      mr = x0;
+    if (lse_run_avx512(s, &mr, x, nb) != nb)
+      return r;
+    if (rest > 0) {
+      float pad[L];
+      for (size_t l = 0; l < L; l++)
+        pad[l] = -INFINITY;
+      memcpy(pad, x + nb * 64, rest * 4);
+      if (lse_rec_avx512(s, &mr, (const unsigned char *)pad))
+        return r;
+    }
+    m[r] = mr;
+    t[r] = tree(s);
+  }
+  return nrows;
+}
+
+size_t rd__opk_lse_rowsums_f32(double *m, double *t, const unsigned char *x,
+                               size_t n, size_t nrows)
+{
+  return rd__opk_avx512() && n >= L ? lse_rowsums_avx512(m, t, x, n, nrows) : 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* float32 ArgMax/ArgMin of a run: one pass                           */
 /* ------------------------------------------------------------------ */

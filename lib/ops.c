@@ -1417,16 +1417,61 @@ BODY void lsel_flush_body(union rd__lanes *ln, void *acc)
 }
 FMA_DISPATCH(lsel_flush, union rd__lanes *, void *)
 
+/* Rows' shifts and lane trees from rd__opk_lse_rowsums_f32, folded into
+ * their outputs as lsel_flush() folds a row's. */
+struct lse_rowsums {
+  const double *m, *t;
+  size_t n;
+};
+
+BODY void lsel_fold_rows_body(struct rd__acc_lse *o,
+                              const struct lse_rowsums *rs)
+{
+  for (size_t r = 0; r < rs->n; r++)
+    if (rs->m[r] != -INFINITY)
+      lse_fold_e(&o[r], rs->m[r], rs->t[r], 0.0, expk);
+}
+FMA_DISPATCH(lsel_fold_rows, struct rd__acc_lse *, const struct lse_rowsums *)
+
+/* One row from the empty lane state into its output. */
+static inline void lsel_row(struct rd__acc_lse *o, const unsigned char *x,
+                            size_t n, int dt)
+{
+  union rd__lanes ln;
+  lsel_reset((struct lse_lanes *)(void *)&ln);
+  lsel_run(&ln, x, n, 0, dt);
+  lsel_flush(&ln, o);
+}
+
+/* Rows that rd__opk_lse_rowsums_f32 takes at a time */
+#define LSER_BATCH 64
+
 static inline void lsel_rows(void *acc, const unsigned char *x, size_t n,
                              size_t nrows, int dt)
 {
   struct rd__acc_lse *o = acc;
-  for (size_t r = 0; r < nrows; r++, x += n * dt_size(dt)) {
-    union rd__lanes ln;
-    lsel_reset((struct lse_lanes *)(void *)&ln);
-    lsel_run(&ln, x, n, 0, dt);
-    lsel_flush(&ln, &o[r]);
+  const size_t rs = n * dt_size(dt);
+  size_t r = 0;
+  if (dt == RD_FLOAT32 && n >= L && rd__kernels_active() >= RD__IMPL_AVX2 &&
+      rd__opk_avx512()) {
+    /* the AVX-512 rows, with the lanes in registers; a row holding a NaN
+     * or +inf by lsel_row() */
+    while (r < nrows) {
+      double m[LSER_BATCH], t[LSER_BATCH];
+      size_t k = nrows - r < LSER_BATCH ? nrows - r : LSER_BATCH;
+      struct lse_rowsums sums = { m, t, 0 };
+      sums.n = rd__opk_lse_rowsums_f32(m, t, x + r * rs, n, k);
+      lsel_fold_rows(o + r, &sums);
+      r += sums.n;
+      if (sums.n < k) {
+        lsel_row(o + r, x + r * rs, n, dt);
+        r++;
+      }
+    }
+    return;
   }
+  for (; r < nrows; r++)
+    lsel_row(o + r, x + r * rs, n, dt);
 }
 
 #define LSEL_KERNEL(nm, dt)                                                    \
