@@ -18,9 +18,9 @@
 /* float32 LogSumExp lanes (ops.c's lsel_run and lsel_block): for up to
  * nblocks blocks of 16 float32 elements at x, s[l] += expk(x[l] - m) for
  * lane l, while no element of the block is NaN, +inf or above
- * m + RD__LSE_K (-inf adds expk(-inf) = +0, which changes no lane sum).  Stops before the first
- * other block; returns the blocks done.  256-bit form only: the AVX-512
- * path takes rd__opk_lse_run_f32. */
+ * m + RD__LSE_K (-inf adds expk(-inf) = +0, which changes no lane sum).
+ * Stops before the first other block; returns the blocks done.  256-bit
+ * form only: the AVX-512 path takes rd__opk_lse_run_f32. */
 size_t rd__opk_lse_f32(double *s, const unsigned char *x, size_t nblocks,
                        double m);
 
@@ -38,8 +38,9 @@ int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x);
 /* float32 LogSumExp lanes, blocks that move the shift included: up to
  * nblocks blocks of 16 float32 elements at x, each what rd__opk_lse_f32 or
  * (for a block holding an element above *m + RD__LSE_K)
- * rd__opk_lse_rec_f32 does to s and *m.  Stops before the first block holding a NaN or +inf; returns the
- * blocks done: 0 without the AVX-512 form. */
+ * rd__opk_lse_rec_f32 does to s and *m.  Stops before the first block
+ * holding a NaN or +inf; returns the blocks done: 0 without the AVX-512
+ * form. */
 size_t rd__opk_lse_run_f32(double *s, double *m, const unsigned char *x,
                            size_t nblocks);
 
@@ -104,14 +105,13 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
 
 /* float32 LogSumExp of short rows (ops.c's rd__ops_rows_out): for each row
  * of n (1..16) finite elements, the lane sums of lsel_run() (element j
- * rescales the lanes and m when above m + RD__LSE_K, then adds expk(x -
- * m) to lane j),
- * the lane tree of lsel_flush(), and finalize.c's m + log1p(sum - 1) with
- * a vector log1p whose error is far below the bound used: out[r] is
- * written only when both ends of that bound round to the same float32
- * (then libm's log1p gives it too); redo[r] = 1 otherwise, for a row
- * holding a NaN or an infinity, and for the rows after the last whole
- * group of 8 (AVX2 form: 4). */
+ * rescales the lanes and m when above m + RD__LSE_K, then adds
+ * expk(x - m) to lane j), the lane tree of lsel_flush(), and
+ * finalize.c's m + log1p(sum - 1) with a vector log1p whose error is far
+ * below the bound used: out[r] is written only when both ends of that
+ * bound round to the same float32 (then libm's log1p gives it too);
+ * redo[r] = 1 otherwise, for a row holding a NaN or an infinity, and for
+ * the rows after the last whole group of 8 (AVX2 form: 4). */
 void rd__opk_lse_rows_f32(void *out, unsigned char *redo,
                           const unsigned char *x, size_t n, size_t nrows);
 

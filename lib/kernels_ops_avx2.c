@@ -1091,15 +1091,16 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
  * (lse_rows_avx2) a vector lane is a row; the AVX-512 form
  * (lse_rows_avx512) holds a row per vector instead, which needs no
  * transpose and looks for moves of the shift a row at a time.  Both give
- * the same lane sums.  Element j does what
- * lsel_elem() does: if x > m + RD__LSE_K (a move of the shift), every
- * lane sum is multiplied by expk(m - x), m becomes x and lane j adds expk(x - x) = expk(+0) = E0;
+ * the same lane sums.  Element j does what lsel_elem() does: if x > m +
+ * RD__LSE_K (a move of the shift), every lane sum is multiplied by
+ * expk(m - x), m becomes x and lane j adds expk(x - x) = expk(+0) = E0;
  * else lane j adds expk(x - m).  Lane j is +0 before element j, and +0
  * times a factor in [0, 1] is +0, so only lanes below j are rescaled and
  * lane j becomes E0 or expk(x - m); one expk per element serves both
- * cases (the argument m - x where x moves the shift, else x - m).  Lanes at or beyond
- * n stay +0, which the tree adds exactly.  The first element starts every
- * row: m = x, lane 0 = E0 (lsel_elem from m = -inf scales +0 lanes by 0).
+ * cases (the argument m - x where x moves the shift, else x - m).  Lanes
+ * at or beyond n stay +0, which the tree adds exactly.  The first element
+ * starts every row: m = x, lane 0 = E0 (lsel_elem from m = -inf scales +0
+ * lanes by 0).
  *
  * The output m + log1p(y), y = sum - 1 (lse_out, with lo = +0 as
  * lse_fold_e leaves it from the empty state), uses a vector log1p L with

@@ -1296,7 +1296,7 @@ ROWS32S(argmin, 0, 1, 0)
 ROWS32S(argminl, 0, 1, 1)
 
 /* ------------------------------------------------------------------ */
-/* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared max  */
+/* float32/float16/bfloat16 ReduceLogSumExp: 16 lanes, one shared shift */
 /* ------------------------------------------------------------------ */
 
 /* The lane state: the accumulator's fields (m: the shared shift, lazy as
