@@ -407,11 +407,154 @@ TGT ALWAYS_INLINE size_t z_rows_out(unsigned char *o, const unsigned char *x,
   return r;
 }
 
+/* ---- Rows of 16 float16/bfloat16 squares or magnitudes: a float32 sum,
+ * screened ----
+ * Widening every element to double took most of case F's time for these
+ * types (two conversions per eight elements), and the tree's shuffles
+ * most of the rest.  The output keeps 11 (float16) or 8 (bfloat16)
+ * significant bits of the row's value, so a float32 sum close enough to
+ * it decides the output wherever it lies far enough from a rounding
+ * boundary.  A group of eight rows with one it does not decide is done by
+ * the definition's form above (sums8(), fin8(), store8()).  As with
+ * rd__rows512_log_narrow(), the outputs are the definition's, bit for bit.
+ *
+ * Why the float32 sum v is close enough (u = 2^-24):
+ * - Each term is exact in float32: |x| of any element; x^2 of a float16
+ *   (22 significant bits, from 2^-48 to 2^32); x^2 of a bfloat16 (16 bits)
+ *   unless it overflows (then v is >= 2^127 or not finite: not screened)
+ *   or falls below 2^-126 (an absolute error of at most 2^-150 each, and
+ *   a sum below 2^-126 is exact: nothing next to a v of at least 2^-100,
+ *   and smaller ones are not screened).
+ * - The terms are not negative, and each passes four rounded additions
+ *   (eight columns pairwise, then the two halves), so v is within 4.0001u
+ *   of the exact sum in relative terms; sqrtf() halves that and adds u.
+ *   The definition's double is within 2^-50 of the exact value.
+ * - v < 2^(e+1) in its binade e, so v is within 4.0003 units in the last
+ *   place of the binade, 2^(e-23), of the definition's value.  v's bits
+ *   minus and plus 16 (as integers: 16 steps down cover 8 units even
+ *   where they cross into the binade below; both ends finite, v being
+ *   below 2^127) bracket that value.  Rounding is monotonic, and the
+ *   definition's rounding (to float32 to odd, then to nearest even) is
+ *   that of its double to nearest even; so where both ends of the bracket
+ *   round to the same output, so does the definition.
+ * Data uniform in [-1, 1) leaves about 0.4% of float16 rows undecided (3%
+ * of the groups of eight) and 0.05% of bfloat16 rows.  The order of the
+ * float32 sum is free, so the eight rows are transposed (word permutes)
+ * and summed column by column: no shuffles of doubles. */
+
+/* Words of rows 0-3 (two loads of two rows, 16 words each) into
+ * columns 0-7, word 4c + r holding row r's element c (+8: columns 8-15). */
+static const short scr_rows4[32]
+  __attribute__((aligned(64))) = { 0,  16, 32, 48, 1,  17, 33, 49, 2,  18, 34,
+                                   50, 3,  19, 35, 51, 4,  20, 36, 52, 5,  21,
+                                   37, 53, 6,  22, 38, 54, 7,  23, 39, 55 };
+/* From those of rows 0-3 (a) and of rows 4-7 (b, +32): columns 0 and 1
+ * of the eight rows in words 0-15 (+8, +16, +24: columns 2-3, 4-5,
+ * 6-7).  float16: the words themselves; bfloat16: each the upper half of
+ * a float32 (odd words; the even ones are zeroed by the mask). */
+static const short scr_cols_f16[32]
+  __attribute__((aligned(64))) = { 0, 1, 2, 3, 32, 33, 34, 35,
+                                   4, 5, 6, 7, 36, 37, 38, 39 };
+static const short scr_cols_bf16[32]
+  __attribute__((aligned(64))) = { 0,  0, 0,  1,  0,  2,  0, 3,  0, 32, 0,
+                                   33, 0, 34, 0,  35, 0,  4, 0,  5, 0,  6,
+                                   0,  7, 0,  36, 0,  37, 0, 38, 0, 39 };
+
+/* The terms of two columns of eight rows as 16 floats (see above). */
+TGT ALWAYS_INLINE __m512 scr_terms(int dt, int term, __m512i a, __m512i ix,
+                                   __m512i b)
+{
+  __m512 f;
+  if (dt == DT_F16)
+    f = _mm512_cvtph_ps(
+      _mm512_castsi512_si256(_mm512_permutex2var_epi16(a, ix, b)));
+  else
+    f = _mm512_castsi512_ps(
+      _mm512_maskz_permutex2var_epi16(0xAAAAAAAAu, a, ix, b));
+  return term == RD__TERM_SQ ? _mm512_mul_ps(f, f) : _mm512_abs_ps(f);
+}
+
+/* Eight finite floats rounded to nearest even as outputs of dt. */
+TGT ALWAYS_INLINE __m128i scr_round(int dt, __m256i u)
+{
+  if (dt == DT_F16)
+    return _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
+  __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16),
+                                 _mm256_set1_epi32(1));
+  return _mm256_cvtepi32_epi16(_mm256_srli_epi32(
+    _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16));
+}
+
+/* Eight rows of 16 at a time (fin RD__OUT_SUM or RD__OUT_SQRT); returns the
+ * rows done (a multiple of 8). */
+TGT ALWAYS_INLINE size_t z_rows16_screen(unsigned char *o,
+                                         const unsigned char *x, size_t nrows,
+                                         int fin, int term, int dt)
+{
+  const uint16_t nan16 = dt == DT_F16 ? rd_f64_to_f16(NAN)
+                                      : rd_f64_to_bf16(NAN);
+  const __m512i t4 = _mm512_load_si512(scr_rows4);
+  const __m512i t4b = _mm512_add_epi16(t4, _mm512_set1_epi16(8));
+  const __m512i c0 = _mm512_load_si512(dt == DT_F16 ? scr_cols_f16
+                                                    : scr_cols_bf16);
+  const __m512i c1 = _mm512_add_epi16(c0, _mm512_set1_epi16(8));
+  const __m512i c2 = _mm512_add_epi16(c0, _mm512_set1_epi16(16));
+  const __m512i c3 = _mm512_add_epi16(c0, _mm512_set1_epi16(24));
+  /* screened sums: at least lo (bfloat16 squares: see above), below hi */
+  const __m256 lo = _mm256_set1_ps(
+    dt == DT_BF16 && term == RD__TERM_SQ ? 0x1p-100f : 0.0f);
+  const __m256 hi = _mm256_set1_ps(0x1p127f);
+  const __m256i step = _mm256_set1_epi32(16);
+  size_t r = 0;
+  for (; r + 8 <= nrows; r += 8, x += 256, o += 16) {
+    for (size_t b = 0; b < 256; b += 64)
+      PF8(x + b);
+    __m512i r01 = _mm512_loadu_si512(x), r23 = _mm512_loadu_si512(x + 64);
+    __m512i r45 = _mm512_loadu_si512(x + 128),
+            r67 = _mm512_loadu_si512(x + 192);
+    __m512i a = _mm512_permutex2var_epi16(r01, t4, r23),
+            a8 = _mm512_permutex2var_epi16(r01, t4b, r23);
+    __m512i b = _mm512_permutex2var_epi16(r45, t4, r67),
+            b8 = _mm512_permutex2var_epi16(r45, t4b, r67);
+    __m512 s = _mm512_add_ps(
+      _mm512_add_ps(_mm512_add_ps(scr_terms(dt, term, a, c0, b),
+                                  scr_terms(dt, term, a, c1, b)),
+                    _mm512_add_ps(scr_terms(dt, term, a, c2, b),
+                                  scr_terms(dt, term, a, c3, b))),
+      _mm512_add_ps(_mm512_add_ps(scr_terms(dt, term, a8, c0, b8),
+                                  scr_terms(dt, term, a8, c1, b8)),
+                    _mm512_add_ps(scr_terms(dt, term, a8, c2, b8),
+                                  scr_terms(dt, term, a8, c3, b8))));
+    __m256 v = _mm256_add_ps(_mm512_castps512_ps256(s),
+                             _mm512_extractf32x8_ps(s, 1));
+    unsigned bad = (unsigned)_mm256_cmp_ps_mask(v, lo, _CMP_NGE_UQ) |
+                   (unsigned)_mm256_cmp_ps_mask(v, hi, _CMP_NLT_UQ);
+    if (fin == RD__OUT_SQRT)
+      v = _mm256_sqrt_ps(v);
+    __m256i u = _mm256_castps_si256(v);
+    __m128i h = scr_round(dt, _mm256_max_epi32(_mm256_sub_epi32(u, step),
+                                               _mm256_setzero_si256()));
+    bad |= _mm_cmpneq_epi16_mask(h, scr_round(dt, _mm256_add_epi32(u, step)));
+    if (__builtin_expect(bad != 0, 0)) {
+      /* a row the screen leaves undecided: the eight by the definition */
+      unsigned none = 0;
+      store8(dt, fin8(sums8(x, 32, 0xffff, term, dt, 1, &none), term, fin, 16),
+             0, nan16, o);
+    } else {
+      _mm_storeu_si128((__m128i *)(void *)o, h);
+    }
+  }
+  return r;
+}
+
 /* The two row widths, n a constant in the common case of 16. */
 TGT ALWAYS_INLINE size_t z_rows_out_n(unsigned char *o, const unsigned char *x,
                                       size_t n, size_t nrows, int fin, int term,
                                       int dt)
 {
+  if (n == 16 && (dt == DT_F16 || dt == DT_BF16) && term != RD__TERM_X &&
+      (fin == RD__OUT_SUM || fin == RD__OUT_SQRT))
+    return z_rows16_screen(o, x, nrows, fin, term, dt);
   if (n == 16)
     return z_rows_out(o, x, 16, nrows, fin, term, dt, 1);
   if (n > 8)

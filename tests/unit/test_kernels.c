@@ -1366,6 +1366,110 @@ static void test_rows_out_fin_16bit_all(void **state)
   free(os);
 }
 
+/* One element of test_rows16_screen's data set `set` (see there). */
+static uint16_t screen_elem(int dt, int set, size_t row)
+{
+  double v;
+  uint64_t z = next();
+  int sh;
+  switch (set) {
+  case 0: /* small integers, a third zeros: sums exactly on midpoints */
+    v = z % 3 == 0 ? 0.0 : (double)((z >> 8) % 64);
+    break;
+  case 1: /* larger integers: ties in higher binades */
+    v = z % 3 == 0 ? 0.0 : (double)((z >> 8) % 512);
+    break;
+  case 2: /* any bits: NaN, infinities, subnormals, every binade */
+    return (uint16_t)(z >> 48);
+  case 3: /* eleven random bits at scales 2^-30 .. 2^9 (float16
+             subnormals included), either sign */
+    v = ldexp((double)((z >> 8) % 2048), (int)((z >> 24) % 40) - 40);
+    v = (z >> 40) & 1 ? -v : v;
+    break;
+  default: /* bfloat16's screen limits, in groups of eight rows: squares
+              below 2^-126 (they underflow), row sums around 2^-100, and
+              around 2^127; float16: its extremes */
+    sh = dt == RD_BFLOAT16 ? (int)(row / 8 % 3) : 0;
+    v = ldexp(1.0 + (double)((z >> 16) % 256) / 256.0,
+              dt == RD_BFLOAT16 ? (sh == 0   ? -68 - (int)((z >> 32) % 6)
+                                   : sh == 1 ? -52 - (int)((z >> 32) % 4)
+                                             : 61 + (int)((z >> 32) % 4))
+              : (z >> 32) % 2   ? -24
+                                : 14);
+    if (z % 7 == 0)
+      v = 0.0;
+  }
+  return dt == RD_FLOAT16 ? rd_f64_to_f16(v) : rd_f64_to_bf16(v);
+}
+
+/* The output a float32 sum of the row would give, with no bracket: the
+ * negative control (data that never makes it differ would not test the
+ * bracket). */
+static uint16_t screen_naive(int dt, int op, const uint16_t *row)
+{
+  float s = 0.0f;
+  for (int i = 0; i < 16; i++) {
+    float f = dt == RD_FLOAT16 ? rd_f16_to_f32(row[i]) : rd_bf16_to_f32(row[i]);
+    s += op == RD_OP_L1 ? fabsf(f) : f * f;
+  }
+  if (op == RD_OP_L2)
+    s = sqrtf(s);
+  return dt == RD_FLOAT16 ? rd_f32_to_f16(s) : rd_f32_to_bf16(s);
+}
+
+/* float16/bfloat16 rows of 16 squares (L2, SumSquare) or magnitudes (L1),
+ * which AVX-512 sums in float32 and screens (kernels_rows512.c), against
+ * the staged definition: integer rows whose sums lie exactly on midpoints
+ * of the output type, random bits, wide scales, bfloat16 squares and sums
+ * at the screen's limits, zero rows; row counts not multiples of eight.
+ * Negative control: a float32 sum without the bracket differs from the
+ * definition on some rows of this data. */
+static void test_rows16_screen(void **state)
+{
+  enum { NR = 40003, NSETS = 5 };
+  static const int ops[] = { RD_OP_L2, RD_OP_SUM_SQUARE, RD_OP_L1 };
+  static const int fins[] = { RD__OUT_SQRT, RD__OUT_SUM, RD__OUT_SUM };
+  const int impl = simd_impl(state);
+  uint16_t *x = malloc(NR * 16 * 2);
+  unsigned char *e = malloc(NR * 2), *o = malloc(NR * 2);
+  size_t control = 0;
+  skip_absent(impl);
+  assert_true(x && e && o);
+  for (int di = 0; di < 2; di++)
+    for (int set = 0; set < NSETS; set++) {
+      const int dt = di == 0 ? RD_FLOAT16 : RD_BFLOAT16;
+      for (size_t i = 0; i < NR * 16; i++)
+        x[i] = screen_elem(dt, set, i / 16);
+      for (size_t r = 0; r < NR; r += 97) /* some rows all zeros */
+        memset(x + 16 * r, 0, 32);
+      for (size_t oi = 0; oi < 3; oi++) {
+        const struct rd__kernel *ks = op_kernel(ops[oi], dt, impl);
+        if (!ks)
+          ks = op_kernel(ops[oi], dt, RD__IMPL_PORTABLE);
+        fin_expected(ops[oi], dt, e, (const unsigned char *)x, 16, NR);
+        rd__rows_out(ks, dt, o, (const unsigned char *)x, 16, NR, fins[oi]);
+        for (size_t r = 0; r < NR; r++) {
+          uint16_t want, got;
+          memcpy(&want, e + 2 * r, 2);
+          memcpy(&got, o + 2 * r, 2);
+          if (want != got)
+            fail_msg("rows of 16: %s %s set %d row %zu: 0x%04x, "
+                     "definition 0x%04x",
+                     rd_op_name(ops[oi]), rd_dtype_name(dt), set, r, got, want);
+          if (set == 3 && screen_naive(dt, ops[oi], x + 16 * r) != want)
+            control++;
+        }
+      }
+    }
+  printf("test_kernels: rows of 16 screened; %zu rows where a float32 sum "
+         "alone would differ\n",
+         control);
+  assert_true(control > 0);
+  free(x);
+  free(e);
+  free(o);
+}
+
 /* Rows of -0 only: the staged path adds them to +0 lanes and a zeroed
  * accumulator, so ReduceSum is +0; a vector form that summed the loaded
  * lanes alone would give -0 (the negative control below shows that such
@@ -1841,6 +1945,7 @@ int main(void)
     BOTH(test_ops_plans_both_impls),
     BOTH(test_rows_out_fin),
     BOTH(test_rows_out_fin_16bit_all),
+    BOTH(test_rows16_screen),
     BOTH(test_rows_out_negzero),
     BOTH(test_sum_rows_plans),
     cmocka_unit_test(test_log_narrow),
