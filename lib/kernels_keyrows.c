@@ -7,10 +7,11 @@
  * The results are exact (a best element, or its index), so any grouping
  * gives the bits of the accumulator path: each row is one vector of
  * 32-bit order keys (Max/Min: ops.c's key32, -0 < +0; ArgMax/ArgMin: sign
- * and magnitude as a two's complement integer, -0 = +0, a tie), the sixteen vectors of a step are folded into one
- * vector of sixteen row bests by a transposing tree (each level halves the
- * lanes per row and doubles the rows per vector), and an Arg row's index
- * is the first (last) lane whose key equals its best.  Rows holding a NaN
+ * and magnitude as a two's complement integer, -0 = +0, a tie), the
+ * sixteen vectors of a step are folded into one vector of sixteen row
+ * bests by a transposing tree (each level halves the lanes per row and
+ * doubles the rows per vector), and an Arg row's index is the first
+ * (last) lane whose key equals its best.  Rows holding a NaN
  * are left to the accumulator path (redo), which owns the NaN rules.
  */
 #include "kernels_ops.h"
@@ -415,47 +416,56 @@ TGT5 ALWAYS_INLINE void kc_mem16(__m512i u, __m512i rv, int is_max, int arg,
     _mm512_mask_storeu_epi32(bidx, upd, rv);
 }
 
+/* Whole rows of at most this many columns are read one after another
+ * (kc_cols()): their state (best, bidx, nidx: 12 bytes a column, 24 KiB)
+ * stays in L1.  Wider ones go by tiles like rows that are not whole. */
+#define KC_ONE_N 2048
+
 /* ncols (a multiple of 16) columns over nrows rows, the state in the
- * caller's arrays.  Whole rows (ncols == stride): one row after another,
- * a single stream in address order that the hardware prefetcher follows
- * best (kernels_avx512.c's z_cols1); a tile of longer rows: four rows (in
- * order) per load of the state, the four rows after them prefetched into
- * L2 only (into L1 they evicted the tile's lines and state: case C Max
- * 0.75x the time on 1 thread, 0.90x on 2, ArgMax 0.89x and 0.89x,
- * alternating medians). */
+ * caller's arrays.  Whole rows of up to KC_ONE_N columns (ncols ==
+ * stride): one row after another, a single stream in address order that
+ * the hardware prefetcher follows best (kernels_avx512.c's z_cols1).
+ * Tiles of other rows: eight rows (in order) per load of the state, the
+ * eight rows after them prefetched into L2 only (into L1 they evicted the
+ * tile's lines and state: case C Max 0.75x the time on 1 thread, 0.90x on
+ * 2, ArgMax 0.89x and 0.89x, alternating medians).  Eight rows rather
+ * than four per load of the state, and tiles for whole rows wider than
+ * KC_ONE_N (whose state lived in L2 and was read for every row): case C
+ * on 1 thread ArgMax 0.89-0.93x the time, ArgMin 0.89-0.94x, Max 0.90x,
+ * Min 0.83-0.88x (2 threads: 0.85-1.07x, within the noise); sixteen rows
+ * were slower (1.03-1.17x). */
 TGT5 ALWAYS_INLINE void kc_cols(const unsigned char *x, size_t stride,
                                 size_t ncols, size_t nrows, int is_max, int arg,
                                 int last, int32_t *best, int32_t *bidx,
                                 int32_t *nidx)
 {
   const size_t rs = stride * 4;
+  const int whole = ncols == stride && ncols <= KC_ONE_N;
   size_t r = 0;
-  for (; ncols != stride && r + 4 <= nrows; r += 4, x += 4 * rs) {
-    const __m512i r0 = _mm512_set1_epi32((int32_t)r);
-    const __m512i r1 = _mm512_set1_epi32((int32_t)r + 1);
-    const __m512i r2 = _mm512_set1_epi32((int32_t)r + 2);
-    const __m512i r3 = _mm512_set1_epi32((int32_t)r + 3);
+  for (; !whole && r + 8 <= nrows; r += 8, x += 8 * rs) {
+    __m512i rv[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; q++)
+      rv[q] = _mm512_set1_epi32((int32_t)(r + (size_t)q));
     for (size_t j = 0; j < ncols; j += 16) {
       const unsigned char *p = x + j * 4;
       __m512i b = KLD(best + j), nn = KLD(nidx + j);
       __m512i bi = arg ? KLD(bidx + j) : _mm512_setzero_si512();
-      if (r + 8 <= nrows) {
-        _mm_prefetch((const char *)(p + 4 * rs), _MM_HINT_T1);
-        _mm_prefetch((const char *)(p + 5 * rs), _MM_HINT_T1);
-        _mm_prefetch((const char *)(p + 6 * rs), _MM_HINT_T1);
-        _mm_prefetch((const char *)(p + 7 * rs), _MM_HINT_T1);
+      if (r + 16 <= nrows) {
+#pragma GCC unroll 8
+        for (int q = 8; q < 16; q++)
+          _mm_prefetch((const char *)(p + q * rs), _MM_HINT_T1);
       }
-      kc_col16(KLD(p), r0, is_max, arg, last, &b, &bi, &nn);
-      kc_col16(KLD(p + rs), r1, is_max, arg, last, &b, &bi, &nn);
-      kc_col16(KLD(p + 2 * rs), r2, is_max, arg, last, &b, &bi, &nn);
-      kc_col16(KLD(p + 3 * rs), r3, is_max, arg, last, &b, &bi, &nn);
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; q++)
+        kc_col16(KLD(p + q * rs), rv[q], is_max, arg, last, &b, &bi, &nn);
       KST(best + j, b);
       KST(nidx + j, nn);
       if (arg)
         KST(bidx + j, bi);
     }
   }
-  for (; ncols == stride && r < nrows; r++, x += rs) {
+  for (; whole && r < nrows; r++, x += rs) {
     const __m512i rv = _mm512_set1_epi32((int32_t)r);
     for (size_t j = 0; j < ncols; j += 16)
       kc_mem16(KLD(x + j * 4), rv, is_max, arg, last, best + j, bidx + j,

@@ -1229,14 +1229,15 @@ static void test_key_rows_helper(void **state)
 /* The float32 Max/Min/Arg cols() of the active implementation (AVX-512
  * columns 16 per vector, then AVX2 8, then scalar; both helper forms)
  * against the portable one: the same accumulator bytes, over column counts
- * around the vector widths and the 1024-column tile and row counts 1-9
- * (the four-row steps and the rows after them), with ties, -0/+0 and NaNs
+ * around the vector widths, the 1024-column tile and the widest whole rows
+ * read one at a time (KC_ONE_N, 2048), and row counts 1-5, 9, 13, 17 (the
+ * eight-row steps and the rows after them), with ties, -0/+0 and NaNs
  * (first and last NaN rows differ). */
 static void test_key_cols(void **state)
 {
-  static const size_t ncs[] = { 1,  15,   16,   17,   24,  31,
-                                40, 1023, 1024, 1040, 2064 };
-  enum { MAXC = 2064, MAXR = 9 };
+  static const size_t ncs[] = { 1,    15,   16,   17,   24,   31,  40,
+                                1023, 1024, 1040, 2048, 2064, 2065 };
+  enum { MAXC = 2065, MAXR = 17 };
   static float x[MAXC * MAXR];
   static struct rd__acc_arg a[MAXC], b[MAXC];
   const int was = rd__kernels_active();
