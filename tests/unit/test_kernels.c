@@ -1381,8 +1381,8 @@ static uint16_t screen_elem(int dt, int set, size_t row)
     break;
   case 2: /* any bits: NaN, infinities, subnormals, every binade */
     return (uint16_t)(z >> 48);
-  case 3: /* eleven random bits at scales 2^-30 .. 2^9 (float16
-             subnormals included), either sign */
+  case 3: /* an 11-bit integer times 2^-40 .. 2^-1, either sign: up to
+             1023.5, float16 subnormals, values that round to zero */
     v = ldexp((double)((z >> 8) % 2048), (int)((z >> 24) % 40) - 40);
     v = (z >> 40) & 1 ? -v : v;
     break;
