@@ -177,6 +177,18 @@ TGT ALWAYS_INLINE __m512d fin8(__m512d s, int term, int fin, size_t n)
   return s;
 }
 
+/* Eight floats (bits u) rounded to nearest even as float16/bfloat16
+ * outputs (a NaN lane is left to the caller). */
+TGT ALWAYS_INLINE __m128i round16(int dt, __m256i u)
+{
+  if (dt == DT_F16)
+    return _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
+  __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16),
+                                 _mm256_set1_epi32(1));
+  return _mm256_cvtepi32_epi16(_mm256_srli_epi32(
+    _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16));
+}
+
 /* Eight final values stored as outputs of dt (not float64), rounded as
  * kernels_avx2.c's store4 (the same operations per lane). */
 TGT ALWAYS_INLINE void store8(int dt, __m512d s, int nt, uint16_t nan16,
@@ -198,19 +210,11 @@ TGT ALWAYS_INLINE void store8(int dt, __m512d s, int nt, uint16_t nan16,
      * nearest one stepped toward zero), then to nearest even. */
     __m256 f = _mm512_cvt_roundpd_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(f), s, _CMP_NEQ_OQ);
-    __m256i u = _mm256_castps_si256(f), one = _mm256_set1_epi32(1);
-    __m128i h;
-    u = _mm256_mask_or_epi32(u, inexact, u, one);
-    if (dt == DT_F16) {
-      h = _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
-    } else {
-      __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-      h = _mm256_cvtepi32_epi16(_mm256_srli_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd),
-        16));
-    }
-    h = _mm_mask_blend_epi16(isnan, h, _mm_set1_epi16((short)nan16));
-    _mm_storeu_si128((__m128i *)(void *)o, h);
+    __m256i u = _mm256_castps_si256(f);
+    u = _mm256_mask_or_epi32(u, inexact, u, _mm256_set1_epi32(1));
+    _mm_storeu_si128((__m128i *)(void *)o,
+                     _mm_mask_blend_epi16(isnan, round16(dt, u),
+                                          _mm_set1_epi16((short)nan16)));
   }
 }
 
@@ -474,17 +478,6 @@ TGT ALWAYS_INLINE __m512 scr_terms(int dt, int term, __m512i a, __m512i ix,
   return term == RD__TERM_SQ ? _mm512_mul_ps(f, f) : _mm512_abs_ps(f);
 }
 
-/* Eight finite floats rounded to nearest even as outputs of dt. */
-TGT ALWAYS_INLINE __m128i scr_round(int dt, __m256i u)
-{
-  if (dt == DT_F16)
-    return _mm256_cvtps_ph(_mm256_castsi256_ps(u), _MM_FROUND_TO_NEAREST_INT);
-  __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16),
-                                 _mm256_set1_epi32(1));
-  return _mm256_cvtepi32_epi16(_mm256_srli_epi32(
-    _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16));
-}
-
 /* Eight rows of 16 at a time (fin RD__OUT_SUM or RD__OUT_SQRT); returns the
  * rows done (a multiple of 8). */
 TGT ALWAYS_INLINE size_t z_rows16_screen(unsigned char *o,
@@ -532,9 +525,9 @@ TGT ALWAYS_INLINE size_t z_rows16_screen(unsigned char *o,
     if (fin == RD__OUT_SQRT)
       v = _mm256_sqrt_ps(v);
     __m256i u = _mm256_castps_si256(v);
-    __m128i h = scr_round(dt, _mm256_max_epi32(_mm256_sub_epi32(u, step),
-                                               _mm256_setzero_si256()));
-    bad |= _mm_cmpneq_epi16_mask(h, scr_round(dt, _mm256_add_epi32(u, step)));
+    __m128i h = round16(dt, _mm256_max_epi32(_mm256_sub_epi32(u, step),
+                                             _mm256_setzero_si256()));
+    bad |= _mm_cmpneq_epi16_mask(h, round16(dt, _mm256_add_epi32(u, step)));
     if (__builtin_expect(bad != 0, 0)) {
       /* a row the screen leaves undecided: the eight by the definition */
       unsigned none = 0;
