@@ -362,6 +362,73 @@ static void test_cols_shapes(void **state)
     }
 }
 
+/* One int64/uint64 element of test_cols_i64_small: magnitudes below
+ * 2^32 (the AVX-512 columns' one-product path), but in one element of 24
+ * a magnitude at or just past 2^32 (or the largest), either sign. */
+static uint64_t i64_small_elem(int is_signed)
+{
+  static const uint64_t edge[] = { 0xffffffffu, (uint64_t)1 << 32,
+                                   ((uint64_t)1 << 33) - 1, UINT64_MAX };
+  uint64_t r = next();
+  uint64_t m = r % 24 == 0 ? edge[(r >> 8) % 4] : (r >> 16) & 0xffffffffu;
+  if (is_signed && m == UINT64_MAX)
+    m = (uint64_t)1 << 63; /* INT64_MIN */
+  else if (is_signed && (r >> 60 & 1))
+    m = (uint64_t)0 - m;
+  return m;
+}
+
+/* int64/uint64 cols() of the SIMD implementation against the portable
+ * one, on magnitudes that mostly fit 32 bits: the AVX-512 form takes one
+ * product per element for a group of four rows whose magnitudes all do
+ * (kernels_avx512.c, sq8_small()) and three otherwise.  Negative control:
+ * the data has groups of four rows by eight columns of both kinds. */
+static void test_cols_i64_small(void **state)
+{
+  enum { MAXN = 64, MAXR = 17 };
+  static uint64_t x[MAXN * MAXR];
+  static unsigned char ap[MAXN * 64], as[MAXN * 64];
+  static const size_t widths[] = { 8, 13, 64 };
+  static const size_t rowcounts[] = { 1, 3, 4, 5, 8, 9, 17 };
+  const int impl = simd_impl(state);
+  size_t small = 0, mixed = 0;
+  skip_absent(impl);
+  for (size_t t = 6; t <= 7; t++) {
+    const struct rd__kernel *ks = simd_or_portable(types[t].id, impl);
+    const struct rd__kernel *kp = rd__kernel_impl(types[t].id,
+                                                  RD__IMPL_PORTABLE);
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+      for (size_t ri = 0; ri < sizeof rowcounts / sizeof rowcounts[0]; ri++) {
+        size_t n = widths[wi], nr = rowcounts[ri];
+        for (size_t i = 0; i < n * nr; i++)
+          x[i] = i64_small_elem(types[t].dtype == RD_INT64);
+        for (size_t g = 0; g + 4 <= nr; g += 4)
+          for (size_t b = 0; b + 8 <= n; b += 8) {
+            int big = 0;
+            for (size_t q = g; q < g + 4; q++)
+              for (size_t j = b; j < b + 8; j++) {
+                uint64_t v = x[q * n + j];
+                if (types[t].dtype == RD_INT64 && (v >> 63))
+                  v = (uint64_t)0 - v;
+                big |= v > 0xffffffffu;
+              }
+            if (big)
+              mixed++;
+            else
+              small++;
+          }
+        memset(ap, 0, n * kp->acc_size);
+        memset(as, 0, n * kp->acc_size);
+        kp->cols(ap, (const unsigned char *)x, n, nr);
+        ks->cols(as, (const unsigned char *)x, n, nr);
+        if (!same_accs(kp->acc_class, ap, as, n, kp->acc_size))
+          fail_msg("cols of small magnitudes: %s n %zu rows %zu",
+                   rd_dtype_name(types[t].dtype), n, nr);
+      }
+  }
+  assert_true(small > 0 && mixed > 0);
+}
+
 /* 32-bit cols() and rows() at the extremes, against closed forms: every element
  * INT32_MIN (square 2^62) or UINT32_MAX (square 2^64 - 2^33 + 1), so the
  * per-column sums exceed 2^64 and every carry path of the blocked 64-bit
@@ -1932,6 +1999,7 @@ int main(void)
     BOTH(test_cols_rows),
     BOTH(test_cols_shapes),
     cmocka_unit_test(test_cols_int32_extremes),
+    BOTH(test_cols_i64_small),
     cmocka_unit_test(test_rows_out_definition),
     BOTH(test_plans_both_impls),
     BOTH(test_short_rows_out),
