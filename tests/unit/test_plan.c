@@ -612,6 +612,19 @@ static void test_canonical_groups(void **state)
   assert_int_equal(plan_of(&s, &pl, NULL), 0);
   assert_true(pl.nparts * pl.out_count * 8 <= ((uint64_t)64 << 20));
   s.naxes = 0;
+  /* [8192, 8192] over axis 0 (256 MiB): 64 parts where the partial sets are
+   * sums, 16 for the others (PARTS_MERGED_REDUCED). */
+  for (int op = 1; op <= RD_OP_COUNT; op++) {
+    struct spec t = spec0(op, RD_FLOAT32);
+    int sums = op == RD_OP_L2 || op == RD_OP_SUM_SQUARE || op == RD_OP_SUM ||
+               op == RD_OP_MEAN || op == RD_OP_L1 || op == RD_OP_LOG_SUM;
+    set_shape(&t, 2, (int64_t)8192, (int64_t)8192);
+    if (op != RD_OP_ARGMAX && op != RD_OP_ARGMIN)
+      set_axes(&t, 1, (int64_t)0); /* ArgMax/ArgMin: axis 0 by default */
+    assert_int_equal(plan_of(&t, &pl, NULL), 0);
+    assert_int_equal(pl.out_count, 8192);
+    assert_int_equal(pl.nparts, sums ? 64 : 16);
+  }
   /* [2,1,3,4,1,5] axes [1,2,3]: size-1 dims drop, 3*4 merge: K2 R12 K5 */
   set_shape(&s, 6, (int64_t)2, (int64_t)1, (int64_t)3, (int64_t)4, (int64_t)1,
             (int64_t)5);
