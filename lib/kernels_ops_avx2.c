@@ -169,60 +169,78 @@ TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
   return 0;
 }
 
-/* rd__opk_lse_run_f32: blocks where the shift stays and lse_rec_avx512()'s
- * in one loop.  The common block has every u = m - x in [-K', 707] (K' =
- * LSE_KP, just below RD__LSE_K): x <= m + K however u rounds, and not so
- * far below m that expk(-u) gives 0.  As 64-bit integers the u + K' of
- * that range are exactly the bit patterns up to (707 + K')'s (a negative
- * sum, -0, NaN and the infinities lie above), so two adds, one unsigned
- * maximum of the two vectors' bits and one unsigned compare check 16
- * elements, and the expks need no mask (rd__expk8_neg(u) gives
- * expk(-u)'s bits for either sign of u).  Every other block (the shift
+/* The common blocks of a float32 run (rd__opk_lse_run_f32, the rows of
+ * rd__opk_lse_rowsums_f32), where the shift stays.  Such a block has every
+ * u = m - x in [-K', 707] (K' = LSE_KP, just below RD__LSE_K): x <= m + K
+ * however u rounds, and not so far below m that expk(-u) gives 0.  As
+ * 64-bit integers the u + K' of that range are exactly the bit patterns up
+ * to (707 + K')'s (a negative sum, -0, NaN and the infinities lie above),
+ * so two adds, one unsigned maximum of the two vectors' bits and one
+ * unsigned compare check 16 elements, and the expks need no mask
+ * (rd__expk8_neg(u) gives expk(-u)'s bits for either sign of u).  Every
+ * other block (the shift
  * moves, an element 707 or more below m, -inf, NaN, +inf) takes the rare
- * path.  The lanes, the shift and the table stay in registers in the
- * common path: the rare one passes them through s and m (with their
- * addresses taken in the loop, the lanes went through memory on every
- * block, a store-to-load forwarding on each add's chain). */
-TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
-                                  size_t nblocks)
+ * path: lse_common() stops before it.  No call in this loop, so the
+ * constants stay in registers (a call clobbers them all, and they were
+ * reloaded on every block: 1.3x the time). */
+TGT5 ALWAYS_INLINE size_t lse_common(const struct rd__expk_tab *tb, __m512d *s0,
+                                     __m512d *s1, __m512d mv,
+                                     const unsigned char *x, size_t nblocks)
 {
   const __m512d kp = _mm512_set1_pd(LSE_KP);
   const __m512i umax = _mm512_castpd_si512(_mm512_set1_pd(707.0 + LSE_KP));
-  __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
-  __m512d mv = _mm512_set1_pd(*m);
-  struct rd__expk_tab tb;
   size_t b = 0;
-  rd__expk_tab_load(&tb);
-  while (b < nblocks) {
-    int bad;
-    /* the common blocks: no call in this loop, so the constants stay in
-     * registers (a call clobbers them all, and they were reloaded on
-     * every block: 1.3x the time) */
-    for (; b < nblocks; b++, x += 64) {
-      const float *f = (const float *)(const void *)x;
-      __m512d u0 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f)));
-      __m512d u1 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f + 8)));
-      __m512i w = _mm512_max_epu64(_mm512_castpd_si512(_mm512_add_pd(u0, kp)),
-                                   _mm512_castpd_si512(_mm512_add_pd(u1, kp)));
-      if (_mm512_cmp_epu64_mask(w, umax, _MM_CMPINT_LE) != 0xff)
-        break;
-      OPK_PF(x);
-      s0 = _mm512_add_pd(s0, rd__expk8_neg(&tb, u0));
-      s1 = _mm512_add_pd(s1, rd__expk8_neg(&tb, u1));
-    }
-    if (b == nblocks)
+  for (; b < nblocks; b++, x += 64) {
+    const float *f = (const float *)(const void *)x;
+    __m512d u0 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f)));
+    __m512d u1 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f + 8)));
+    __m512i w = _mm512_max_epu64(_mm512_castpd_si512(_mm512_add_pd(u0, kp)),
+                                 _mm512_castpd_si512(_mm512_add_pd(u1, kp)));
+    if (_mm512_cmp_epu64_mask(w, umax, _MM_CMPINT_LE) != 0xff)
       break;
-    _mm512_storeu_pd(s, s0);
-    _mm512_storeu_pd(s + 8, s1);
-    bad = lse_rec_avx512(s, m, x);
-    s0 = _mm512_loadu_pd(s);
-    s1 = _mm512_loadu_pd(s + 8);
-    if (bad)
-      break;
-    mv = _mm512_set1_pd(*m);
-    b++;
-    x += 64;
+    OPK_PF(x);
+    *s0 = _mm512_add_pd(*s0, rd__expk8_neg(tb, u0));
+    *s1 = _mm512_add_pd(*s1, rd__expk8_neg(tb, u1));
   }
+  return b;
+}
+
+/* The blocks of a run into the lanes s0, s1 with shift *m: the common
+ * ones by lse_common(), every other by lse_rec_avx512() through s and m.
+ * Returns the blocks done: fewer than nblocks at a NaN or +inf. */
+TGT5 ALWAYS_INLINE size_t lse_blocks(const struct rd__expk_tab *tb, __m512d *s0,
+                                     __m512d *s1, double *m, double *s,
+                                     const unsigned char *x, size_t nblocks)
+{
+  size_t b = 0;
+  for (;;) {
+    int bad;
+    b += lse_common(tb, s0, s1, _mm512_set1_pd(*m), x + b * 64, nblocks - b);
+    if (b == nblocks)
+      return b;
+    _mm512_storeu_pd(s, *s0);
+    _mm512_storeu_pd(s + 8, *s1);
+    bad = lse_rec_avx512(s, m, x + b * 64);
+    *s0 = _mm512_loadu_pd(s);
+    *s1 = _mm512_loadu_pd(s + 8);
+    if (bad)
+      return b;
+    b++;
+  }
+}
+
+/* The lanes, the shift and the table stay in registers in the common
+ * path: the rare one passes them through s and m (with their addresses
+ * taken in the loop, the lanes went through memory on every block, a
+ * store-to-load forwarding on each add's chain). */
+TGT5 static size_t lse_run_avx512(double *s, double *m, const unsigned char *x,
+                                  size_t nblocks)
+{
+  __m512d s0 = _mm512_loadu_pd(s), s1 = _mm512_loadu_pd(s + 8);
+  struct rd__expk_tab tb;
+  size_t b;
+  rd__expk_tab_load(&tb);
+  b = lse_blocks(&tb, &s0, &s1, m, s, x, nblocks);
   _mm512_storeu_pd(s, s0);
   _mm512_storeu_pd(s + 8, s1);
   return b;
@@ -239,34 +257,84 @@ int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x)
   return rd__opk_avx512() ? lse_rec_avx512(s, m, x) : 1;
 }
 
+/* The fixed tree's last three levels (kernels_impl.h, tree()) for eight
+ * rows: c[i] holds row i's lanes k + (k + 8), k = 0..7 (the first level);
+ * the result is row i's sum in lane i.  Each level adds lane k to lane
+ * k + w of the same row, as tree() does, the rows regrouped by shuffles:
+ * (k, k + 4) for two rows per vector, (k, k + 2) for four, (k, k + 1) for
+ * all eight. */
+TGT5 ALWAYS_INLINE __m512d lse_tree8(const __m512d *c)
+{
+  const __m512i lo2 = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+  const __m512i hi2 = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+  const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  __m512d d[4], e[2];
+  for (int i = 0; i < 4; i++) /* rows 2i, 2i + 1: lanes 0-3 each */
+    d[i] = _mm512_add_pd(_mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0x44),
+                         _mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0xee));
+  for (int i = 0; i < 2; i++) /* rows 4i .. 4i + 3: lanes 0-1 each */
+    e[i] = _mm512_add_pd(_mm512_permutex2var_pd(d[2 * i], lo2, d[2 * i + 1]),
+                         _mm512_permutex2var_pd(d[2 * i], hi2, d[2 * i + 1]));
+  return _mm512_add_pd(_mm512_permutex2var_pd(e[0], ev, e[1]),
+                       _mm512_permutex2var_pd(e[0], od, e[1]));
+}
+
+/* lse_tree8() for the first cnt rows of c only, one at a time. */
+TGT5 ALWAYS_INLINE void tree_tail(const __m512d *c, size_t cnt, double *t)
+{
+  for (size_t i = 0; i < cnt; i++) {
+    double a[8];
+    _mm512_storeu_pd(a, c[i]);
+    t[i] = tree_n(a, 8);
+  }
+}
+
 /* Each row as lsel_run() from the empty state: a finite first element
- * sets the shift (lsel_run's shortcut), the blocks by lse_run_avx512(),
- * the tail by lse_rec_avx512() from a copy padded with -inf. */
+ * sets the shift (lsel_run's shortcut), the blocks as lse_run_avx512(),
+ * the tail by lse_rec_avx512() from a copy padded with -inf.  The table,
+ * the constants and the lanes stay in registers from row to row, and each
+ * row's tree (kernels_impl.h, tree()) is its first level (lanes k, k + 8:
+ * s0 + s1) then lse_tree8() for eight rows at a time; the rows of a
+ * last group of fewer (the end, or a row with a NaN or +inf, which stops
+ * it) by tree_tail(). */
 TGT5 static size_t lse_rowsums_avx512(double *m, double *t,
                                       const unsigned char *x, size_t n,
                                       size_t nrows)
 {
   const size_t nb = n / L, rest = n % L;
-  for (size_t r = 0; r < nrows; r++, x += n * 4) {
-    double s[L] = { 0 }, mr = -INFINITY;
+  struct rd__expk_tab tb;
+  __m512d c[8];
+  size_t r = 0;
+  rd__expk_tab_load(&tb);
+  for (; r < nrows; r++, x += n * 4) {
+    double s[L], mr = -INFINITY;
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
     float x0;
     memcpy(&x0, x, sizeof x0);
     if (x0 > -INFINITY && x0 < INFINITY)
       mr = x0;
-    if (lse_run_avx512(s, &mr, x, nb) != nb)
-      return r;
+    if (lse_blocks(&tb, &s0, &s1, &mr, s, x, nb) != nb)
+      break;
     if (rest > 0) {
       float pad[L];
       for (size_t l = 0; l < L; l++)
         pad[l] = -INFINITY;
       memcpy(pad, x + nb * 64, rest * 4);
+      _mm512_storeu_pd(s, s0);
+      _mm512_storeu_pd(s + 8, s1);
       if (lse_rec_avx512(s, &mr, (const unsigned char *)pad))
-        return r;
+        break;
+      s0 = _mm512_loadu_pd(s);
+      s1 = _mm512_loadu_pd(s + 8);
     }
     m[r] = mr;
-    t[r] = tree(s);
+    c[r % 8] = _mm512_add_pd(s0, s1);
+    if (r % 8 == 7)
+      _mm512_storeu_pd(t + r - 7, lse_tree8(c));
   }
-  return nrows;
+  tree_tail(c, r % 8, t + (r - r % 8));
+  return r;
 }
 
 size_t rd__opk_lse_rowsums_f32(double *m, double *t, const unsigned char *x,
@@ -1150,29 +1218,6 @@ TGT5 ALWAYS_INLINE __m512d lse_log1p8(__m512d y)
                                      _mm512_set1_pd(LSE_LN2)),
                        _mm512_add_pd(_mm512_mul_pd(s, p),
                                      _mm512_div_pd(ul, uh)));
-}
-
-/* The fixed tree's last three levels (kernels_impl.h, tree()) for eight
- * rows: c[i] holds row i's lanes k + (k + 8), k = 0..7 (the first level);
- * the result is row i's sum in lane i.  Each level adds lane k to lane
- * k + w of the same row, as tree() does, the rows regrouped by shuffles:
- * (k, k + 4) for two rows per vector, (k, k + 2) for four, (k, k + 1) for
- * all eight. */
-TGT5 ALWAYS_INLINE __m512d lse_tree8(const __m512d *c)
-{
-  const __m512i lo2 = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
-  const __m512i hi2 = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
-  const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
-  const __m512i od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
-  __m512d d[4], e[2];
-  for (int i = 0; i < 4; i++) /* rows 2i, 2i + 1: lanes 0-3 each */
-    d[i] = _mm512_add_pd(_mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0x44),
-                         _mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0xee));
-  for (int i = 0; i < 2; i++) /* rows 4i .. 4i + 3: lanes 0-1 each */
-    e[i] = _mm512_add_pd(_mm512_permutex2var_pd(d[2 * i], lo2, d[2 * i + 1]),
-                         _mm512_permutex2var_pd(d[2 * i], hi2, d[2 * i + 1]));
-  return _mm512_add_pd(_mm512_permutex2var_pd(e[0], ev, e[1]),
-                       _mm512_permutex2var_pd(e[0], od, e[1]));
 }
 
 /* A row whose shift moves (some element above m + RD__LSE_K, m the shift
