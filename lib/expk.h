@@ -1,4 +1,4 @@
-/* expk.h - exp(t) for t in [-708, 16] with the same bits in C (expk), on
+/* expk.h - exp(t) for t in [-708, 64] with the same bits in C (expk), on
  * four AVX2 lanes (rd__expk4) and on eight AVX-512 lanes (rd__expk8);
  * private to the library's kernels.  The float32/float16/bfloat16
  * ReduceLogSumExp lanes, columns and short rows take every term and every
@@ -16,10 +16,10 @@
  * checks it against expl).  The second term is the one-step reduction's:
  * EXPK_LN2 is 1.45e-18 below ln2/16, and |k| reaches 16342.  LogSumExp's
  * terms are e^t with t = x - m and a lazy shift m (kernels_impl.h,
- * RD__LSE_K), so t <= 16, and each sum is at least 1 (the shift's own
+ * RD__LSE_K = 64), so t <= 64, and each sum is at least 1 (the shift's own
  * term) and at least each of its terms.  For t <= 0, e^t |t| <= 1/e, so
  * relative to the sum a term's error stays below 2.5e-16 e^t + 1.3e-17;
- * for 0 < t <= 16, below 8e-16.  A rescale factor e^t multiplies a sum of
+ * for 0 < t <= 64, below 2.4e-15.  A rescale factor e^t multiplies a sum of
  * at most n terms, which then matters beside the new shift's 1 only while
  * n e^t is not small, for |t| up to about ln n: at most 3.4e-17 ln n
  * relative to the sum (1e-15 for n = 2^40).  A second fma with the low
@@ -157,7 +157,7 @@ rd__expk8_tail(const struct rd__expk_tab *tb, __m512d z, __m512d r, __mmask8 ok)
 }
 
 /* expk() on eight lanes, those outside `ok` cleared (a lane outside
- * [-708, 16], -inf or NaN computes garbage first). */
+ * [-708, 64], -inf or NaN computes garbage first). */
 EXPK_TGT5 static inline __attribute__((always_inline)) __m512d
 rd__expk8_mask(const struct rd__expk_tab *tb, __m512d t, __mmask8 ok)
 {

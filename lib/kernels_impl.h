@@ -389,12 +389,21 @@ size_t rd__avx2_prod_cols_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
  * a run (ops.c's lsel_elem, one shift for the 16) and each column (ops.c's
  * lsec_add) take their first finite element as the shift m, and move it
  * (rescaling the sums) only to an x > m + RD__LSE_K, so every term is
- * e^(x - m) <= e^16.  With m the exact running maximum, every new maximum
+ * e^(x - m) <= e^64.  With m the exact running maximum, every new maximum
  * rescaled: a part's columns start empty, and a vector of 8 columns met
  * one in about a quarter of its first 128 rows (cases C and D of the
  * bench took twice as long); a row of 256 (case E) replayed about 3 of
- * its 16 blocks in order, a row of 16 (case F) up to 120 rescales. */
-#define RD__LSE_K 16.0
+ * its 16 blocks in order, a row of 16 (case F) up to 120 rescales.
+ *
+ * Why 64: the shift moves only where a reduction's finite elements span
+ * more than K, and each move is a rescale on the slow path (with K = 16,
+ * data uniform in [-10, 10) moved it in a fifth of the rows of 256 and a
+ * seventh of the rows of 16: E and F took 1.12x and 1.17x the time they
+ * take with 64).  A larger K costs accuracy only through expk()'s
+ * |t| term: a term's relative error is below 2.5e-16 + 3.4e-17 * 64 =
+ * 2.4e-15 (expk.h), far inside the 2^-44 (1 + |m|) of reduce.h's bound;
+ * e^64 times any element count cannot overflow a double. */
+#define RD__LSE_K 64.0
 
 /* float32 LogSumExp columns (ops.c's colsks_lse_f32): one row segment of
  * nvec groups of 4 columns into the column state arrays; stops before a

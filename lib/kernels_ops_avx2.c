@@ -32,8 +32,8 @@
 /* Prefetch distance in bytes (as kernels_avx2.c: the loops are short, so
  * without it the reorder window limits the lines in flight). */
 #define OPK_PF(p) _mm_prefetch((const char *)(p) + 2048, _MM_HINT_T0)
-/* RD__LSE_K less a margin for the rounding of t = x - m (|t| <= 16: within
- * 2^-49): a vector check t <= LSE_KP leaves x <= m + RD__LSE_K as ops.c
+/* RD__LSE_K less a margin for the rounding of t = x - m (near t = 64:
+ * within 2^-47): a vector check t <= LSE_KP leaves x <= m + RD__LSE_K as ops.c
  * computes it, so that it too keeps the shift. */
 #define LSE_KP (RD__LSE_K - 0x1p-30)
 /* lse_cols4_avx512: the same columns four rows on (the next pass) */
@@ -670,7 +670,7 @@ size_t rd__opk_lse_cols_f32(double *m, double *hi, double *lo,
 /* The terms of four rows of 8 columns (stride rs) at p against the shifts
  * mv: f[q] = expk(x - m) without a mask, and in *ok the lanes where every
  * row's shift stays and the terms need none: t = x - m in [-708,
- * RD__LSE_K), with room for t's rounding (|t| <= 16: within 2^-49), so
+ * RD__LSE_K), with room for t's rounding (near t = 64: within 2^-47), so
  * that x <= m + RD__LSE_K as lsec_add computes it.  In any other lane f is
  * unused. */
 TGT5 ALWAYS_INLINE void lsec4_terms(const struct rd__expk_tab *tb,

@@ -443,7 +443,7 @@ static inline void lse_add(void *acc, const unsigned char *p, int dt)
 /* The element step of the float32/float16/bfloat16 LogSumExp cols(): a
  * column sums e^(x - m) in double (hi; lo only scaled), and its shift m is
  * lazy (kernels_impl.h, RD__LSE_K): it moves only to an x > m +
- * RD__LSE_K, which rescales the sum, so every term is at most e^16.  A
+ * RD__LSE_K, which rescales the sum, so every term is at most e^64.  A
  * column sums as one lane of run() does; from the empty state one element
  * gives what run() of it and flush() give (m = x, sum 1).  expk()
  * (expk.h) for exp, as everywhere in these types; the vector forms are in

@@ -27,8 +27,8 @@
  * (double-double), ReduceL2 of float64 cannot overflow or underflow in an
  * intermediate, and products track the binary exponent apart (nothing
  * overflows or underflows unless the result does).  ReduceLogSumExp is
- * max-shifted (float32/float16/bfloat16: by a shift at most 16 below the
- * running maximum, moved only past it, so no term exceeds e^16).
+ * max-shifted (float32/float16/bfloat16: by a shift at most 64 below the
+ * running maximum, moved only past it, so no term exceeds e^64).
  * Integers are exact (wide accumulators, exact integer square
  * root, exact products); a result that does not fit the output type is
  * handled by the overflow policy of the plan, applied to the final value

@@ -1923,7 +1923,7 @@ static void test_lse_cols_lazy(void **state)
       if (r == 0)
         v = (float)(j % 4 == 1 ? -8.0 : -3.0 + 0.25 * (double)j);
       if (r == 17 && j % 4 == 1)
-        v = 9.5f; /* > -8 + 16: the shift moves */
+        v = (float)(-8.0 + RD__LSE_K + 1.5); /* > -8 + K: the shift moves */
       if (j == 5 && r < 3)
         v = -INFINITY; /* starts empty */
       if (j == 6 && r == 20)
@@ -1933,7 +1933,7 @@ static void test_lse_cols_lazy(void **state)
       if (j == 8 && r % 5 == 2)
         v = -750.0f; /* below expk's range: a term of +0 */
       if (j == 9 && r == 25)
-        v = 40.0f; /* the next rows are all far below it */
+        v = (float)(RD__LSE_K + 24.0); /* the next rows are far below it */
       x[r * W + j] = v;
     }
   for (int im = 0; im < 2; im++) {

@@ -59,17 +59,18 @@ static int simd(void)
 }
 
 /* expk() against expl() (64-bit significand): relative error within
- * 2.5e-16 + 3.4e-17 |t| on [-708, 16] (the second term is the one-step
- * range reduction's: kd times the 1.45e-18 by which EXPK_LN2 is below
- * ln2/16; expk.h), swept uniformly, densely near 0 where the LogSumExp
- * terms that matter lie, and on (0, 16] (the columns' terms above their
- * lazy shift); and the ends of its domain. */
+ * 2.5e-16 + 3.4e-17 |t| on [-708, K] (K = RD__LSE_K; the second term is
+ * the one-step range reduction's: kd times the 1.45e-18 by which
+ * EXPK_LN2 is below ln2/16; expk.h), swept uniformly, densely near 0
+ * where the LogSumExp terms that matter lie, and on (0, K] (the terms
+ * above a lazy shift); and the ends of its domain. */
 static void test_expk_accuracy(void **state)
 {
   double worst = 0, worst_small = 0;
   (void)state;
   for (long i = 0; i <= 4000000; i++) {
-    double t = i % 4 == 3   ? 16.0 * (double)(next() >> 11) * 0x1p-53 + 0x1p-60
+    double t = i % 4 == 3
+                 ? RD__LSE_K * (double)(next() >> 11) * 0x1p-53 + 0x1p-60
                : i % 2 == 1 ? -708.0 * (double)(next() >> 11) * 0x1p-53
                             : -2.0 * (double)i / 4000000.0;
     long double e = expl((long double)t);
@@ -96,7 +97,9 @@ static void test_expk_accuracy(void **state)
     assert_true(d == (double)exp2l((long double)j / 16.0L));
   }
   assert_true(expk(0.0) == 1.0 && expk(-0.0) == 1.0);
-  assert_true(fabs(expk(16.0) / exp(16.0) - 1.0) < 1e-15);
+  /* the bound, and libm's own error */
+  assert_true(fabs(expk(RD__LSE_K) / exp(RD__LSE_K) - 1.0) <
+              2.5e-16 + 3.4e-17 * RD__LSE_K + 2.3e-16);
   assert_true(expk(EXPK_MIN) >= DBL_MIN);
   assert_true(expk(nextafter(EXPK_MIN, -INFINITY)) == 0.0);
   assert_true(expk(-INFINITY) == 0.0 && expk(NAN) == 0.0);
@@ -130,9 +133,9 @@ expk8_of(const double *t, double *y, int mode)
 
 /* rd__expk4 and rd__expk8 (and, with every lane in range, rd__expk8_mask
  * unmasked and rd__expk8_neg of -t) give expk()'s bits lane by lane:
- * random t on [-720, 0] (past the domain's end too) and on (0, 16] (the
- * terms above a lazy shift, RD__LSE_K), the ends, -0, -inf and NaN, in
- * every lane. */
+ * random t on [-720, 0] (past the domain's end too) and on (0, RD__LSE_K]
+ * (the terms above a lazy shift), the ends, -0, -inf and NaN, in every
+ * lane. */
 static void test_expk_forms(void **state)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -160,7 +163,7 @@ static void test_expk_forms(void **state)
                          : -720.0 * (double)(r >> 11) * 0x1p-53;
       if (rep % 4 == 0)
         t[l] = -(double)(r >> 11) * 0x1p-53; /* (-1, 0] */
-      if (rep % 4 == 1 && l % 2 == 0)        /* (0, 16] */
+      if (rep % 4 == 1 && l % 2 == 0)        /* (0, RD__LSE_K] */
         t[l] = RD__LSE_K * ((double)(r >> 11) * 0x1p-53 + 0x1p-53);
       in[l] = expk(t[l]);
       all_in &= t[l] >= EXPK_MIN && t[l] <= RD__LSE_K;
@@ -394,7 +397,7 @@ static void test_lse_run_helper(void **state)
       switch (rep % 7) {
       case 0: x[i] = gen(10.0, 0); break;
       case 6: /* around 3 + RD__LSE_K, steps of 1/16: from m = 3 the shift
-               * moves exactly at the elements above 19 */
+               * moves exactly at the elements above 3 + RD__LSE_K */
         x[i] = (float)(3.0 + RD__LSE_K + (double)((int)(i % 5) - 2) * 0.0625);
         break;
       case 5: /* one maximum, the rest 700 to 709 below it: the lanes
@@ -403,7 +406,7 @@ static void test_lse_run_helper(void **state)
         x[i] = i == 3 ? 0.0f : -700.0f - (float)(next() % 10);
         break;
       case 4: /* one new maximum, then blocks below the m it replaced */
-        x[i] = i == 3 ? 20.0f : gen(6.0, 0) - 4.0f;
+        x[i] = i == 3 ? (float)(RD__LSE_K + 4.0) : gen(6.0, 0) - 4.0f;
         break;
       case 1: x[i] = gen(700.0, 30); break;
       case 2: x[i] = (float)(i * 0.01) + gen(0.5, 20); break;
@@ -1007,12 +1010,12 @@ static void gen_lse(float *x, size_t n, size_t nrows, int mode)
       if (allninf)
         x[r * n + i] = -INFINITY;
     }
-    if (mode == 3) { /* an integer x_0, so that m + 16 is exact */
+    if (mode == 3) { /* an integer x_0, so that m + RD__LSE_K is exact */
       uint64_t at = r % 3 ? next() : (uint64_t)1 << (r / 3 % n);
       float m = x[r * n] = floorf(x[r * n]);
       for (size_t i = 1; i < n; i++)
         if (r % 7 == 6 || (at >> i & 1))
-          x[r * n + i] = m = m + 17.0f;
+          x[r * n + i] = m = m + (float)(RD__LSE_K + 1.0);
         else if (i == r % 5 + 1)
           x[r * n + i] = m + (float)RD__LSE_K;
     }
