@@ -168,7 +168,7 @@ rd__expk8_mask(const struct rd__expk_tab *tb, __m512d t, __mmask8 ok)
                         _mm512_fnmadd_pd(kd, _mm512_set1_pd(EXPK_LN2), t), ok);
 }
 
-/* expk(-u) on eight lanes, every u in [-16, 708] (the caller has checked
+/* expk(-u) on eight lanes, every u in [-64, 708] (the caller has checked
  * them all): the sign folded into the reduction's fmas (z = -u 16/ln2 +
  * shift, r = -(k ln2/16) - u), each the same single rounding as
  * expk()'s with t = -u, so the same bits. */
