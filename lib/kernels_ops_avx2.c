@@ -1688,28 +1688,31 @@ size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 
 /* The Prod lane state of 16 float32 lanes: mantissas m0/m1 in [0.5, 1),
  * the exponents' sums d0/d1 (getexp, exact in double), the sign parity. */
+/* The 16 lanes' mantissas m0, m1, the sums d0, d1 of the exponents their
+ * renormalisations took out, the renormalisations' count nr (each takes
+ * out getexp + 1) and the sign bits' parity in ng's bit 0. */
 struct pl16 {
   __m512d m0, m1, d0, d1;
   unsigned ng;
+  int64_t nr;
 };
 
-/* One block of 16 elements at x into st; 0 (st untouched) for a block
- * that is not ordinary: a NaN, a zero or an infinity. */
-TGT5 ALWAYS_INLINE int pl16_block(struct pl16 *st, const unsigned char *x)
+/* x's 16 float32 (bits u) less their signs, widened, into the products
+ * *p0 (lanes 0-7) and *p1 (8-15). */
+TGT5 ALWAYS_INLINE void pl16_mul(__m512d *p0, __m512d *p1, __m512i u)
+{
+  __m512 f = _mm512_castsi512_ps(
+    _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)));
+  *p0 = _mm512_mul_pd(*p0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+  *p1 = _mm512_mul_pd(*p1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
+}
+
+/* The products p0, p1 back into st: m = p's mantissa in [0.5, 1) by bits,
+ * d += p's exponent (getexp: the bits' field - 1023, exact in double). */
+TGT5 ALWAYS_INLINE void pl16_norm(struct pl16 *st, __m512d p0, __m512d p1)
 {
   const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
   const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
-  __m512i u = _mm512_loadu_si512((const void *)x);
-  __m512 f;
-  __m512d p0, p1;
-  /* not ordinary: QNaN, +-0, +-inf, SNaN */
-  if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(u), 0x9f))
-    return 0;
-  OPK_PF(x);
-  st->ng ^= (unsigned)__builtin_popcount((unsigned)_mm512_movepi32_mask(u));
-  f = _mm512_castsi512_ps(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)));
-  p0 = _mm512_mul_pd(st->m0, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
-  p1 = _mm512_mul_pd(st->m1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1)));
   /* (bits & ~emask) | ebias */
   st->m0 = _mm512_castsi512_pd(
     _mm512_ternarylogic_epi64(_mm512_castpd_si512(p0), emask, ebias, 0xba));
@@ -1717,7 +1720,63 @@ TGT5 ALWAYS_INLINE int pl16_block(struct pl16 *st, const unsigned char *x)
     _mm512_ternarylogic_epi64(_mm512_castpd_si512(p1), emask, ebias, 0xba));
   st->d0 = _mm512_add_pd(st->d0, _mm512_getexp_pd(p0));
   st->d1 = _mm512_add_pd(st->d1, _mm512_getexp_pd(p1));
+  st->nr++;
+}
+
+/* One block of 16 elements at x into st; 0 (st untouched) for a block
+ * that is not ordinary: a NaN, a zero or an infinity. */
+TGT5 ALWAYS_INLINE int pl16_block(struct pl16 *st, const unsigned char *x)
+{
+  __m512i u = _mm512_loadu_si512((const void *)x);
+  __m512d p0 = st->m0, p1 = st->m1;
+  /* not ordinary: QNaN, +-0, +-inf, SNaN */
+  if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(u), 0x9f))
+    return 0;
+  OPK_PF(x);
+  st->ng ^= (unsigned)__builtin_popcount((unsigned)_mm512_movepi32_mask(u));
+  pl16_mul(&p0, &p1, u);
+  pl16_norm(st, p0, p1);
   return 1;
+}
+
+/* Four blocks at x into st with one renormalisation, or 0 (st untouched)
+ * if one of them is not ordinary.  The same bits as four pl16_block()s:
+ * a product rounds the same at any power-of-two scale while it stays a
+ * normal double, and four ordinary factors take m in [0.5, 1) to within
+ * [2^-597, 2^512).  So the mantissas are the fourth block's, and the one
+ * getexp + 1 taken out is the sum of the four blocks' getexp + 1. */
+TGT5 ALWAYS_INLINE int pl16_block4(struct pl16 *st, const unsigned char *x)
+{
+  __m512i u[4];
+  __m512d p0 = st->m0, p1 = st->m1;
+  __mmask16 odd = 0, sg = 0;
+  for (int q = 0; q < 4; q++) {
+    u[q] = _mm512_loadu_si512((const void *)(x + 64 * q));
+    odd |= _mm512_fpclass_ps_mask(_mm512_castsi512_ps(u[q]), 0x9f);
+    sg ^= _mm512_movepi32_mask(u[q]);
+  }
+  if (odd)
+    return 0;
+  for (int q = 0; q < 4; q++) {
+    OPK_PF(x + 64 * q);
+    pl16_mul(&p0, &p1, u[q]);
+  }
+  st->ng ^= (unsigned)__builtin_popcount((unsigned)sg);
+  pl16_norm(st, p0, p1);
+  return 1;
+}
+
+/* The blocks at x into st: four at a time while they are ordinary, then
+ * one at a time up to the first that is not.  Returns the blocks done. */
+TGT5 ALWAYS_INLINE size_t pl16_blocks(struct pl16 *st, const unsigned char *x,
+                                      size_t nblocks)
+{
+  size_t b = 0;
+  for (; b + 4 <= nblocks && pl16_block4(st, x); b += 4, x += 256)
+    ;
+  for (; b < nblocks && pl16_block(st, x); b++, x += 64)
+    ;
+  return b;
 }
 
 /* kernels_avx2.c's rd__avx2_prod_f32 on 16 lanes in two registers: per
@@ -1729,15 +1788,17 @@ TGT5 static size_t prod_run_avx512(double *m, int64_t *e,
                                    const unsigned char *x, size_t nblocks,
                                    uint32_t *neg)
 {
-  struct pl16 st = { _mm512_loadu_pd(m), _mm512_loadu_pd(m + 8),
-                     _mm512_setzero_pd(), _mm512_setzero_pd(), 0 };
-  size_t b = 0;
-  for (; b < nblocks && pl16_block(&st, x); b++, x += 64)
-    ;
+  struct pl16 st = { _mm512_loadu_pd(m),
+                     _mm512_loadu_pd(m + 8),
+                     _mm512_setzero_pd(),
+                     _mm512_setzero_pd(),
+                     0,
+                     0 };
+  size_t b = pl16_blocks(&st, x, nblocks);
   _mm512_storeu_pd(m, st.m0);
   _mm512_storeu_pd(m + 8, st.m1);
   {
-    const __m512i nb = _mm512_set1_epi64((int64_t)b); /* the + 1s */
+    const __m512i nb = _mm512_set1_epi64(st.nr); /* the + 1s */
     _mm512_storeu_si512(
       e, _mm512_add_epi64(_mm512_loadu_si512(e),
                           _mm512_add_epi64(_mm512_cvtpd_epi64(st.d0), nb)));
@@ -1757,16 +1818,19 @@ TGT5 static size_t prod_rows_acc_avx512(double *hi, double *lo, int64_t *eo,
                                         uint32_t *neg, const unsigned char *x,
                                         size_t nblocks, size_t nrows)
 {
-  const __m512i nb = _mm512_set1_epi64((int64_t)nblocks + 1); /* e's 1 */
   size_t r = 0;
-  for (; r < nrows; r++) {
-    struct pl16 st = { _mm512_set1_pd(0.5), _mm512_set1_pd(0.5),
-                       _mm512_setzero_pd(), _mm512_setzero_pd(), 0 };
+  for (; r < nrows; r++, x += nblocks * 64) {
+    struct pl16 st = { _mm512_set1_pd(0.5),
+                       _mm512_set1_pd(0.5),
+                       _mm512_setzero_pd(),
+                       _mm512_setzero_pd(),
+                       0,
+                       0 };
     __m512d l = _mm512_setzero_pd();
-    __m512i e0, e1;
-    for (size_t b = 0; b < nblocks; b++, x += 64)
-      if (!pl16_block(&st, x))
-        return r;
+    __m512i e0, e1, nb;
+    if (pl16_blocks(&st, x, nblocks) != nblocks)
+      return r;
+    nb = _mm512_set1_epi64(st.nr + 1); /* the + 1s, and e's 1 */
     e0 = _mm512_add_epi64(_mm512_cvtpd_epi64(st.d0), nb);
     e1 = _mm512_add_epi64(_mm512_cvtpd_epi64(st.d1), nb);
     prod_tree8(&st.m0, &l, &e0, st.m1, e1);

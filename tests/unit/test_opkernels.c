@@ -1323,6 +1323,32 @@ static void test_prod_run(void **state)
       assert_memory_equal(e0, e1, sizeof e0);
       assert_int_equal(n0, n1);
     }
+    /* the ends of the float32 range, four blocks to a renormalisation in
+     * the AVX-512 form (pl16_block4): all 2^-149, all FLT_MAX, and either
+     * at random, from mantissas near 0.5 and near 1 */
+    for (int mode = 0; mode < 3; mode++) {
+      double m0[16], m1[16];
+      int64_t e0[16], e1[16];
+      uint32_t n0 = 0, n1 = 0;
+      for (size_t i = 0; i < RB * 16; i++) {
+        uint64_t q = next();
+        int big = mode == 2 ? (int)(q & 1) : mode;
+        x[i] = big ? (q & 2 ? -FLT_MAX : FLT_MAX) : 0x1p-149f;
+      }
+      for (int l = 0; l < 16; l++) {
+        m0[l] = m1[l] = l % 2 ? 0.5 : 1.0 - 0x1p-53;
+        e0[l] = e1[l] = 0;
+      }
+      assert_int_equal(rd__avx2_prod_f32(m0, e0, (const unsigned char *)x, RB,
+                                         &n0),
+                       RB);
+      assert_int_equal(rd__opk_prod_run_f32(m1, e1, (const unsigned char *)x,
+                                            RB, &n1),
+                       RB);
+      assert_memory_equal(m0, m1, sizeof m0);
+      assert_memory_equal(e0, e1, sizeof e0);
+      assert_int_equal(n0, n1);
+    }
     rd__opk_avx512_select(was);
   }
 }
