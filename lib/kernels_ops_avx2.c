@@ -178,11 +178,10 @@ TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
  * so two adds, one unsigned maximum of the two vectors' bits and one
  * unsigned compare check 16 elements, and the expks need no mask
  * (rd__expk8_neg(u) gives expk(-u)'s bits for either sign of u).  Every
- * other block (the shift
- * moves, an element 707 or more below m, -inf, NaN, +inf) takes the rare
- * path: lse_common() stops before it.  No call in this loop, so the
- * constants stay in registers (a call clobbers them all, and they were
- * reloaded on every block: 1.3x the time). */
+ * other block (the shift moves, an element 707 or more below m, -inf,
+ * NaN, +inf) takes the rare path: lse_common() stops before it.  No call
+ * in this loop, so the constants stay in registers (a call clobbers them
+ * all, and they were reloaded on every block: 1.3x the time). */
 TGT5 ALWAYS_INLINE size_t lse_common(const struct rd__expk_tab *tb, __m512d *s0,
                                      __m512d *s1, __m512d mv,
                                      const unsigned char *x, size_t nblocks)
@@ -321,12 +320,9 @@ TGT5 static size_t lse_rowsums_avx512(double *m, double *t,
       for (size_t l = 0; l < L; l++)
         pad[l] = -INFINITY;
       memcpy(pad, x + nb * 64, rest * 4);
-      _mm512_storeu_pd(s, s0);
-      _mm512_storeu_pd(s + 8, s1);
-      if (lse_rec_avx512(s, &mr, (const unsigned char *)pad))
+      /* a -inf is never a common block: lse_rec_avx512() takes it */
+      if (lse_blocks(&tb, &s0, &s1, &mr, s, (const unsigned char *)pad, 1) != 1)
         break;
-      s0 = _mm512_loadu_pd(s);
-      s1 = _mm512_loadu_pd(s + 8);
     }
     m[r] = mr;
     c[r % 8] = _mm512_add_pd(s0, s1);
@@ -1686,11 +1682,10 @@ size_t rd__opk_prod_cols4_f32(double *hi, double *lo, int64_t *e, int64_t *neg,
 /* float32 Prod lanes (ops.c's prodl_run)                             */
 /* ------------------------------------------------------------------ */
 
-/* The Prod lane state of 16 float32 lanes: mantissas m0/m1 in [0.5, 1),
- * the exponents' sums d0/d1 (getexp, exact in double), the sign parity. */
-/* The 16 lanes' mantissas m0, m1, the sums d0, d1 of the exponents their
- * renormalisations took out, the renormalisations' count nr (each takes
- * out getexp + 1) and the sign bits' parity in ng's bit 0. */
+/* The Prod lane state of 16 float32 lanes: the mantissas m0, m1 in
+ * [0.5, 1), the sums d0, d1 of the exponents their renormalisations took
+ * out (getexp, exact in double), the renormalisations' count nr (each
+ * takes out getexp + 1) and the sign bits' parity in ng's bit 0. */
 struct pl16 {
   __m512d m0, m1, d0, d1;
   unsigned ng;
@@ -1788,12 +1783,7 @@ TGT5 static size_t prod_run_avx512(double *m, int64_t *e,
                                    const unsigned char *x, size_t nblocks,
                                    uint32_t *neg)
 {
-  struct pl16 st = { _mm512_loadu_pd(m),
-                     _mm512_loadu_pd(m + 8),
-                     _mm512_setzero_pd(),
-                     _mm512_setzero_pd(),
-                     0,
-                     0 };
+  struct pl16 st = { .m0 = _mm512_loadu_pd(m), .m1 = _mm512_loadu_pd(m + 8) };
   size_t b = pl16_blocks(&st, x, nblocks);
   _mm512_storeu_pd(m, st.m0);
   _mm512_storeu_pd(m + 8, st.m1);
@@ -1820,12 +1810,7 @@ TGT5 static size_t prod_rows_acc_avx512(double *hi, double *lo, int64_t *eo,
 {
   size_t r = 0;
   for (; r < nrows; r++, x += nblocks * 64) {
-    struct pl16 st = { _mm512_set1_pd(0.5),
-                       _mm512_set1_pd(0.5),
-                       _mm512_setzero_pd(),
-                       _mm512_setzero_pd(),
-                       0,
-                       0 };
+    struct pl16 st = { .m0 = _mm512_set1_pd(0.5), .m1 = _mm512_set1_pd(0.5) };
     __m512d l = _mm512_setzero_pd();
     __m512i e0, e1, nb;
     if (pl16_blocks(&st, x, nblocks) != nblocks)
