@@ -487,9 +487,11 @@ TGT static void rows_f64(void *acc, const unsigned char *x, size_t n,
  * x != 0), so adding +0 to the row sum at the end gives rows()'s bits.
  * For |x| and x^2 no lane is ever -0. */
 
-/* Four rows of 16 float32 are consumed in about the time the memory
- * takes to deliver them, so the prefetches run further ahead than PF_DIST. */
-#define PF_ROWS(p) _mm_prefetch((const char *)(p) + 2 * PF_DIST, _MM_HINT_T0)
+/* The short rows have no software prefetch: one address-ordered stream,
+ * which the hardware prefetcher follows.  With a prefetch 4 KiB ahead,
+ * case F took 1.08-1.15x the time (REDUCED_KERNELS=avx2: float32 Sum and
+ * L2, float64 L2; bench/README.md, "Short rows without software
+ * prefetch"). */
 
 /* Four elements widened to doubles (exact). */
 typedef __m256d (*w4_fn)(const unsigned char *p);
@@ -726,8 +728,6 @@ TGT ALWAYS_INLINE void avx_d_rows_out(void *out, const unsigned char *x,
   size_t r = 0;
   for (; r + 4 <= safe; r += 4, x += 4 * rs, o += 4 * ob) {
     __m256d c0, c1, c2, c3;
-    for (size_t b = 0; b < 4 * rs; b += 64)
-      PF_ROWS(x + b);
     c0 = row_c(row_load(x, esz, W, masked, &mk, w4), W, 1, term);
     c1 = row_c(row_load(x + rs, esz, W, masked, &mk, w4), W, 1, term);
     c2 = row_c(row_load(x + 2 * rs, esz, W, masked, &mk, w4), W, 1, term);
@@ -824,8 +824,6 @@ TGT ALWAYS_INLINE void avx_f64_rows_out(void *out, const unsigned char *x,
   for (; r + 4 <= safe; r += 4, x += 4 * rs, o += 32) {
     struct row_v v0, v1, v2, v3;
     __m256d s;
-    for (size_t b = 0; b < 4 * rs; b += 64)
-      PF_ROWS(x + b);
     v0 = row_load(x, 8, W, masked, &mk, w4_f64);
     v1 = row_load(x + rs, 8, W, masked, &mk, w4_f64);
     v2 = row_load(x + 2 * rs, 8, W, masked, &mk, w4_f64);

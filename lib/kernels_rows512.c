@@ -31,12 +31,12 @@
 /* Element types (constants in each instance, so the branches fold). */
 enum { DT_F32, DT_F16, DT_BF16, DT_F64 };
 
-/* Prefetch distance: eight rows of 16 float32 are consumed in about the
- * time memory delivers them, so it runs well ahead (as kernels_avx2.c's
- * PF_ROWS), into L2 only: prefetching into L1 held the fill buffers the
- * demand loads need (case F float32 72% -> 82% of the probe, measured). */
-#define PF512 4096
-#define PF8(p) _mm_prefetch((const char *)(p) + PF512, _MM_HINT_T1)
+/* Short rows of float32, float16 and bfloat16 are one address-ordered
+ * stream, which the hardware prefetcher follows: with a software prefetch
+ * 4 KiB ahead (into L2), case F took up to 1.4x the time (bench/README.md,
+ * "Short rows without software prefetch").  float64 rows, twice the bytes,
+ * still gain from it (without: 1.06-1.13x the time on one thread). */
+#define PF_F64(p) _mm_prefetch((const char *)(p) + 4096, _MM_HINT_T1)
 
 /* Outputs of at least this many float32 rows are written with streaming
  * stores when 16-byte aligned (kernels_avx2.c's NT_ROWS). */
@@ -252,8 +252,9 @@ TGT ALWAYS_INLINE __m512d sums8(const unsigned char *x, size_t rs, __mmask16 m,
                                 int term, int dt, int wide, unsigned *bad)
 {
   __m512d lo, hi, p0, p1, p2, p3, p4, p5, p6, p7;
-  for (size_t b = 0; b < 8 * rs; b += 64)
-    PF8(x + b);
+  if (dt == DT_F64)
+    for (size_t b = 0; b < 8 * rs; b += 64)
+      PF_F64(x + b);
 #define ROW(q, pq)                                                             \
   do {                                                                         \
     row_ld(x + (q)*rs, dt, wide, m, &lo, &hi);                                 \
@@ -500,8 +501,6 @@ TGT ALWAYS_INLINE size_t z_rows16_screen(unsigned char *o,
   const __m256i step = _mm256_set1_epi32(16);
   size_t r = 0;
   for (; r + 8 <= nrows; r += 8, x += 256, o += 16) {
-    for (size_t b = 0; b < 256; b += 64)
-      PF8(x + b);
     __m512i r01 = _mm512_loadu_si512(x), r23 = _mm512_loadu_si512(x + 64);
     __m512i r45 = _mm512_loadu_si512(x + 128),
             r67 = _mm512_loadu_si512(x + 192);
