@@ -755,32 +755,48 @@ size_t rd__opk_lse_cols4_f32(double *m, double *hi, double *lo,
 /* float32/16/bfloat16 Prod lanes: the first two levels of the tree     */
 /* ------------------------------------------------------------------ */
 
-/* ops.c's prod_merge(d, s) of the states (hi, lo, e), lane by lane, then
- * prod_norm: e += e2; p = hi * hi2; er = fma(hi, hi2, -p) + (hi * lo2 +
- * lo * hi2); fast two-sum (p, er); the exponent of hi moved into e and lo
- * scaled by the same power of two (bit operations). */
-TGT5 ALWAYS_INLINE void prod_merge8(__m512d *h, __m512d *l, __m512i *e,
-                                    __m512d h2, __m512d l2, __m512i e2)
+/* ops.c's prod_merge(d, s) of the states (hi, lo, e), lane by lane,
+ * without its prod_norm: e += e2; p = hi * hi2; er = fma(hi, hi2, -p) +
+ * (hi * lo2 + lo * hi2); fast two-sum (p, er).  Each of these rounds the
+ * same at any power-of-two scale while the values stay normal, so a
+ * state left unnormalised, (hi 2^k, lo 2^k, e - k), merges into the same
+ * state once normalised, for any k that keeps them normal. */
+TGT5 ALWAYS_INLINE void prod_mul8(__m512d *h, __m512d *l, __m512i *e,
+                                  __m512d h2, __m512d l2, __m512i e2)
 {
-  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
-  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
-  const __m512i b1022 = _mm512_set1_epi64(1022);
-  const __m512i b1023 = _mm512_set1_epi64(1023);
-  __m512d p = _mm512_mul_pd(*h, h2), er, t, lo;
-  __m512i hb, ex, E = _mm512_add_epi64(*e, e2);
+  __m512d p = _mm512_mul_pd(*h, h2), er, t;
   er = _mm512_fmsub_pd(*h, h2, p);
   er = _mm512_add_pd(er, _mm512_add_pd(_mm512_mul_pd(*h, l2),
                                        _mm512_mul_pd(*l, h2)));
   t = _mm512_add_pd(p, er);
-  lo = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
-  hb = _mm512_castpd_si512(t);
-  ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(hb, emask), 52),
-                        b1022);
+  *l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  *h = t;
+  *e = _mm512_add_epi64(*e, e2);
+}
+
+/* prod_norm on 8 lanes: hi's exponent moved into e (hi to [0.5, 1)) and
+ * lo scaled by the same power of two (bit operations). */
+TGT5 ALWAYS_INLINE void prod_norm8(__m512d *h, __m512d *l, __m512i *e)
+{
+  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
+  __m512i hb = _mm512_castpd_si512(*h);
+  __m512i ex = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_and_si512(hb, emask),
+                                                  52),
+                                _mm512_set1_epi64(1022));
   *h = _mm512_castsi512_pd(
-    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
-  *l = _mm512_mul_pd(lo, _mm512_castsi512_pd(
-                           _mm512_slli_epi64(_mm512_sub_epi64(b1023, ex), 52)));
-  *e = _mm512_add_epi64(E, ex);
+    _mm512_or_si512(_mm512_andnot_si512(emask, hb),
+                    _mm512_set1_epi64((int64_t)1022 << 52)));
+  *l = _mm512_mul_pd(*l, _mm512_castsi512_pd(_mm512_slli_epi64(
+                           _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
+  *e = _mm512_add_epi64(*e, ex);
+}
+
+/* ops.c's prod_merge(d, s): prod_mul8, then prod_norm8. */
+TGT5 ALWAYS_INLINE void prod_merge8(__m512d *h, __m512d *l, __m512i *e,
+                                    __m512d h2, __m512d l2, __m512i e2)
+{
+  prod_mul8(h, l, e, h2, l2, e2);
+  prod_norm8(h, l, e);
 }
 
 /* The tree of prodl_flush() on lanes (h, l, E) = lanes 0-7 and (h2, 0,
@@ -846,47 +862,35 @@ int rd__opk_prod_tree(const double *m, const int64_t *e, double *hi, double *lo,
  * inside the range the scaling by 2^e is exact, as ldexp's. */
 #define PROD_ECLAMP 300
 
-/* prod_merge8 where both lo are +0 (the second tree level): the products
- * with them are +0 and er + +0 is er (er, an exact FMA residual, is never
- * -0), and the positive t needs no sign mask: the same bits, fewer
- * operations. */
-TGT5 ALWAYS_INLINE void prod_merge8_l0(__m512d *h, __m512d *l, __m512i *e,
-                                       __m512d h2, __m512i e2)
+/* The first two tree levels, (k, k + 8) and (k, k + 4), from the elements
+ * (prod_mul8's scaling argument, at the first level's ends).
+ * Lanes k and k + 8 hold two float32 magnitudes, whose product P, taken
+ * as is (prod_lvl1_8), is exact: 48 significant bits at most, in [2^-298,
+ * 2^256].  The definition instead merges frexp(|x|) states and keeps the
+ * result as frexp(P) with lo +0; P is that state's h scaled by 2^e.  Level
+ * (k, k + 4) is then prod_merge8 of two such states, both lo +0: products
+ * with them are +0 and er + +0 is er (an exact FMA residual, never -0).
+ * Its p = h h2, er, t and lo round the same at any power-of-two scale
+ * while every value stays normal, and P P2 is within [2^-596, 2^512], lo
+ * (0 or above 2^-106 of it) too; so prod_merge8_lvl2 takes P and P2 as
+ * they are, and normalising t leaves the same h, the same lo and the
+ * exponent sum e + e2 + ex in one.  Bit for bit prod_merge8's state,
+ * without normalising the first level. */
+TGT5 ALWAYS_INLINE __m512d prod_lvl1_8(__m512 a)
 {
-  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
-  const __m512i ebias = _mm512_set1_epi64((int64_t)1022 << 52);
-  __m512d p = _mm512_mul_pd(*h, h2), er, t, lo;
-  __m512i hb, ex, E = _mm512_add_epi64(*e, e2);
-  er = _mm512_fmsub_pd(*h, h2, p);
-  t = _mm512_add_pd(p, er);
-  lo = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
-  hb = _mm512_castpd_si512(t);
-  ex = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), _mm512_set1_epi64(1022));
-  *h = _mm512_castsi512_pd(
-    _mm512_or_si512(_mm512_andnot_si512(emask, hb), ebias));
-  *l = _mm512_mul_pd(lo, _mm512_castsi512_pd(_mm512_slli_epi64(
-                           _mm512_sub_epi64(_mm512_set1_epi64(1023), ex), 52)));
-  *e = _mm512_add_epi64(E, ex);
+  return _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                       _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1)));
 }
 
-/* The first level from the elements: lanes k and k + 8 hold frexp(|x|)
- * of two float32 values, whose mantissas have at most 24 significant bits,
- * so prod_merge8's product is exact, its FMA residual +0, t the product
- * and the new lo +0.  That product is |x_k| |x_k+8| scaled by a power of
- * two, itself exact and a normal double (>= 2^-298), so its mantissa and
- * exponent are taken from |x_k| |x_k+8| directly: e = (e_k - 1022 +
- * e_k+8 - 1022) + the product's exponent, the same sum.  Bit for bit the
- * state frexp, prod_merge8 gives, with lo +0. */
-TGT5 ALWAYS_INLINE void prod_lvl1_8(__m512 a, __m512d *h, __m512i *e)
+TGT5 ALWAYS_INLINE void prod_merge8_lvl2(__m512d *h, __m512d *l, __m512i *e,
+                                         __m512d h2)
 {
-  const __m512i emask = _mm512_set1_epi64((int64_t)0x7ff << 52);
-  __m512i hb = _mm512_castpd_si512(
-    _mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                  _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
-  *e = _mm512_sub_epi64(_mm512_srli_epi64(hb, 52), _mm512_set1_epi64(1022));
-  *h = _mm512_castsi512_pd(
-    _mm512_or_si512(_mm512_andnot_si512(emask, hb),
-                    _mm512_set1_epi64((int64_t)1022 << 52)));
+  __m512d p = _mm512_mul_pd(*h, h2), er = _mm512_fmsub_pd(*h, h2, p), t;
+  t = _mm512_add_pd(p, er);
+  *l = _mm512_sub_pd(er, _mm512_sub_pd(t, p));
+  *h = t;
+  *e = _mm512_setzero_si512();
+  prod_norm8(h, l, e);
 }
 
 /* G groups of 8 rows (G constant: 2 in the loop, 1 for the rest), their
@@ -903,7 +907,7 @@ TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
   const __m512i i4a = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
   const __m512i i4b = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
   __m512d h[16], l[8];
-  __m512i E[16];
+  __m512i E[8];
   unsigned bad = 0, neg = 0;
   for (int i = 0; i < 8 * G; i++) {
     const unsigned char *p = x + (size_t)i * n * 4;
@@ -913,21 +917,23 @@ TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
     /* a zero, inf or NaN (lanes off lm are 1.0) */
     bad |= (unsigned)(_mm512_fpclass_ps_mask(a, 0x9f) != 0) << i;
     neg |= (unsigned)(__builtin_popcount(_mm512_movepi32_mask(u)) & 1) << i;
-    prod_lvl1_8(a, &h[i], &E[i]); /* (k, k + 8); lo stays +0 */
+    h[i] = prod_lvl1_8(a); /* (k, k + 8), not normalised */
   }
   /* (k, k + 4): lanes 0-3 of rows 2i and 2i + 1 in one vector */
   for (int i = 0; i < 4 * G; i++) {
     __m512d ha = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0x44);
     __m512d hb = _mm512_shuffle_f64x2(h[2 * i], h[2 * i + 1], 0xee);
-    __m512i ea = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0x44);
-    __m512i eb = _mm512_shuffle_i64x2(E[2 * i], E[2 * i + 1], 0xee);
     __m512d la;
-    prod_merge8_l0(&ha, &la, &ea, hb, eb); /* both lo are +0 */
+    __m512i ea;
+    prod_merge8_lvl2(&ha, &la, &ea, hb);
     h[i] = ha;
     l[i] = la;
     E[i] = ea;
   }
-  /* (k, k + 2): lanes 0-1 of rows 4i .. 4i + 3 */
+  /* (k, k + 2): lanes 0-1 of rows 4i .. 4i + 3.  This level and the next
+   * are left unnormalised (prod_mul8): from states with hi in [0.5, 1)
+   * their hi stay in [1/16, 1), so every value stays normal, and the
+   * flush's prod_merge8 below normalises to prod_merge's state. */
   for (int i = 0; i < 2 * G; i++) {
     __m512d ha = _mm512_permutex2var_pd(h[2 * i], i3a, h[2 * i + 1]);
     __m512d hb = _mm512_permutex2var_pd(h[2 * i], i3b, h[2 * i + 1]);
@@ -935,13 +941,13 @@ TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
     __m512d lb = _mm512_permutex2var_pd(l[2 * i], i3b, l[2 * i + 1]);
     __m512i ea = _mm512_permutex2var_epi64(E[2 * i], i3a, E[2 * i + 1]);
     __m512i eb = _mm512_permutex2var_epi64(E[2 * i], i3b, E[2 * i + 1]);
-    prod_merge8(&ha, &la, &ea, hb, lb, eb);
+    prod_mul8(&ha, &la, &ea, hb, lb, eb);
     h[i] = ha;
     l[i] = la;
     E[i] = ea;
   }
   for (int g = 0; g < G; g++) {
-    /* (k, k + 1): lane 0 of the 8 rows, in row order */
+    /* (k, k + 1): lane 0 of the 8 rows, in row order (unnormalised) */
     __m512d ha = _mm512_permutex2var_pd(h[2 * g], i4a, h[2 * g + 1]);
     __m512d hb = _mm512_permutex2var_pd(h[2 * g], i4b, h[2 * g + 1]);
     __m512d la = _mm512_permutex2var_pd(l[2 * g], i4a, l[2 * g + 1]);
@@ -950,7 +956,7 @@ TGT5 ALWAYS_INLINE void prod_rows8(int G, unsigned char *out,
     __m512i eb = _mm512_permutex2var_epi64(E[2 * g], i4b, E[2 * g + 1]);
     __m512d dh = _mm512_set1_pd(0.5), dl = _mm512_setzero_pd(), s, v;
     __m512i de = _mm512_set1_epi64(1), ec;
-    prod_merge8(&ha, &la, &ea, hb, lb, eb);
+    prod_mul8(&ha, &la, &ea, hb, lb, eb);
     /* prodl_flush's prod_merge into the empty accumulator (0.5, 0, 1) */
     prod_merge8(&dh, &dl, &de, ha, la, ea);
     s = _mm512_add_pd(dh, dl);

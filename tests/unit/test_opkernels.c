@@ -908,8 +908,28 @@ static void test_prod_rows_out(void **state)
       check_rows_out(RD_OP_PROD, x, n, 8);
       check_rows_out(RD_OP_PROD, x, n, 3);
     }
+  /* The first tree levels at their ends (prod_merge8_lvl2 takes level 1
+   * unnormalised): lanes 0, 4, 8, 12 near 2^-126 with full mantissas (so
+   * level 2 has a nonzero lo, near 2^-504 - 2^-106), or in odd rows
+   * 2^-149 or 2^-148 (their level-2 product near 2^-596); lanes 1, 5, 9,
+   * 13 near 2^127 (2^508); the others near 2^100 and 2^-101 or 2^-78.
+   * A row's product is near 1, inside the float32 range, so its output
+   * shows the exponent and the high part at these ends (an error in lo,
+   * 2^-53 of the product, would rarely cross a float32 rounding). */
+  for (size_t r = 0; r < NR; r++)
+    for (size_t i = 0; i < 16; i++) {
+      static const int ex4[2][4] = { { -126, 127, 100, -101 },
+                                     { -149, 127, 100, -78 } };
+      uint64_t q = next();
+      double u = 1.0 + (double)(q >> 11) * 0x1p-53; /* [1, 2) */
+      x[r * 16 + i] = (float)ldexp(q % 2 ? -u : u, ex4[r % 2][i % 4]);
+    }
+  check_rows_out(RD_OP_PROD, x, 16, NR);
+  ref_rows_out(RD_OP_PROD, x, 16, NR, a);
+  for (size_t r = 0; r < NR; r++)
+    assert_true(isnormal(a[r]));
   /* negative control: one element one ulp up changes some row's bits, so
-   * the comparison above sees single-ulp differences */
+   * the comparisons above see single-ulp differences */
   gen_prod(x, 16, NR, 0);
   ref_rows_out(RD_OP_PROD, x, 16, NR, a);
   for (size_t r = 0; r < NR; r++) {
