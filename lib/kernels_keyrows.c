@@ -31,8 +31,8 @@
 /* kb_best()'s prefetch distance in bytes (long rows: without it the
  * reorder window, not DRAM, bounds the lines in flight).  The short rows
  * of kr_rows() have none: one address-ordered stream, which the hardware
- * prefetcher follows (with a prefetch 4 KiB ahead, case F Max took 1.1-1.3x
- * the time, ArgMax 1.2-1.4x; bench/README.md). */
+ * prefetcher follows (with a prefetch 4 KiB ahead, case F Max took 1.1-1.2x
+ * the time, ArgMax 1.2-1.35x; bench/README.md). */
 #define KB_PF 4096
 
 TGT5 ALWAYS_INLINE __m512i kr_best(__m512i a, __m512i b, int is_max)
