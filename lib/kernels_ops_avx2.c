@@ -261,7 +261,11 @@ int rd__opk_lse_rec_f32(double *s, double *m, const unsigned char *x)
  * the result is row i's sum in lane i.  Each level adds lane k to lane
  * k + w of the same row, as tree() does, the rows regrouped by shuffles:
  * (k, k + 4) for two rows per vector, (k, k + 2) for four, (k, k + 1) for
- * all eight. */
+ * all eight.  The same operations as kernels_rows512.c's pair_c() and
+ * rows8_tail(), kept apart on purpose: one shared inline form of them
+ * (measured 2026-12-07) made GCC keep these rows' constants in memory
+ * (LogSumExp F 1.27x the time) or, written as these loops, slowed the
+ * sums' rows (Sum F 1.12x). */
 TGT5 ALWAYS_INLINE __m512d lse_tree8(const __m512d *c)
 {
   const __m512i lo2 = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);

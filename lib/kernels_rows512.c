@@ -141,7 +141,8 @@ TGT ALWAYS_INLINE __m512d pair_c(__m512d a, __m512d b)
 }
 
 /* Levels (k, k+2) and (k, k+1) of eight rows (their c in pairs c01, c23,
- * c45, c67): the eight row sums in row order. */
+ * c45, c67): the eight row sums in row order.  kernels_ops_avx2.c's
+ * lse_tree8() is the same tree, written apart (see there for why). */
 TGT ALWAYS_INLINE __m512d rows8_tail(__m512d c01, __m512d c23, __m512d c45,
                                      __m512d c67)
 {
