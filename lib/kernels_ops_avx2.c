@@ -273,9 +273,11 @@ TGT5 ALWAYS_INLINE __m512d lse_tree8(const __m512d *c)
   const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
   const __m512i od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
   __m512d d[4], e[2];
+#pragma GCC unroll 4
   for (int i = 0; i < 4; i++) /* rows 2i, 2i + 1: lanes 0-3 each */
     d[i] = _mm512_add_pd(_mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0x44),
                          _mm512_shuffle_f64x2(c[2 * i], c[2 * i + 1], 0xee));
+#pragma GCC unroll 2
   for (int i = 0; i < 2; i++) /* rows 4i .. 4i + 3: lanes 0-1 each */
     e[i] = _mm512_add_pd(_mm512_permutex2var_pd(d[2 * i], lo2, d[2 * i + 1]),
                          _mm512_permutex2var_pd(d[2 * i], hi2, d[2 * i + 1]));
@@ -1188,6 +1190,10 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
  * does libm's result, and it is written; else the row is redone by the
  * accumulator path, with libm. */
 #define LSE_D 0x1p-40
+/* lse_row_fast's clamp of t (its expk, above 2^144, well above
+ * LSE_YMAX) and the sum above which lse_rows_avx512 takes a row again */
+#define LSE_TCLAMP 100.0
+#define LSE_YMAX 0x1p90
 
 static const double lse_c[8] = {
   2.0,       2.0 / 3.0,  2.0 / 5.0,  2.0 / 7.0,
@@ -1268,61 +1274,159 @@ TGT5 static double lse_row_moves(const struct rd__expk_tab *tb, __m512d *lo,
   return m;
 }
 
-/* A row per vector: its up to 16 elements, padded with -inf (a -inf
- * element is not above m and adds expk(-inf) = +0 to a +0 lane, which
- * changes nothing: lsel_elem skips it), as two halves of eight doubles.
- * The first element is the shift (lsel_elem from m = -inf scales +0
- * lanes by 0) and lane j adds expk(x_j - x_0), lane 0 E0; a row with an
- * element above x_0 + RD__LSE_K takes lse_row_moves().  Eight rows'
- * sums then share one vector for the tree's last levels and the log. */
+/* One row exactly as lsel_elem() would take it (lse_rows_avx512 leaves
+ * it the rows its fast step cannot vouch for): its up to 16 elements,
+ * padded with -inf (a -inf element is not above m and adds expk(-inf) =
+ * +0 to a +0 lane, which changes nothing: lsel_elem skips it), as two
+ * halves of eight doubles.  The first element is the shift (lsel_elem
+ * from m = -inf scales +0 lanes by 0) and lane j adds expk(x_j - x_0),
+ * lane 0 E0; a row with an element above x_0 + RD__LSE_K takes
+ * lse_row_moves().  Returns the lane sums of halves k, k + 8 (the tree's
+ * first level), the shift in every lane of *m0 and, in *bad, whether the
+ * row holds a NaN or an infinity (the accumulator path redoes it). */
+TGT5 __attribute__((noinline, cold)) static __m512d
+lse_row_exact(const struct rd__expk_tab *tb, const unsigned char *p,
+              __mmask16 lm, __m512d *m0, int *bad)
+{
+  const __m512d kk = _mm512_set1_pd(RD__LSE_K);
+  __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), lm, p);
+  __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+          b = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)),
+          m = _mm512_broadcastsd_pd(_mm512_castpd512_pd128(a)),
+          th = _mm512_add_pd(m, kk);
+  unsigned mv = (unsigned)_mm512_cmp_pd_mask(a, th, _CMP_GT_OQ) |
+                (unsigned)_mm512_cmp_pd_mask(b, th, _CMP_GT_OQ) << 8;
+  *bad = _mm512_mask_fpclass_ps_mask(lm, v, 0x99) != 0; /* NaN, +-inf */
+  if (mv) {
+    m = _mm512_set1_pd(lse_row_moves(tb, &a, &b, mv));
+  } else {
+    a = rd__expk8(tb, _mm512_sub_pd(a, m));
+    b = rd__expk8(tb, _mm512_sub_pd(b, m));
+  }
+  *m0 = m;
+  return _mm512_add_pd(a, b);
+}
+
+/* The fast step of lse_rows_avx512 on one row at p: lane j's argument t =
+ * x_j - x_0 clamped to [EXPK_MIN, LSE_TCLAMP], expk8 of both halves with
+ * the lanes at or beyond n cleared, and their sum (the tree's first
+ * level); the shift x_0 in every lane of *m0.  For a row lse_row_exact()
+ * would take without a move and without NaN or infinity, the same bits:
+ * no t is above LSE_KP, and a t below EXPK_MIN, whose expk() is +0,
+ * becomes expk(EXPK_MIN) < 2^-1020, which cannot change the row's sum (at
+ * lse_rows_avx512).  Any other row shows in the sum: a NaN (from a NaN or
+ * an infinity among its elements, or in x_0) or a sum above LSE_YMAX. */
+TGT5 ALWAYS_INLINE __m512d lse_row_fast(const struct rd__expk_tab *tb,
+                                        const float *p, __mmask8 ml,
+                                        __mmask8 mh, __m512d *m0)
+{
+  const __m512d shift = _mm512_set1_pd(EXPK_SHIFT);
+  const __m512d tlo = _mm512_set1_pd(EXPK_MIN);
+  const __m512d thi = _mm512_set1_pd(LSE_TCLAMP);
+  __m512d a = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(ml, p));
+  __m512d b = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(mh, p + 8));
+  __m512d m = _mm512_broadcastsd_pd(_mm512_castpd512_pd128(a)), za, zb;
+  /* max(), min() return their second operand if either is NaN: a NaN t
+   * stays NaN */
+  a = _mm512_min_pd(thi, _mm512_max_pd(tlo, _mm512_sub_pd(a, m)));
+  b = _mm512_min_pd(thi, _mm512_max_pd(tlo, _mm512_sub_pd(b, m)));
+  za = _mm512_fmadd_pd(a, _mm512_set1_pd(EXPK_INV), shift);
+  zb = _mm512_fmadd_pd(b, _mm512_set1_pd(EXPK_INV), shift);
+  *m0 = m;
+  return _mm512_add_pd(
+    rd__expk8_tail(tb, za,
+                   _mm512_fnmadd_pd(_mm512_sub_pd(za, shift),
+                                    _mm512_set1_pd(EXPK_LN2), a),
+                   ml),
+    rd__expk8_tail(tb, zb,
+                   _mm512_fnmadd_pd(_mm512_sub_pd(zb, shift),
+                                    _mm512_set1_pd(EXPK_LN2), b),
+                   mh));
+}
+
+/* Eight rows' outputs from y = sum - 1 and the shifts m (lse_out's m +
+ * log1p(y) within the bound at LSE_D), bad the rows to redo. */
+TGT5 ALWAYS_INLINE void lse_out8(unsigned char *out, unsigned char *redo,
+                                 __m512d y, __m512d m, __mmask8 bad)
+{
+  __m512d lg = lse_log1p8(y), d, lo, hi;
+  __m256 flo, fhi;
+  d = _mm512_mul_pd(_mm512_abs_pd(lg), _mm512_set1_pd(LSE_D));
+  lo = _mm512_add_pd(m, _mm512_sub_pd(lg, d));
+  hi = _mm512_add_pd(m, _mm512_add_pd(lg, d));
+  flo = _mm512_cvtpd_ps(lo);
+  fhi = _mm512_cvtpd_ps(hi);
+  bad |= (__mmask8)~_mm256_cmpeq_epi32_mask(_mm256_castps_si256(flo),
+                                            _mm256_castps_si256(fhi));
+  _mm256_storeu_ps((float *)(void *)out, flo);
+  _mm_storel_epi64((__m128i *)(void *)redo,
+                   _mm256_cvtepi32_epi8(
+                     _mm256_maskz_mov_epi32(bad, _mm256_set1_epi32(1))));
+}
+
+/* A row per vector, eight rows at a time, each row by lse_row_fast();
+ * their sums then share one vector for the tree's last levels and the
+ * log.  A row whose sum y + 1 is NaN or above LSE_YMAX is taken again by
+ * lse_row_exact() and the tree redone: a sum at most 2^90 has no term
+ * above 2^90 (all are positive), so no t above 62.4, and the clamp at
+ * LSE_TCLAMP, whose term is above 2^144, cannot hide one above it.
+ *
+ * Why a clamped t cannot change the sum: the tree (fixed, lanes k, k + w)
+ * keeps lane 0's path at least 1 (its E0); a term changed by less than
+ * 2^-1020 can change a node only if the node's other operand is below
+ * 2^-967 (else both values round to that operand), and each level can
+ * carry a change up only below 2^55 times the last bound, so after the
+ * four levels it is below 2^-747, where lane 0's path, at least 1,
+ * rounds it away.
+ *
+ * The output of a group is computed in the middle of the next group's
+ * rows (at row 4), so that its log's dependent chain overlaps their
+ * exps, and the last group's after the loop. */
 TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
                                  const unsigned char *x, size_t n, size_t nrows)
 {
   const __mmask16 lm = (__mmask16)((1u << n) - 1);
-  const __m512 ninf = _mm512_set1_ps(-INFINITY);
-  const __m512d kk = _mm512_set1_pd(RD__LSE_K);
+  const __mmask8 ml = (__mmask8)lm, mh = (__mmask8)(lm >> 8);
+  const __m512d one = _mm512_set1_pd(1.0);
   struct rd__expk_tab tb;
+  __m512d yp = _mm512_setzero_pd(), mp = _mm512_setzero_pd();
+  __mmask8 badp = 0;
   size_t r0 = 0;
   rd__expk_tab_load(&tb);
   for (; r0 + 8 <= nrows; r0 += 8) {
-    __m512d c[8], m = _mm512_setzero_pd(), y, lg, d, lo, hi;
-    __m256 flo, fhi;
-    __mmask8 bad = 0;
+    const float *p0 = (const float *)(const void *)(x + r0 * n * 4);
+    __m512d c[8], m = _mm512_setzero_pd(), y;
+    __mmask8 bad = 0, again;
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
-      const unsigned char *p = x + (r0 + (size_t)i) * n * 4;
-      __m512 v = _mm512_mask_loadu_ps(ninf, lm, p);
-      __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(v)),
-              b = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)),
-              m0 = _mm512_broadcastsd_pd(_mm512_castpd512_pd128(a)),
-              th = _mm512_add_pd(m0, kk);
-      unsigned mv = (unsigned)_mm512_cmp_pd_mask(a, th, _CMP_GT_OQ) |
-                    (unsigned)_mm512_cmp_pd_mask(b, th, _CMP_GT_OQ) << 8;
-      OPK_PF(p);
-      bad |= (__mmask8)((_mm512_mask_fpclass_ps_mask(lm, v, 0x99) != 0)
-                        << i); /* NaN, +-inf */
-      if (mv) {
-        m0 = _mm512_set1_pd(lse_row_moves(&tb, &a, &b, mv));
-      } else {
-        a = rd__expk8(&tb, _mm512_sub_pd(a, m0));
-        b = rd__expk8(&tb, _mm512_sub_pd(b, m0));
-      }
-      c[i] = _mm512_add_pd(a, b);
+      __m512d m0;
+      if (i == 4 && r0 > 0)
+        lse_out8(out + (r0 - 8) * 4, redo + r0 - 8, yp, mp, badp);
+      c[i] = lse_row_fast(&tb, p0 + (size_t)i * n, ml, mh, &m0);
       m = _mm512_mask_mov_pd(m, (__mmask8)(1u << i), m0);
     }
-    y = _mm512_add_pd(_mm512_sub_pd(lse_tree8(c), _mm512_set1_pd(1.0)),
-                      _mm512_setzero_pd());
-    lg = lse_log1p8(y);
-    d = _mm512_mul_pd(_mm512_abs_pd(lg), _mm512_set1_pd(LSE_D));
-    lo = _mm512_add_pd(m, _mm512_sub_pd(lg, d));
-    hi = _mm512_add_pd(m, _mm512_add_pd(lg, d));
-    flo = _mm512_cvtpd_ps(lo);
-    fhi = _mm512_cvtpd_ps(hi);
-    bad |= (__mmask8)~_mm256_cmpeq_epi32_mask(_mm256_castps_si256(flo),
-                                              _mm256_castps_si256(fhi));
-    _mm256_storeu_ps((float *)(void *)(out + r0 * 4), flo);
-    for (int i = 0; i < 8; i++)
-      redo[r0 + (size_t)i] = (unsigned char)((bad >> i) & 1);
+    /* + 0 turns a -0 (no element but the first) into +0, as lse_out */
+    y = _mm512_add_pd(_mm512_sub_pd(lse_tree8(c), one), _mm512_setzero_pd());
+    again = _mm512_cmp_pd_mask(y, _mm512_set1_pd(LSE_YMAX), _CMP_NLE_UQ);
+    if (__builtin_expect(again != 0, 0)) {
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++)
+        if (again >> i & 1) {
+          __m512d m0;
+          int bd;
+          c[i] = lse_row_exact(&tb, (const unsigned char *)(p0 + (size_t)i * n),
+                               lm, &m0, &bd);
+          bad |= (__mmask8)(bd << i);
+          m = _mm512_mask_mov_pd(m, (__mmask8)(1u << i), m0);
+        }
+      y = _mm512_add_pd(_mm512_sub_pd(lse_tree8(c), one), _mm512_setzero_pd());
+    }
+    yp = y;
+    mp = m;
+    badp = bad;
   }
+  if (r0 > 0)
+    lse_out8(out + (r0 - 8) * 4, redo + r0 - 8, yp, mp, badp);
   for (; r0 < nrows; r0++)
     redo[r0] = 1;
 }

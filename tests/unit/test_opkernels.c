@@ -1095,6 +1095,42 @@ static void test_lse_rows_out_ties(void **state)
   }
 }
 
+/* The AVX-512 form's fast step clamps t = x - x_0 to [EXPK_MIN, 100] and
+ * takes a row again exactly only when its sum is NaN or above 2^90: rows
+ * with an element 1000 below x_0 or a -inf (not first), whose terms the
+ * clamp makes expk(-708) instead of +0, stay on the fast path (few rows
+ * redone) and give the accumulator path's bits; rows of 16 elements all
+ * 62 above x_0 but the first (no move, a sum near 2^93) and rows with one
+ * element 1000 or 1e30 above x_0 (clamped, then taken again) too. */
+static void test_lse_rows_out_clamp(void **state)
+{
+  enum { NR = 64 };
+  float x[NR * 16], out[NR];
+  unsigned char redo[NR];
+  size_t nredo = 0;
+  (void)state;
+  gen_lse(x, 16, NR, 0);
+  for (size_t r = 0; r < NR; r++) {
+    x[r * 16 + 1 + r % 15] = x[r * 16] - 1000.0f;
+    x[r * 16 + 1 + (r + 7) % 15] = -INFINITY;
+  }
+  check_rows_out(RD_OP_LOG_SUM_EXP, x, 16, NR);
+  if (simd() && rd__kernel_impl(RD__K_F32, RD__IMPL_AVX512)) {
+    int was = rd__opk_avx512_select(1);
+    rd__opk_lse_rows_f32(out, redo, (const unsigned char *)x, 16, NR);
+    for (size_t r = 0; r < NR; r++)
+      nredo += redo[r];
+    assert_true(nredo <= 2);
+    rd__opk_avx512_select(was);
+  }
+  for (size_t r = 0; r < NR; r++)
+    for (size_t i = 1; i < 16; i++)
+      x[r * 16 + i] = r % 3 == 0    ? x[r * 16] + 62.0f
+                      : i == r % 15 ? x[r * 16] + (r % 3 == 1 ? 1000.0f : 1e30f)
+                                    : x[r * 16 + i];
+  check_rows_out(RD_OP_LOG_SUM_EXP, x, 16, NR);
+}
+
 /* ------------------------------------------------------------------ */
 /* float32 Max/Min/ArgMax/ArgMin of short rows (kernels_keyrows.c)     */
 /* ------------------------------------------------------------------ */
@@ -1577,6 +1613,7 @@ int main(void)
     cmocka_unit_test(test_prod_rows_out),
     cmocka_unit_test(test_lse_rows_out),
     cmocka_unit_test(test_lse_rows_out_ties),
+    cmocka_unit_test(test_lse_rows_out_clamp),
     cmocka_unit_test(test_key_rows_out),
     cmocka_unit_test(test_key_rows_helper),
     cmocka_unit_test(test_key_rows_streamed),
