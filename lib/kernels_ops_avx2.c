@@ -1183,7 +1183,8 @@ void rd__opk_prod_rows_f32(void *out, unsigned char *redo,
  * a relative error below 2^-44 (1 + y = uh + ul exactly, uh = 2^k f with f
  * in [sqrt(1/2), sqrt(2)), log f = 2 atanh(s), s = (f - 1)/(f + 1), by its
  * series to s^15, |s| < 0.1716, whose remainder is below 2^-44; the
- * roundings add a few 2^-53; the AVX-512 form takes its series by fmas).
+ * roundings add a few 2^-53; the AVX-512 form takes its series by fmas
+ * and leaves out ul, lse_log1p8).
  * m + (L -+ d) with d = |L| 2^-40, far beyond
  * that error and libm's (a few ulp), bound m + log1p(y) in double, and
  * both rounding is monotonic: when the two ends give the same float32, so
@@ -1203,13 +1204,14 @@ static const double lse_c[8] = {
 #define LSE_SQRT2 0x1.6a09e667f3bcdp+0
 #define LSE_LN2 0x1.62e42fefa39efp-1
 
+/* The AVX-512 form leaves out ul / uh: its y is a sum less 1 and the sum
+ * at least 1, so while the sum is below 2^53 y is exact and 1 + y is the
+ * sum (ul = 0); beyond, |ul / uh| <= 2^-53 against L > 36. */
 TGT5 ALWAYS_INLINE __m512d lse_log1p8(__m512d y)
 {
   const __m512d one = _mm512_set1_pd(1.0);
   const __m512i mmask = _mm512_set1_epi64(((int64_t)1 << 52) - 1);
-  __m512d uh = _mm512_add_pd(one, y), bb = _mm512_sub_pd(uh, one);
-  __m512d ul = _mm512_add_pd(_mm512_sub_pd(one, _mm512_sub_pd(uh, bb)),
-                             _mm512_sub_pd(y, bb));
+  __m512d uh = _mm512_add_pd(one, y);
   __m512i b = _mm512_castpd_si512(uh);
   __m512i k = _mm512_sub_epi64(_mm512_srli_epi64(b, 52),
                                _mm512_set1_epi64(1023));
@@ -1228,8 +1230,7 @@ TGT5 ALWAYS_INLINE __m512d lse_log1p8(__m512d y)
     p = _mm512_fmadd_pd(p, z, _mm512_set1_pd(lse_c[i]));
   return _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi64_pd(k),
                                      _mm512_set1_pd(LSE_LN2)),
-                       _mm512_add_pd(_mm512_mul_pd(s, p),
-                                     _mm512_div_pd(ul, uh)));
+                       _mm512_mul_pd(s, p));
 }
 
 /* A row whose shift moves (some element above m + RD__LSE_K, m the shift
@@ -1382,8 +1383,10 @@ TGT5 ALWAYS_INLINE void lse_out8(unsigned char *out, unsigned char *redo,
  * The output of a group is computed in the middle of the next group's
  * rows (at row 4), so that its log's dependent chain overlaps their
  * exps, and the last group's after the loop. */
-TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
-                                 const unsigned char *x, size_t n, size_t nrows)
+TGT5 ALWAYS_INLINE void lse_rows_avx512_n(unsigned char *out,
+                                          unsigned char *redo,
+                                          const unsigned char *x, size_t n,
+                                          size_t nrows)
 {
   const __mmask16 lm = (__mmask16)((1u << n) - 1);
   const __mmask8 ml = (__mmask8)lm, mh = (__mmask8)(lm >> 8);
@@ -1429,6 +1432,17 @@ TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
     lse_out8(out + (r0 - 8) * 4, redo + r0 - 8, yp, mp, badp);
   for (; r0 < nrows; r0++)
     redo[r0] = 1;
+}
+
+/* Rows of 16 (the common width) get their own copy, with constant lane
+ * masks: 0.96x the time of the general form on case F. */
+TGT5 static void lse_rows_avx512(unsigned char *out, unsigned char *redo,
+                                 const unsigned char *x, size_t n, size_t nrows)
+{
+  if (n == 16)
+    lse_rows_avx512_n(out, redo, x, 16, nrows);
+  else
+    lse_rows_avx512_n(out, redo, x, n, nrows);
 }
 
 TGT2 ALWAYS_INLINE __m256d lse_log1p4(__m256d y)
