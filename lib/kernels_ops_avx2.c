@@ -179,12 +179,13 @@ TGT5 __attribute__((noinline)) static int lse_rec_avx512(double *s, double *m,
  * unsigned compare check 16 elements, and the expks need no mask
  * (rd__expk8_neg(u) gives expk(-u)'s bits for either sign of u).  Every
  * other block (the shift moves, an element 707 or more below m, -inf,
- * NaN, +inf) takes the rare path: lse_common() stops before it.  No call
- * in this loop, so the constants stay in registers (a call clobbers them
- * all, and they were reloaded on every block: 1.3x the time). */
-TGT5 ALWAYS_INLINE size_t lse_common(const struct rd__expk_tab *tb, __m512d *s0,
-                                     __m512d *s1, __m512d mv,
-                                     const unsigned char *x, size_t nblocks)
+ * NaN, +inf) takes the rare path: lse_common_each() stops before it.  No
+ * call in this loop, so the constants stay in registers (a call clobbers
+ * them all, and they were reloaded on every block: 1.3x the time). */
+TGT5 ALWAYS_INLINE size_t lse_common_each(const struct rd__expk_tab *tb,
+                                          __m512d *s0, __m512d *s1, __m512d mv,
+                                          const unsigned char *x,
+                                          size_t nblocks)
 {
   const __m512d kp = _mm512_set1_pd(LSE_KP);
   const __m512i umax = _mm512_castpd_si512(_mm512_set1_pd(707.0 + LSE_KP));
@@ -202,6 +203,83 @@ TGT5 ALWAYS_INLINE size_t lse_common(const struct rd__expk_tab *tb, __m512d *s0,
     *s1 = _mm512_add_pd(*s1, rd__expk8_neg(tb, u1));
   }
   return b;
+}
+
+/* Blocks checked a chunk at a time by lse_common() */
+#define LSE_CHUNK 16
+
+/* lse_common()'s bounds for the shift m: m - 706 rounded up and m + 63
+ * rounded down to float32 (both sums in double are within 2^-13 of exact
+ * while |m| < 2^40, so the bounds stay inside [m - 706.5, m + 63.5]);
+ * empty for any other m. */
+TGT5 ALWAYS_INLINE void lse_chunk_bounds(double m, __m512 *lov, __m512 *hiv)
+{
+  const __m128d md = _mm_set_sd(m);
+  if (fabs(m) < 0x1p40) {
+    *lov = _mm512_broadcastss_ps(
+      _mm_cvt_roundsd_ss(_mm_setzero_ps(), _mm_sub_sd(md, _mm_set_sd(706.0)),
+                         _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC));
+    *hiv = _mm512_broadcastss_ps(
+      _mm_cvt_roundsd_ss(_mm_setzero_ps(), _mm_add_sd(md, _mm_set_sd(63.0)),
+                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+  } else {
+    *lov = _mm512_set1_ps(INFINITY);
+    *hiv = _mm512_set1_ps(-INFINITY);
+  }
+}
+
+/* lse_common_each()'s blocks, checked LSE_CHUNK blocks at a time: the
+ * float32 elements' maximum and minimum against bounds [lo, hi] inside
+ * [m - 706.5, m + 63.5] (lse_chunk_bounds; every element between them
+ * passes lse_common_each()'s check, u in [-63.5, 706.5] however it
+ * rounds), and the lane sums against NaN (a NaN element, which
+ * max and min skip, makes its term NaN).  A chunk that passes has the
+ * same sums as lse_common_each() gives it, added in the same order; any
+ * other goes again from its start through lse_common_each(), which stops
+ * before its first uncommon block.  Two maximum/minimum operations per
+ * block in place of lse_common_each()'s four checking operations, one of
+ * them a compare on the multiply ports: 0.89x the time of case A's
+ * blocks.  For |m| >= 2^40 the bounds are left empty (a float32 so large
+ * has no neighbours within 706), and every chunk goes through
+ * lse_common_each(). */
+TGT5 ALWAYS_INLINE size_t lse_common(const struct rd__expk_tab *tb, __m512d *s0,
+                                     __m512d *s1, __m512d mv,
+                                     const unsigned char *x, size_t nblocks)
+{
+  __m512 lov, hiv;
+  size_t b = 0;
+  lse_chunk_bounds(_mm512_cvtsd_f64(mv), &lov, &hiv);
+  while (b + LSE_CHUNK <= nblocks) {
+    const unsigned char *xc = x + b * 64;
+    __m512d a0 = *s0, a1 = *s1;
+    __m512 mx = lov, mn = hiv;
+    for (int j = 0; j < LSE_CHUNK; j++, xc += 64) {
+      const float *f = (const float *)(const void *)xc;
+      __m512d u0 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f)));
+      __m512d u1 = _mm512_sub_pd(mv, _mm512_cvtps_pd(_mm256_loadu_ps(f + 8)));
+      __m512 v = _mm512_loadu_ps(f);
+      /* max(), min() return their second operand when either is NaN */
+      mx = _mm512_max_ps(v, mx);
+      mn = _mm512_min_ps(v, mn);
+      OPK_PF(xc);
+      a0 = _mm512_add_pd(a0, rd__expk8_neg(tb, u0));
+      a1 = _mm512_add_pd(a1, rd__expk8_neg(tb, u1));
+    }
+    if (__builtin_expect((_mm512_cmp_ps_mask(mx, hiv, _CMP_GT_OQ) |
+                          _mm512_cmp_ps_mask(mn, lov, _CMP_LT_OQ) |
+                          _mm512_cmp_pd_mask(a0, a1, _CMP_UNORD_Q)) != 0,
+                         0)) {
+      size_t d = lse_common_each(tb, s0, s1, mv, x + b * 64, LSE_CHUNK);
+      b += d;
+      if (d < LSE_CHUNK)
+        return b;
+    } else {
+      *s0 = a0;
+      *s1 = a1;
+      b += LSE_CHUNK;
+    }
+  }
+  return b + lse_common_each(tb, s0, s1, mv, x + b * 64, nblocks - b);
 }
 
 /* The blocks of a run into the lanes s0, s1 with shift *m: the common
