@@ -1389,12 +1389,14 @@ lse_row_exact(const struct rd__expk_tab *tb, const unsigned char *p,
 /* The fast step of lse_rows_avx512 on one row at p: lane j's argument t =
  * x_j - x_0 clamped to [EXPK_MIN, LSE_TCLAMP], expk8 of both halves with
  * the lanes at or beyond n cleared, and their sum (the tree's first
- * level); the shift x_0 in every lane of *m0.  For a row lse_row_exact()
- * would take without a move and without NaN or infinity, the same bits:
- * no t is above LSE_KP, and a t below EXPK_MIN, whose expk() is +0,
- * becomes expk(EXPK_MIN) < 2^-1020, which cannot change the row's sum (at
- * lse_rows_avx512).  Any other row shows in the sum: a NaN (from a NaN or
- * an infinity among its elements, or in x_0) or a sum above LSE_YMAX. */
+ * level); the shift x_0 in every lane of *m0.  For a row with x_0
+ * finite and without NaN, +inf or a move, the bits of the sum lsel_elem()
+ * gives: no t is above LSE_KP, and a t below EXPK_MIN (a -inf element
+ * among them), whose expk() is +0, becomes expk(EXPK_MIN) < 2^-1020,
+ * which cannot change the row's sum (at lse_rows_avx512).  Any other row
+ * shows in the sum: NaN (a NaN element, or x_0 infinite, which makes lane
+ * 0's t NaN) or above LSE_YMAX (a move, a +inf, or an element more than
+ * LSE_TCLAMP above x_0). */
 TGT5 ALWAYS_INLINE __m512d lse_row_fast(const struct rd__expk_tab *tb,
                                         const float *p, __mmask8 ml,
                                         __mmask8 mh, __m512d *m0)
