@@ -239,8 +239,8 @@ TGT5 ALWAYS_INLINE void lse_chunk_bounds(double m, __m512 *lov, __m512 *hiv)
  * before its first uncommon block.  Two maximum/minimum operations per
  * block in place of lse_common_each()'s four checking operations, one of
  * them a compare on the multiply ports: 0.89x the time of cases A and
- * B, 0.90x of E.  For |m| >= 2^40 the bounds are left empty (a float32 so large
- * has no neighbours within 706), and every chunk goes through
+ * B, 0.90x of E.  For |m| >= 2^40 the bounds are left empty (a float32
+ * so large has no neighbours within 706), and every chunk goes through
  * lse_common_each(). */
 TGT5 ALWAYS_INLINE size_t lse_common(const struct rd__expk_tab *tb, __m512d *s0,
                                      __m512d *s1, __m512d mv,
